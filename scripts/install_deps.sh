@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every build and run-time dependency of ristretto on Debian 12.
+# Idempotent: packages already present are skipped, so re-running is cheap.
+# Usage: scripts/install_deps.sh            (as root, or with sudo available)
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config git
+  clang-format clang-tidy
+  # RPC and serialisation
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev
+  # learning (CPU LibTorch 1.13) + a fast BLAS for its matmuls
+  libtorch-dev libopenblas0-pthread libopenblas-dev
+  libgoogle-glog-dev
+  # metrics, database
+  prometheus-cpp-dev libpqxx-dev libpq-dev postgresql
+  # tests and benchmarks
+  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # helpers used by scripts
+  zlib1g-dev
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+echo "install_deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install_deps: done"
