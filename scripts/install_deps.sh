@@ -19,7 +19,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # helpers used by scripts
-  zlib1g-dev
+  zlib1g-dev nlohmann-json3-dev
 )
 
 SUDO=""

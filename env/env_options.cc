@@ -1,0 +1,88 @@
+#include "env/env_options.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ristretto::env {
+namespace {
+
+absl::Status Range(const char* name, double v, double lo, double hi,
+                   bool lo_open, bool hi_open) {
+  const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) &&
+                  (hi_open ? v < hi : v <= hi);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "env option ", name, " = ", v, " is outside ", lo_open ? "(" : "[", lo,
+      ", ", hi, hi_open ? ")" : "]"));
+}
+
+}  // namespace
+
+absl::Status EnvOptions::Validate() const {
+  constexpr double kInf = 1e300;
+  if (lookback < 1 || lookback > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("env option lookback = ", lookback, " is outside [1, 4096]"));
+  }
+  if (cooldown_trim_bars < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "env option cooldown_trim_bars = ", cooldown_trim_bars, " must be >= 1"));
+  }
+  struct Check {
+    const char* name;
+    double v, lo, hi;
+    bool lo_open, hi_open;
+  };
+  const Check checks[] = {
+      {"initial_capital", initial_capital, 0, kInf, true, false},
+      {"buy_fee", buy_fee, 0, 1, false, true},
+      {"sell_fee", sell_fee, 0, 1, false, true},
+      {"buy_safety", buy_safety, 0, 1, true, false},
+      {"norm_cash", norm_cash, 0, kInf, true, false},
+      {"norm_stocks", norm_stocks, 0, kInf, true, false},
+      {"norm_tech", norm_tech, 0, kInf, true, false},
+      {"norm_reward", norm_reward, 0, kInf, true, false},
+      {"norm_action", norm_action, 0, kInf, true, false},
+      {"time_decay_floor", time_decay_floor, 0, 1, false, false},
+      {"min_cash_reserve", min_cash_reserve, 0, 1, false, true},
+      {"concentration_penalty", concentration_penalty, 0, kInf, false, false},
+      {"trailing_stop_pct", trailing_stop_pct, 0, 1, false, true},
+      {"trim_fraction", trim_fraction, 0, 1, true, false},
+      {"gamma", gamma, 0, 1, false, false},
+      {"action_clip", action_clip, 0, kInf, true, false},
+      {"reward_scale", reward_scale, 0, kInf, true, false},
+  };
+  for (const Check& c : checks) {
+    absl::Status s = Range(c.name, c.v, c.lo, c.hi, c.lo_open, c.hi_open);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRewardMode(const std::string& text, RewardMode* mode) {
+  if (text == "shaped") {
+    *mode = RewardMode::kShaped;
+  } else if (text == "log_return") {
+    *mode = RewardMode::kLogReturn;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown reward mode '", text, "' (expected shaped or log_return)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTerminalReward(const std::string& text, TerminalReward* mode) {
+  if (text == "step") {
+    *mode = TerminalReward::kStep;
+  } else if (text == "discounted_sum") {
+    *mode = TerminalReward::kDiscountedSum;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown terminal reward '", text,
+                     "' (expected step or discounted_sum)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ristretto::env

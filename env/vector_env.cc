@@ -1,0 +1,471 @@
+#include "env/vector_env.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ristretto::env {
+namespace {
+
+// Intersects `blocks` with the market's domains, keeping pieces of at least
+// `min_rows` rows.
+std::vector<Domain> Intersect(const std::vector<Domain>& blocks,
+                              const std::vector<Domain>& market_domains,
+                              int64_t min_rows) {
+  std::vector<Domain> out;
+  for (const Domain& b : blocks) {
+    for (const Domain& m : market_domains) {
+      const Domain piece{std::max(b.begin, m.begin), std::min(b.end, m.end)};
+      if (piece.size() >= min_rows) out.push_back(piece);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
+    std::shared_ptr<const MarketData> market, const VectorEnvOptions& options) {
+  if (market == nullptr) return absl::InvalidArgumentError("market is null");
+  if (absl::Status s = market->Validate(); !s.ok()) return s;
+  if (absl::Status s = options.env.Validate(); !s.ok()) return s;
+  if (options.num_copies < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_copies must be >= 1, got ", options.num_copies));
+  }
+  const int64_t L = options.env.lookback;
+  int64_t min_rows = 2 * L + 1;
+  if (options.mode == EpisodeMode::kTrain) {
+    if (options.episode_steps < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "episode_steps must be >= 1, got ", options.episode_steps));
+    }
+    min_rows = options.episode_steps + 2 * L;
+  }
+  for (const Domain& d : options.domains) {
+    if (d.begin < 0 || d.end > market->num_rows || d.end <= d.begin) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("episode domain [", d.begin, ", ", d.end,
+                       ") is empty or outside the market's ", market->num_rows,
+                       " rows"));
+    }
+  }
+  std::vector<Domain> domains =
+      Intersect(options.domains.empty() ? market->domains : options.domains,
+                market->domains, min_rows);
+  if (domains.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no contiguous domain has the ", min_rows,
+        " rows one episode needs (episode_steps + 2*lookback for training, "
+        "2*lookback + 1 for evaluation)"));
+  }
+  return std::unique_ptr<VectorEnv>(
+      new VectorEnv(std::move(market), options, std::move(domains)));
+}
+
+VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
+                     const VectorEnvOptions& options,
+                     std::vector<Domain> domains)
+    : market_(std::move(market)),
+      options_(options),
+      env_(options_.env),
+      num_copies_(options.num_copies),
+      n_(market_->num_assets),
+      num_features_(market_->num_features),
+      lookback_(options.env.lookback),
+      obs_size_(static_cast<int>(1 + n_ + num_features_ * lookback_)),
+      price_(market_->price.data()),
+      domains_(std::move(domains)) {
+  const int64_t T = market_->num_rows;
+  const int64_t F = num_features_;
+  tech_reversed_.resize(static_cast<size_t>(T * F));
+  for (int64_t t = 0; t < T; ++t) {
+    const double* src = market_->tech.data() + t * F;
+    float* dst = tech_reversed_.data() + (T - 1 - t) * F;
+    for (int64_t j = 0; j < F; ++j) {
+      dst[j] = static_cast<float>(src[j] * env_.norm_tech);
+    }
+  }
+  if (options_.mode == EpisodeMode::kTrain) {
+    const int64_t slice_rows = options_.episode_steps + 2 * lookback_;
+    int64_t total = 0;
+    for (const Domain& d : domains_) {
+      total += d.size() - slice_rows + 1;
+      start_cdf_.push_back(total);
+    }
+  }
+  const size_t B = static_cast<size_t>(num_copies_);
+  const size_t Bn = B * static_cast<size_t>(n_);
+  slice_begin_.assign(B, 0);
+  t_.assign(B, 0);
+  max_step_.assign(B, 0);
+  horizon_.assign(B, 1.0);
+  cash_.assign(B, 0.0);
+  value_.assign(B, 0.0);
+  bench_.assign(B, 0.0);
+  gamma_return_.assign(B, 0.0);
+  reward_.assign(B, 0.0);
+  done_.assign(B, 1);
+  eval_domain_.assign(B, 0);
+  current_.assign(B, EpisodeInfo{});
+  last_.assign(B, EpisodeInfo{});
+  episodes_finished_.assign(B, 0);
+  rng_.reserve(B);
+  for (size_t b = 0; b < B; ++b) {
+    rng_.emplace_back(options_.seed ^ (0x5851f42d4c957f2dULL * (b + 1)));
+    eval_domain_[b] = static_cast<int64_t>(b % domains_.size());
+  }
+  holdings_.assign(Bn, 0.0f);
+  cooldown_.assign(Bn, 0.0f);
+  high_.assign(Bn, 0.0f);
+  scale_.assign(Bn, 0.0f);
+  eqw_.assign(Bn, 0.0);
+  min_qty_.resize(n_);
+  for (int i = 0; i < n_; ++i) min_qty_[i] = market_->assets[i].min_order_qty;
+  scaled_action_.assign(n_, 0.0f);
+  weights_scratch_.assign(n_, 0.0);
+}
+
+size_t VectorEnv::owned_bytes() const {
+  const size_t B = static_cast<size_t>(num_copies_);
+  const size_t Bn = B * static_cast<size_t>(n_);
+  return sizeof(*this) + tech_reversed_.capacity() * sizeof(float) +
+         B * (3 * sizeof(int64_t) + 6 * sizeof(double) + sizeof(uint8_t) +
+              sizeof(int64_t) + sizeof(Rng) + 2 * sizeof(EpisodeInfo) +
+              sizeof(int64_t)) +
+         Bn * (4 * sizeof(float) + sizeof(double)) +
+         domains_.capacity() * sizeof(Domain) +
+         start_cdf_.capacity() * sizeof(int64_t);
+}
+
+void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
+  const int n = n_;
+  const int64_t L = lookback_;
+  slice_begin_[b] = slice_begin;
+  t_[b] = L - 1;
+  max_step_[b] = slice_rows - L - 1;
+  horizon_[b] = static_cast<double>(std::max<int64_t>(slice_rows - 2 * L, 1));
+  done_[b] = 0;
+  current_[b] = EpisodeInfo{};
+  const double c0 = env_.initial_capital;
+  const double* p0 = price_ + slice_begin * n;
+  const double* pt = price_ + (slice_begin + L - 1) * n;
+  float* hold = &holdings_[static_cast<size_t>(b) * n];
+  double bench = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(b) * n + i;
+    hold[i] = 0.0f;
+    cooldown_[k] = 0.0f;
+    high_[k] = 0.0f;
+    // A zero first price makes the action scale and benchmark undefined;
+    // that asset then never trades and is left out of the benchmark.
+    scale_[k] = p0[i] > 0
+                    ? static_cast<float>(c0 / (p0[i] * env_.norm_action))
+                    : 0.0f;
+    eqw_[k] = p0[i] > 0 ? (c0 / n) / (p0[i] * (1.0 + env_.buy_fee)) : 0.0;
+    bench += eqw_[k] * pt[i];
+  }
+  cash_[b] = c0;
+  value_[b] = c0;
+  bench_[b] = bench;
+  gamma_return_[b] = 0.0;
+}
+
+void VectorEnv::AutoStart(int b) {
+  const int64_t L = lookback_;
+  if (options_.mode == EpisodeMode::kTrain) {
+    const int64_t slice_rows = options_.episode_steps + 2 * L;
+    const uint64_t pick = rng_[b].UniformInt(
+        static_cast<uint64_t>(start_cdf_.back()));
+    const size_t d = static_cast<size_t>(
+        std::upper_bound(start_cdf_.begin(), start_cdf_.end(),
+                         static_cast<int64_t>(pick)) -
+        start_cdf_.begin());
+    const int64_t before = d == 0 ? 0 : start_cdf_[d - 1];
+    const int64_t begin =
+        domains_[d].begin + (static_cast<int64_t>(pick) - before);
+    StartEpisode(b, begin, slice_rows);
+  } else {
+    const Domain& d = options_.mode == EpisodeMode::kEvaluate
+                          ? domains_[eval_domain_[b]]
+                          : domains_.front();
+    StartEpisode(b, d.begin, d.size());
+  }
+}
+
+void VectorEnv::WriteObservation(int b, float* obs) const {
+  const int n = n_;
+  const float* hold = &holdings_[static_cast<size_t>(b) * n];
+  obs[0] = static_cast<float>(cash_[b] * env_.norm_cash);
+  for (int i = 0; i < n; ++i) {
+    obs[1 + i] = static_cast<float>(static_cast<double>(hold[i]) *
+                                    env_.norm_stocks);
+  }
+  const int64_t T = market_->num_rows;
+  const int64_t row = slice_begin_[b] + t_[b];
+  std::memcpy(obs + 1 + n, tech_reversed_.data() + (T - 1 - row) * num_features_,
+              sizeof(float) * static_cast<size_t>(num_features_ * lookback_));
+}
+
+void VectorEnv::Reset(float* obs) {
+  for (int b = 0; b < num_copies_; ++b) {
+    AutoStart(b);
+    WriteObservation(b, obs + static_cast<size_t>(b) * obs_size_);
+  }
+}
+
+absl::Status VectorEnv::ResetCopy(int b, int64_t begin, int64_t num_rows,
+                                  float* obs) {
+  if (b < 0 || b >= num_copies_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("copy ", b, " out of range [0, ", num_copies_, ")"));
+  }
+  if (num_rows < 2 * lookback_ + 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a slice needs at least 2*lookback+1 = ",
+                     2 * lookback_ + 1, " rows, got ", num_rows));
+  }
+  const Domain slice{begin, begin + num_rows};
+  bool inside = false;
+  for (const Domain& d : market_->domains) {
+    inside |= slice.begin >= d.begin && slice.end <= d.end;
+  }
+  if (!inside) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows [", slice.begin, ", ", slice.end,
+                     ") are not inside one contiguous market domain"));
+  }
+  StartEpisode(b, begin, num_rows);
+  WriteObservation(b, obs);
+  return absl::OkStatus();
+}
+
+absl::Status VectorEnv::Step(const float* actions, const StepOutput& out) {
+  const size_t total = static_cast<size_t>(num_copies_) * n_;
+  for (size_t k = 0; k < total; ++k) {
+    if (!std::isfinite(actions[k])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("action of copy ", k / n_, " asset ", k % n_, " is ",
+                       actions[k], "; actions must be finite"));
+    }
+  }
+  for (int b = 0; b < num_copies_; ++b) {
+    if (done_[b]) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("copy ", b, " finished its episode and was not reset"));
+    }
+  }
+  for (int b = 0; b < num_copies_; ++b) {
+    StepCopy(b, actions + static_cast<size_t>(b) * n_,
+             out.obs + static_cast<size_t>(b) * obs_size_, out);
+  }
+  return absl::OkStatus();
+}
+
+// One env.md step for copy b. The numbered comments follow env.md; the
+// float/double mix follows ../shared/golden/env/README.md bit for bit.
+void VectorEnv::StepCopy(int b, const float* action, float* obs,
+                         const StepOutput& out) {
+  const int n = n_;
+  const size_t base = static_cast<size_t>(b) * n;
+  float* hold = &holdings_[base];
+  float* cool = &cooldown_[base];
+  float* high = &high_[base];
+  const float* scale = &scale_[base];
+  const double* eqw = &eqw_[base];
+  const double fb = env_.buy_fee;
+  const double fs = env_.sell_fee;
+  const double c0 = env_.initial_capital;
+  EpisodeInfo& info = current_[b];
+  double cash = cash_[b];
+
+  // 2. Advance time.
+  const int64_t t = ++t_[b];
+  const double* p = price_ + (slice_begin_[b] + t) * n;
+
+  // 3. Cooldown of positions held before this step's trades.
+  for (int i = 0; i < n; ++i) {
+    if (hold[i] > 0.0f) cool[i] += 1.0f;
+  }
+
+  // 4. Trailing stop.
+  if (env_.trailing_stop_pct > 0) {
+    const double keep = 1.0 - env_.trailing_stop_pct;
+    for (int i = 0; i < n; ++i) {
+      if (!(hold[i] > 0.0f)) continue;
+      high[i] = std::max(high[i], static_cast<float>(p[i]));
+      if (high[i] > 0.0f && p[i] > 0 &&
+          p[i] < static_cast<double>(high[i]) * keep) {
+        const double notional = p[i] * static_cast<double>(hold[i]);
+        cash += notional * (1.0 - fs);
+        info.sell_fees += notional * fs;
+        ++info.sell_trades;
+        hold[i] = 0.0f;
+        cool[i] = 0.0f;
+        high[i] = 0.0f;
+      }
+    }
+  }
+
+  // 1 + 5. Clip, then scale to coins (a float32 product, as the original).
+  const float clip = static_cast<float>(env_.action_clip);
+  float* q = scaled_action_.data();
+  for (int i = 0; i < n; ++i) {
+    q[i] = std::min(std::max(action[i], -clip), clip) * scale[i];
+  }
+
+  // 6. Sells, ascending asset order.
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<double>(q[i]) < -min_qty_[i] && hold[i] > 0.0f &&
+        p[i] > 0) {
+      const float sell = std::min(hold[i], -q[i]);
+      cool[i] = 0.0f;
+      hold[i] -= sell;
+      const double notional = p[i] * static_cast<double>(sell);
+      cash += notional * (1.0 - fs);
+      info.sell_fees += notional * fs;
+      ++info.sell_trades;
+      if (hold[i] == 0.0f) high[i] = 0.0f;
+    }
+  }
+
+  // 7. Forced trim of positions held too long (runs even at price 0).
+  const float trim_after = static_cast<float>(env_.cooldown_trim_bars);
+  for (int i = 0; i < n; ++i) {
+    if (cool[i] >= trim_after) {
+      const double sell = static_cast<double>(hold[i]) * env_.trim_fraction;
+      cool[i] = 0.0f;
+      hold[i] = static_cast<float>(static_cast<double>(hold[i]) - sell);
+      const double notional = p[i] * sell;
+      cash += notional * (1.0 - fs);
+      info.sell_fees += notional * fs;
+      ++info.sell_trades;
+    }
+  }
+
+  // 8. Buys, ascending order, cash consumed asset by asset.
+  const double reserve = c0 * env_.min_cash_reserve;
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<double>(q[i]) > min_qty_[i] && p[i] > 0) {
+      const double avail = std::max(0.0, cash - reserve);
+      const double affordable = avail / (1.0 + fb) / p[i] * env_.buy_safety;
+      // On a tie the affordable amount is chosen (std::min keeps the first).
+      const double buy = std::min(affordable, static_cast<double>(q[i]));
+      if (buy < min_qty_[i]) continue;
+      if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
+      hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
+      const double notional = p[i] * buy;
+      cash -= notional * (1.0 + fb);
+      info.buy_fees += notional * fb;
+      ++info.buy_trades;
+    }
+  }
+  cash_[b] = cash;
+
+  // 9. Done.
+  const bool done = t == max_step_[b];
+
+  // 10. Observation at the new t with post-trade holdings.
+  WriteObservation(b, obs);
+
+  // 11. Portfolio and benchmark values (left-to-right sums).
+  double stock_value = 0.0;
+  double bench = 0.0;
+  for (int i = 0; i < n; ++i) {
+    stock_value += static_cast<double>(hold[i]) * p[i];
+    bench += eqw[i] * p[i];
+  }
+  const double value = cash + stock_value;
+  const double prev_value = value_[b];
+  const double prev_bench = bench_[b];
+  const double d_bot = value - prev_value;
+  const double d_bench = bench - prev_bench;
+
+  // 12. Linear time decay with a floor.
+  double r;
+  if (env_.reward_mode == RewardMode::kShaped) {
+    const double k = static_cast<double>(std::max<int64_t>(t - (lookback_ - 1), 0));
+    const double progress = std::min(std::max(k / horizon_[b], 0.0), 1.0);
+    const double decay = std::max(1.0 - progress, env_.time_decay_floor);
+    const double rho = env_.norm_reward;
+
+    // 13. Shaped reward.
+    const double alpha = (d_bot - d_bench) * rho * decay;
+    const double absolute = (d_bot / c0) * rho * decay;
+    const double cash_ratio = value > 0 ? cash / value : 0.0;
+    const double mkt = prev_bench > 0 ? d_bench / prev_bench : 0.0;
+    const double cash_bonus = (mkt < 0 && cash_ratio > 0.1)
+                                  ? std::fabs(mkt) * cash_ratio * rho * 0.1
+                                  : 0.0;
+    r = 0.5 * alpha + 0.3 * absolute + 0.2 * cash_bonus;
+    if (env_.min_cash_reserve > 0) {
+      const double shortfall = std::max(0.0, reserve - cash);
+      r -= (shortfall / c0) * rho * 0.5;
+    }
+    const double c = env_.concentration_penalty;
+    if (c > 0 && value > 0) {
+      double* w = weights_scratch_.data();
+      double max_w = 0.0;
+      int m = 0;
+      for (int i = 0; i < n; ++i) {
+        const double wi = static_cast<double>(hold[i]) * p[i] / value;
+        max_w = std::max(max_w, wi);
+        if (wi > 0.01) w[m++] = wi;
+      }
+      if (max_w > 0.40) r -= c * (max_w - 0.40);
+      if (m < 3) {
+        r -= c * 0.5 * (3 - m);
+      } else {
+        // Gini coefficient of the significant weights.
+        std::sort(w, w + m);
+        double weighted = 0.0, sum = 0.0;
+        for (int j = 0; j < m; ++j) {
+          weighted += (j + 1) * w[j];
+          sum += w[j];
+        }
+        const double gini = 2.0 * weighted / (m * sum) -
+                            static_cast<double>(m + 1) / m;
+        if (gini < 0.4) r += c * 0.1 * (0.4 - gini);
+      }
+    }
+  } else {
+    // Log return; a non-positive value (impossible without leverage) is
+    // floored so the reward stays finite.
+    constexpr double kTiny = 1e-12;
+    r = std::log(std::max(value, kTiny) / std::max(prev_value, kTiny)) *
+        env_.reward_scale;
+  }
+
+  // 14. Roll values and the discounted sum.
+  value_[b] = value;
+  bench_[b] = bench;
+  gamma_return_[b] = gamma_return_[b] * env_.gamma + r;
+
+  // 15. Terminal reward.
+  if (done && env_.terminal_reward == TerminalReward::kDiscountedSum) {
+    r = gamma_return_[b];
+  }
+  reward_[b] = r;
+  ++info.steps;
+  if (out.reward != nullptr) out.reward[b] = static_cast<float>(r);
+  if (out.done != nullptr) out.done[b] = done ? 1 : 0;
+  if (!done) return;
+
+  info.net_return = value / c0;
+  info.gross_return = (value + info.buy_fees + info.sell_fees) / c0;
+  last_[b] = info;
+  ++episodes_finished_[b];
+  done_[b] = 1;
+  if (out.final_obs != nullptr) {
+    std::memcpy(out.final_obs + static_cast<size_t>(b) * obs_size_, obs,
+                sizeof(float) * obs_size_);
+  }
+  if (options_.auto_reset && options_.mode != EpisodeMode::kManual) {
+    AutoStart(b);
+    WriteObservation(b, obs);
+  }
+}
+
+}  // namespace ristretto::env
