@@ -48,8 +48,8 @@ class Rng {
   // Returns an integer uniform in [0, n); n > 0. Lemire's multiply-shift
   // (bias below 2^-64·n, negligible for our n).
   uint64_t UniformInt(uint64_t n) {
-    return static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(Next()) * n) >> 64);
+    __extension__ using Uint128 = unsigned __int128;
+    return static_cast<uint64_t>((static_cast<Uint128>(Next()) * n) >> 64);
   }
 
   // Returns a standard normal deviate (Box–Muller, one value per call).

@@ -1,0 +1,346 @@
+#include "cli/env_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "env/csv_import.h"
+#include "env/dataset.h"
+#include "env/features.h"
+#include "env/golden_replay.h"
+#include "env/market_data.h"
+#include "env/metrics.h"
+#include "env/synthetic.h"
+#include "env/vector_env.h"
+
+namespace ristretto::cli {
+namespace {
+
+using env::Dataset;
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "ristretto: %s\n", std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// ---- dataset ---------------------------------------------------------------
+
+void PrintDatasetInfo(const Dataset& d, const std::string& id) {
+  std::printf("dataset id      %s\n", id.c_str());
+  std::printf("source          %s\n", d.source.c_str());
+  std::printf("assets          %d\n", d.num_assets());
+  for (const env::AssetMeta& a : d.assets) {
+    std::printf("  %-12s min_order_qty %.10g\n", a.symbol.c_str(),
+                a.min_order_qty);
+  }
+  std::printf("rows            %lld\n", static_cast<long long>(d.num_rows()));
+  std::printf("interval        %s\n", env::FormatInterval(d.interval_seconds).c_str());
+  if (d.num_rows() > 0) {
+    std::printf("time range      %s .. %s\n",
+                env::FormatTimestamp(d.timestamps.front()).c_str(),
+                env::FormatTimestamp(d.timestamps.back()).c_str());
+  }
+  std::printf("domains         %zu\n", d.domains.size());
+  for (size_t k = 0; k < d.domains.size() && k < 20; ++k) {
+    const env::Domain& dom = d.domains[k];
+    std::printf("  [%lld, %lld) %lld rows  %s .. %s\n",
+                static_cast<long long>(dom.begin),
+                static_cast<long long>(dom.end),
+                static_cast<long long>(dom.size()),
+                env::FormatTimestamp(d.timestamps[dom.begin]).c_str(),
+                env::FormatTimestamp(d.timestamps[dom.end - 1]).c_str());
+  }
+  if (d.domains.size() > 20) std::printf("  ... %zu more\n", d.domains.size() - 20);
+  std::printf("gaps filled     %lld bars\n", static_cast<long long>(d.gaps_filled));
+  std::printf("warm-up dropped %lld rows\n",
+              static_cast<long long>(d.warmup_rows_dropped));
+  std::printf("features        %d per asset, %lld columns\n",
+              d.features_per_asset(), static_cast<long long>(d.num_features()));
+  std::string names;
+  for (const std::string& f : d.feature_names) absl::StrAppend(&names, " ", f);
+  std::printf("  %s\n", names.c_str());
+}
+
+absl::Status DatasetImport(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"csv-dir", "interval", "out", "max-ffill",
+                                   "on-long-gap", "min-qty",
+                                   "min-domain-rows"}));
+  env::CsvImportOptions options;
+  ASSIGN_OR_RETURN(options.csv_dir, args.RequiredString("csv-dir"));
+  ASSIGN_OR_RETURN(std::string interval, args.RequiredString("interval"));
+  ASSIGN_OR_RETURN(options.interval_seconds, env::ParseInterval(interval));
+  ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
+  ASSIGN_OR_RETURN(options.max_ffill_bars, args.Int("max-ffill", 0));
+  ASSIGN_OR_RETURN(std::string policy, args.String("on-long-gap", "split"));
+  if (policy == "split") {
+    options.on_long_gap = env::LongGapPolicy::kSplit;
+  } else if (policy == "fail") {
+    options.on_long_gap = env::LongGapPolicy::kFail;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--on-long-gap must be split or fail, got '", policy, "'"));
+  }
+  ASSIGN_OR_RETURN(options.min_qty_file, args.String("min-qty", ""));
+  ASSIGN_OR_RETURN(options.min_domain_rows, args.Int("min-domain-rows", 2));
+  env::CsvImportReport report;
+  ASSIGN_OR_RETURN(Dataset dataset, env::ImportCsvDirectory(options, &report));
+  std::printf("import report\n%s", env::FormatCsvImportReport(report).c_str());
+  const int64_t rows_before = dataset.num_rows();
+  RETURN_IF_ERROR(Annotate(env::ComputeFeatures(&dataset), "computing features"));
+  std::printf("features: dropped %lld warm-up rows (%lld -> %lld)\n",
+              static_cast<long long>(rows_before - dataset.num_rows()),
+              static_cast<long long>(rows_before),
+              static_cast<long long>(dataset.num_rows()));
+  RETURN_IF_ERROR(env::WriteDataset(dataset, out));
+  std::printf("wrote %s\n", out.c_str());
+  PrintDatasetInfo(dataset, dataset.ComputeId());
+  return absl::OkStatus();
+}
+
+absl::Status DatasetSynth(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown(
+      {"out", "assets", "rows", "interval", "seed", "predictability"}));
+  env::SyntheticMarketOptions o;
+  ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
+  ASSIGN_OR_RETURN(int64_t assets, args.Int("assets", o.num_assets));
+  o.num_assets = static_cast<int>(assets);
+  ASSIGN_OR_RETURN(o.num_rows, args.Int("rows", o.num_rows));
+  ASSIGN_OR_RETURN(std::string interval, args.String("interval", "30m"));
+  ASSIGN_OR_RETURN(o.interval_seconds, env::ParseInterval(interval));
+  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(o.predictability, args.Double("predictability", 0.0));
+  ASSIGN_OR_RETURN(Dataset dataset, env::GenerateSyntheticDataset(o));
+  RETURN_IF_ERROR(env::WriteDataset(dataset, out));
+  std::printf("wrote %s\n", out.c_str());
+  PrintDatasetInfo(dataset, dataset.ComputeId());
+  return absl::OkStatus();
+}
+
+absl::Status DatasetInfo(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError("usage: ristretto dataset info FILE");
+  }
+  ASSIGN_OR_RETURN(Dataset dataset, env::ReadDataset(args.positional()[1]));
+  PrintDatasetInfo(dataset, dataset.ComputeId());
+  return absl::OkStatus();
+}
+
+// ---- env -------------------------------------------------------------------
+
+absl::StatusOr<bool> EnvReplay(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"copies"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto env replay CASE_DIR [--copies B]");
+  }
+  ASSIGN_OR_RETURN(int64_t copies, args.Int("copies", 1));
+  if (copies < 1 || copies > 4096) {
+    return absl::InvalidArgumentError("--copies must be in [1, 4096]");
+  }
+  ASSIGN_OR_RETURN(env::GoldenCase golden,
+                   env::LoadGoldenCase(args.positional()[1]));
+  ASSIGN_OR_RETURN(env::ReplayReport report,
+                   env::ReplayGoldenCase(golden, static_cast<int>(copies)));
+  std::fputs(env::FormatReplayReport(report).c_str(), stdout);
+  return report.passed();
+}
+
+absl::Status EnvBench(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown(
+      {"assets", "features", "lookback", "copies", "seconds", "rows", "seed"}));
+  ASSIGN_OR_RETURN(int64_t assets, args.Int("assets", 7));
+  ASSIGN_OR_RETURN(int64_t features, args.Int("features", 98));
+  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 1));
+  ASSIGN_OR_RETURN(int64_t copies, args.Int("copies", 1024));
+  ASSIGN_OR_RETURN(double seconds, args.Double("seconds", 3.0));
+  ASSIGN_OR_RETURN(int64_t rows, args.Int("rows", 20000));
+  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
+  if (copies < 1 || copies > (1 << 20) || seconds <= 0 || lookback < 1) {
+    return absl::InvalidArgumentError(
+        "--copies must be in [1, 2^20], --seconds > 0, --lookback >= 1");
+  }
+  ASSIGN_OR_RETURN(auto market,
+                   env::GenerateBenchmarkMarket(static_cast<int>(assets),
+                                                features, rows,
+                                                static_cast<uint64_t>(seed)));
+  env::VectorEnvOptions options;
+  options.env.lookback = static_cast<int>(lookback);
+  options.num_copies = static_cast<int>(copies);
+  options.mode = env::EpisodeMode::kTrain;
+  options.episode_steps = std::min<int64_t>(1000, rows - 2 * lookback);
+  options.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(auto vec, env::VectorEnv::Create(market, options));
+  const size_t D = static_cast<size_t>(vec->observation_size());
+  std::vector<float> obs(static_cast<size_t>(copies) * D);
+  std::vector<float> reward(copies);
+  std::vector<uint8_t> done(copies);
+  // A ring of pre-drawn random action batches, so the timed loop measures
+  // the env, not the random number generator.
+  constexpr int kBatches = 16;
+  const size_t batch = static_cast<size_t>(copies) * assets;
+  std::vector<float> actions(kBatches * batch);
+  Rng rng(static_cast<uint64_t>(seed));
+  for (float& a : actions) a = static_cast<float>(2.0 * rng.Uniform() - 1.0);
+  vec->Reset(obs.data());
+  env::StepOutput out{obs.data(), reward.data(), done.data(), nullptr};
+  std::printf("env bench: assets=%lld features=%lld lookback=%lld copies=%lld "
+              "obs_size=%zu rows=%lld\n",
+              static_cast<long long>(assets), static_cast<long long>(features),
+              static_cast<long long>(lookback), static_cast<long long>(copies),
+              D, static_cast<long long>(rows));
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(seconds);
+  int64_t iterations = 0;
+  auto now = start;
+  while (now < deadline) {
+    for (int k = 0; k < kBatches; ++k) {
+      RETURN_IF_ERROR(vec->Step(actions.data() + k * batch, out));
+    }
+    iterations += kBatches;
+    now = Clock::now();
+  }
+  const double elapsed = std::chrono::duration<double>(now - start).count();
+  const double steps = static_cast<double>(iterations) * copies;
+  std::printf("steps=%.0f seconds=%.3f\n", steps, elapsed);
+  std::printf("env_steps_per_second=%.0f\n", steps / elapsed);
+  return absl::OkStatus();
+}
+
+// Plays three fixed policies over a held-out slice of a synthetic market and
+// prints their metrics next to equal-weight buy-and-hold.
+absl::Status EnvDemo(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"seed", "rows", "lookback"}));
+  env::SyntheticMarketOptions o;
+  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 7));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(o.num_rows, args.Int("rows", 6000));
+  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 2));
+  ASSIGN_OR_RETURN(Dataset dataset, env::GenerateSyntheticDataset(o));
+  ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
+  const int64_t T = market->num_rows;
+  const int64_t split = T * 7 / 10;
+  const env::Domain validation{split, T};
+  std::printf("synthetic market: %d assets x %lld rows (%s bars), id %.16s\n",
+              dataset.num_assets(), static_cast<long long>(T),
+              env::FormatInterval(dataset.interval_seconds).c_str(),
+              dataset.ComputeId().c_str());
+  std::printf("validation slice: rows [%lld, %lld), %s .. %s\n",
+              static_cast<long long>(validation.begin),
+              static_cast<long long>(validation.end),
+              env::FormatTimestamp(dataset.timestamps[validation.begin]).c_str(),
+              env::FormatTimestamp(dataset.timestamps[validation.end - 1]).c_str());
+
+  const char* kPolicies[] = {"all cash", "random", "momentum"};
+  constexpr int kCopies = 3;
+  env::VectorEnvOptions options;
+  options.env.lookback = static_cast<int>(lookback);
+  options.num_copies = kCopies;
+  options.mode = env::EpisodeMode::kEvaluate;
+  options.domains = {validation};
+  options.auto_reset = false;
+  ASSIGN_OR_RETURN(auto vec, env::VectorEnv::Create(market, options));
+  const int n = vec->num_assets();
+  std::vector<float> obs(kCopies * vec->observation_size());
+  std::vector<float> actions(kCopies * n);
+  std::vector<uint8_t> done(kCopies);
+  std::vector<std::vector<double>> values(kCopies);
+  vec->Reset(obs.data());
+  for (int b = 0; b < kCopies; ++b) values[b].push_back(vec->total_asset(b));
+  const int64_t first_row = vec->row(0);
+  Rng rng(o.seed);
+  env::StepOutput out{obs.data(), nullptr, done.data(), nullptr};
+  const auto start = std::chrono::steady_clock::now();
+  while (!vec->done(0)) {
+    const int64_t row = vec->row(0);
+    for (int i = 0; i < n; ++i) {
+      actions[0 * n + i] = 0.0f;
+      actions[1 * n + i] = static_cast<float>(2.0 * rng.Uniform() - 1.0);
+      const double p = market->price[row * n + i];
+      const double prev = market->price[(row - 1) * n + i];
+      actions[2 * n + i] = p > prev ? 1.0f : -1.0f;
+    }
+    RETURN_IF_ERROR(vec->Step(actions.data(), out));
+    for (int b = 0; b < kCopies; ++b) values[b].push_back(vec->total_asset(b));
+  }
+  const double elapsed = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start).count();
+  const int64_t last_row = vec->row(0);
+  const double bpy = env::BarsPerYear(dataset.interval_seconds);
+  std::vector<double> bench = env::EqualWeightBuyAndHold(
+      market->price, n, first_row, last_row + 1, options.env.initial_capital,
+      options.env.buy_fee);
+  std::printf("episode: %zu steps in %.2f ms\n\n", values[0].size() - 1,
+              elapsed * 1e3);
+  std::printf("%-22s %10s %9s %8s %8s %8s %8s %6s %6s %8s\n", "policy",
+              "final", "return%", "sharpe", "sortino", "max_dd%", "calmar",
+              "buys", "sells", "fees");
+  auto row_out = [&](const char* name, const std::vector<double>& v,
+                     const env::EpisodeInfo* info) {
+    const env::PerformanceSummary s = env::Summarize(v, bpy);
+    std::printf("%-22s %10.2f %9.2f %8.3f %8.3f %8.2f %8.3f %6s %6s %8s\n",
+                name, v.back(), 100 * s.total_return, s.sharpe, s.sortino,
+                100 * s.max_drawdown, s.calmar,
+                info ? absl::StrCat(info->buy_trades).c_str() : "-",
+                info ? absl::StrCat(info->sell_trades).c_str() : "-",
+                info ? absl::StrFormat("%.2f", info->buy_fees + info->sell_fees).c_str()
+                     : "-");
+  };
+  for (int b = 0; b < kCopies; ++b) {
+    row_out(kPolicies[b], values[b], &vec->last_episode(b));
+  }
+  row_out("equal-weight buy&hold", bench, nullptr);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunDatasetCommand(int argc, char** argv, int first) {
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
+  if (!args.ok()) return Fail(args.status());
+  const std::string verb = argv[first];
+  absl::Status status;
+  if (verb == "import") {
+    status = DatasetImport(*args);
+  } else if (verb == "synth") {
+    status = DatasetSynth(*args);
+  } else if (verb == "info") {
+    status = DatasetInfo(*args);
+  } else {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "unknown dataset command '", verb, "' (import, synth, info)"));
+  }
+  return status.ok() ? 0 : Fail(status);
+}
+
+int RunEnvCommand(int argc, char** argv, int first) {
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
+  if (!args.ok()) return Fail(args.status());
+  const std::string verb = argv[first];
+  if (verb == "replay") {
+    absl::StatusOr<bool> passed = EnvReplay(*args);
+    if (!passed.ok()) return Fail(passed.status());
+    return *passed ? 0 : 1;
+  }
+  absl::Status status;
+  if (verb == "bench") {
+    status = EnvBench(*args);
+  } else if (verb == "demo") {
+    status = EnvDemo(*args);
+  } else {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "unknown env command '", verb, "' (replay, bench, demo)"));
+  }
+  return status.ok() ? 0 : Fail(status);
+}
+
+}  // namespace ristretto::cli

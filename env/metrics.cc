@@ -1,0 +1,139 @@
+#include "env/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ristretto::env {
+namespace {
+
+// A std at or below this fraction of |mean| is rounding noise: treated as 0.
+constexpr double kStdRoundingTolerance = 1e-12;
+
+// Log returns x_i = log1p(r_i).
+std::vector<double> LogReturns(absl::Span<const double> returns) {
+  std::vector<double> x(returns.size());
+  for (size_t i = 0; i < returns.size(); ++i) x[i] = std::log1p(returns[i]);
+  return x;
+}
+
+// Mean computed about the first element: identical inputs give exactly that
+// element back (a plain Σ/n does not, e.g. three log1p(0.05)), so the
+// deviations and hence the std of a constant series are exactly 0 as
+// documented.
+double ShiftedMean(const std::vector<double>& x) {
+  const double shift = x.front();
+  double sum = 0.0;
+  for (double v : x) sum += v - shift;
+  return shift + sum / static_cast<double>(x.size());
+}
+
+}  // namespace
+
+std::vector<double> BarReturns(absl::Span<const double> values) {
+  std::vector<double> returns;
+  if (values.size() < 2) return returns;
+  returns.resize(values.size() - 1);
+  for (size_t t = 1; t < values.size(); ++t) {
+    returns[t - 1] = values[t] / values[t - 1] - 1.0;
+  }
+  return returns;
+}
+
+double SharpeRatio(absl::Span<const double> returns, double bars_per_year) {
+  if (returns.size() < 2) return 0.0;
+  const std::vector<double> x = LogReturns(returns);
+  const double mean = ShiftedMean(x);
+  double ss = 0.0;
+  for (double v : x) ss += (v - mean) * (v - mean);
+  const double std = std::sqrt(ss / static_cast<double>(x.size() - 1));
+  // Exactly-geometric series (v_t = v_0·g^t) have returns that differ only by
+  // rounding; their std is noise ~1e-16·|mean| and would give an absurd ratio.
+  if (std <= kStdRoundingTolerance * std::fabs(mean)) return 0.0;
+  return mean / std * std::sqrt(bars_per_year);
+}
+
+double SortinoRatio(absl::Span<const double> returns, double bars_per_year) {
+  if (returns.size() < 2) return 0.0;
+  const std::vector<double> x = LogReturns(returns);
+  const double mean = ShiftedMean(x);
+  double ss = 0.0;
+  for (double v : x) {
+    const double down = std::min(0.0, v);
+    ss += down * down;
+  }
+  const double downside = std::sqrt(ss / static_cast<double>(x.size()));
+  if (downside == 0.0) return 0.0;
+  return mean / downside * std::sqrt(bars_per_year);
+}
+
+double MaxDrawdown(absl::Span<const double> values) {
+  double max_dd = 0.0;
+  if (values.empty()) return max_dd;
+  double peak = values[0];
+  for (double v : values) {
+    peak = std::max(peak, v);
+    if (peak <= 0.0) continue;
+    max_dd = std::max(max_dd, 1.0 - v / peak);
+  }
+  return std::min(max_dd, 1.0);
+}
+
+double AnnualisedReturn(absl::Span<const double> values, double bars_per_year) {
+  if (values.size() < 2 || values.front() <= 0.0) return 0.0;
+  if (values.back() <= 0.0) return -1.0;
+  const double periods = static_cast<double>(values.size() - 1);
+  return std::pow(values.back() / values.front(), bars_per_year / periods) -
+         1.0;
+}
+
+double CalmarRatio(absl::Span<const double> values, double bars_per_year) {
+  const double dd = MaxDrawdown(values);
+  if (dd == 0.0) return 0.0;
+  return AnnualisedReturn(values, bars_per_year) / dd;
+}
+
+std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
+                                          int num_assets, int64_t begin,
+                                          int64_t end, double initial_capital,
+                                          double buy_fee) {
+  std::vector<double> values;
+  if (num_assets < 1) return values;
+  const size_t n = static_cast<size_t>(num_assets);
+  if (prices.size() % n != 0) return values;
+  const int64_t num_rows = static_cast<int64_t>(prices.size() / n);
+  if (begin < 0 || begin > end || end > num_rows) return values;
+  if (begin == end) return values;
+
+  const double per_asset = initial_capital / static_cast<double>(num_assets);
+  std::vector<double> holdings(n, 0.0);
+  const double* first = prices.data() + static_cast<size_t>(begin) * n;
+  for (size_t i = 0; i < n; ++i) {
+    if (first[i] != 0.0) holdings[i] = per_asset / (first[i] * (1.0 + buy_fee));
+  }
+  values.resize(static_cast<size_t>(end - begin));
+  for (int64_t t = begin; t < end; ++t) {
+    const double* row = prices.data() + static_cast<size_t>(t) * n;
+    double value = 0.0;
+    for (size_t i = 0; i < n; ++i) value += holdings[i] * row[i];
+    values[static_cast<size_t>(t - begin)] = value;
+  }
+  return values;
+}
+
+PerformanceSummary Summarize(absl::Span<const double> values,
+                             double bars_per_year) {
+  PerformanceSummary s;
+  s.bars = static_cast<int64_t>(values.size());
+  if (values.size() >= 2 && values.front() > 0.0) {
+    s.total_return = values.back() / values.front() - 1.0;
+  }
+  const std::vector<double> returns = BarReturns(values);
+  s.sharpe = SharpeRatio(returns, bars_per_year);
+  s.sortino = SortinoRatio(returns, bars_per_year);
+  s.max_drawdown = MaxDrawdown(values);
+  s.annualised_return = AnnualisedReturn(values, bars_per_year);
+  s.calmar = CalmarRatio(values, bars_per_year);
+  return s;
+}
+
+}  // namespace ristretto::env
