@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job, until the coordinator lands (issue 5 turns this into a real
+# study): set up, build, check env parity, measure env speed, and play a
+# short synthetic-data episode report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+scripts/build.sh
+RISTRETTO=${BUILD_DIR:-build}/cli/ristretto
+echo "== env parity (bundled golden case) =="
+case_dir=$(mktemp -d)
+trap 'rm -rf "$case_dir"' EXIT
+tar xzf tests/data/golden_env_cases.tar.gz -C "$case_dir"
+"$RISTRETTO" env replay "$case_dir/s08_L2_concentrated_zeroprice" --copies 4
+echo "== env speed (7 assets, 98 features, 1024 copies, one core) =="
+"$RISTRETTO" env bench --assets 7 --features 98 --lookback 1 --copies 1024 --seconds 2
+"$RISTRETTO" env bench --assets 7 --features 98 --lookback 5 --copies 1024 --seconds 2
+echo "== synthetic dataset =="
+"$RISTRETTO" dataset synth --out "$case_dir/synthetic.rds" --rows 6000 --seed 7 | head -12
+echo "== episode report on the held-out 30 % of a synthetic market =="
+"$RISTRETTO" env demo --seed 7
