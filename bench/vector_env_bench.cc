@@ -36,7 +36,7 @@ void BM_VectorEnvStep(benchmark::State& state) {
   std::vector<float> obs(static_cast<size_t>(copies) * env.observation_size());
   std::vector<float> reward(copies);
   std::vector<uint8_t> done(copies);
-  constexpr int kBatches = 16;
+  constexpr int kBatches = 4;
   const size_t batch = static_cast<size_t>(copies) * kAssets;
   std::vector<float> actions(kBatches * batch);
   Rng rng(7);

@@ -5,8 +5,9 @@
 // File format (one file per asset, the symbol is the file name minus ".csv"):
 //   timestamp,open,high,low,close,volume          <- header, required
 //   1704067200,42000.5,42100,41950.25,42050,12.5  <- one bar per line
-// The header must be exactly those six names; surrounding whitespace, a
-// trailing '\r' and a leading UTF-8 byte-order mark are tolerated. Data
+// The header must be exactly those six names in that order (case-sensitive);
+// whitespace around the line or a name, a trailing '\r' and a leading UTF-8
+// byte-order mark are tolerated. Data
 // fields may carry surrounding whitespace; lines that are empty or blank are
 // skipped (and reported in a warning). Every other line is a bar and is
 // checked; the first bad one fails the import with kInvalidArgument and the

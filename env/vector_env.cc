@@ -257,7 +257,23 @@ absl::Status VectorEnv::Step(const float* actions, const StepOutput& out) {
           absl::StrCat("copy ", b, " finished its episode and was not reset"));
     }
   }
+  // Copies sit at unrelated rows, so the hardware prefetcher cannot guess
+  // the next copy's price and feature rows; fetch them a few copies ahead.
+  constexpr int kPrefetchDistance = 4;
+  const int64_t T = market_->num_rows;
+  const size_t window_bytes =
+      sizeof(float) * static_cast<size_t>(num_features_ * lookback_);
   for (int b = 0; b < num_copies_; ++b) {
+    const int ahead = b + kPrefetchDistance;
+    if (ahead < num_copies_) {
+      const int64_t next_row = slice_begin_[ahead] + t_[ahead] + 1;
+      __builtin_prefetch(price_ + next_row * n_);
+      const char* window = reinterpret_cast<const char*>(
+          tech_reversed_.data() + (T - 1 - next_row) * num_features_);
+      for (size_t off = 0; off < window_bytes; off += 64) {
+        __builtin_prefetch(window + off);
+      }
+    }
     StepCopy(b, actions + static_cast<size_t>(b) * n_,
              out.obs + static_cast<size_t>(b) * obs_size_, out);
   }
@@ -350,9 +366,19 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   for (int i = 0; i < n; ++i) {
     if (static_cast<double>(q[i]) > min_qty_[i] && p[i] > 0) {
       const double avail = std::max(0.0, cash - reserve);
-      const double affordable = avail / (1.0 + fb) / p[i] * env_.buy_safety;
-      // On a tie the affordable amount is chosen (std::min keeps the first).
-      const double buy = std::min(affordable, static_cast<double>(q[i]));
+      const double wanted = static_cast<double>(q[i]);
+      // Fast path: when the cash clearly covers the order (by a margin far
+      // above the few ulps of rounding below), the exact affordable amount
+      // cannot be the minimum, so its two divisions are skipped. The result
+      // is bit-identical to always computing it.
+      double buy = wanted;
+      if (!(wanted * p[i] * (1.0 + fb) <
+            avail * env_.buy_safety * (1.0 - 1e-9))) {
+        const double affordable = avail / (1.0 + fb) / p[i] * env_.buy_safety;
+        // On a tie the affordable amount is chosen (std::min keeps the
+        // first argument).
+        buy = std::min(affordable, wanted);
+      }
       if (buy < min_qty_[i]) continue;
       if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
       hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
@@ -394,11 +420,14 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
     // 13. Shaped reward.
     const double alpha = (d_bot - d_bench) * rho * decay;
     const double absolute = (d_bot / c0) * rho * decay;
-    const double cash_ratio = value > 0 ? cash / value : 0.0;
+    // The cash bonus only exists in falling markets: skip its divisions
+    // otherwise.
+    double cash_bonus = 0.0;
     const double mkt = prev_bench > 0 ? d_bench / prev_bench : 0.0;
-    const double cash_bonus = (mkt < 0 && cash_ratio > 0.1)
-                                  ? std::fabs(mkt) * cash_ratio * rho * 0.1
-                                  : 0.0;
+    if (mkt < 0) {
+      const double cash_ratio = value > 0 ? cash / value : 0.0;
+      if (cash_ratio > 0.1) cash_bonus = std::fabs(mkt) * cash_ratio * rho * 0.1;
+    }
     r = 0.5 * alpha + 0.3 * absolute + 0.2 * cash_bonus;
     if (env_.min_cash_reserve > 0) {
       const double shortfall = std::max(0.0, reserve - cash);
