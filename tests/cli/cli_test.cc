@@ -1,0 +1,202 @@
+// End-to-end tests of the `ristretto` binary: real process, real files.
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ristretto {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result RunCli(const std::string& args) {
+  const std::string command =
+      absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>&1");
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    result.output.append(buffer, got);
+  }
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ristretto_cli_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void WriteFile(const std::string& path, const std::string& content) {
+    std::ofstream out(path);
+    out << content;
+  }
+
+  // Two assets, `rows` 5-minute bars starting at 2024-01-01T00:00:00Z.
+  void WriteCsvDir(const std::string& csv_dir, int rows) {
+    fs::create_directories(csv_dir);
+    for (const char* symbol : {"BTC", "ETH"}) {
+      std::string text = "timestamp,open,high,low,close,volume\n";
+      for (int t = 0; t < rows; ++t) {
+        const double base = symbol[0] == 'B' ? 40000.0 : 2000.0;
+        const double close = base * (1.0 + 0.01 * std::sin(t * 0.1));
+        absl::StrAppend(&text, 1704067200 + 300 * t, ",", close, ",",
+                        close * 1.001, ",", close * 0.999, ",", close, ",",
+                        10 + t % 7, "\n");
+      }
+      WriteFile(absl::StrCat(csv_dir, "/", symbol, ".csv"), text);
+    }
+  }
+
+  std::string dir_;
+};
+
+TEST_F(CliTest, EnvReplayPassesABundledGoldenCaseWithExitZero) {
+  const std::string case_dir =
+      std::string(RISTRETTO_GOLDEN_BUNDLED_DIR) + "/s01_L1_uniform_na100";
+  const Result r = RunCli(absl::StrCat("env replay ", case_dir, " --copies 3"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("398 steps x 3 copies"));
+  EXPECT_THAT(r.output, HasSubstr("total_asset"));
+  EXPECT_THAT(r.output, HasSubstr("\nPASS\n"));
+}
+
+TEST_F(CliTest, EnvReplayFailsWithExitOneWhenATraceDisagrees) {
+  const std::string src =
+      std::string(RISTRETTO_GOLDEN_BUNDLED_DIR) + "/s01_L1_uniform_na100";
+  const std::string case_dir = dir_ + "/case";
+  fs::copy(src, case_dir);
+  // Change the reward of step 5 in expected.csv (second field of line 7).
+  std::ifstream in(case_dir + "/expected.csv");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  in.close();
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  std::vector<std::string> fields = absl::StrSplit(lines[6], ',');
+  fields[1] = "0.5";
+  lines[6] = absl::StrJoin(fields, ",");
+  WriteFile(case_dir + "/expected.csv", absl::StrJoin(lines, "\n"));
+  const Result r = RunCli(absl::StrCat("env replay ", case_dir));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("step 5"));
+  EXPECT_THAT(r.output, HasSubstr("\nFAIL\n"));
+}
+
+TEST_F(CliTest, EnvReplayOfAMissingDirectoryIsAnError) {
+  const Result r = RunCli("env replay /nonexistent/case");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("cannot open /nonexistent/case/params.json"));
+}
+
+TEST_F(CliTest, EnvBenchPrintsStepsPerSecondAsItsLastLine) {
+  const Result r = RunCli(
+      "env bench --assets 7 --features 98 --lookback 2 --copies 16 "
+      "--seconds 0.2 --rows 3000");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> lines =
+      absl::StrSplit(r.output, '\n', absl::SkipEmpty());
+  ASSERT_FALSE(lines.empty());
+  ASSERT_THAT(lines.back(), StartsWith("env_steps_per_second="));
+  const double rate = std::stod(lines.back().substr(21));
+  EXPECT_GT(rate, 1000.0);
+  EXPECT_THAT(r.output, HasSubstr("obs_size=204"));  // 1 + 7 + 98·2
+}
+
+TEST_F(CliTest, DatasetImportThenInfoReportTheSameDataset) {
+  WriteCsvDir(dir_ + "/csv", 300);
+  const std::string out = dir_ + "/data.rds";
+  const Result imp = RunCli(absl::StrCat("dataset import --csv-dir ", dir_,
+                                      "/csv --interval 5m --out ", out));
+  ASSERT_EQ(imp.exit_code, 0) << imp.output;
+  const Result info = RunCli(absl::StrCat("dataset info ", out));
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  // 300 bars minus the 63-row feature warm-up.
+  EXPECT_THAT(info.output, HasSubstr("rows            237"));
+  EXPECT_THAT(info.output, HasSubstr("interval        5m"));
+  EXPECT_THAT(info.output, HasSubstr("BTC"));
+  EXPECT_THAT(info.output, HasSubstr("ETH"));
+  EXPECT_THAT(info.output, HasSubstr("warm-up dropped 63 rows"));
+  EXPECT_THAT(info.output, HasSubstr("2024-01-01T05:15:00Z .. "));
+  // The id printed at import equals the one read back.
+  const size_t pos = imp.output.find("dataset id      ");
+  ASSERT_NE(pos, std::string::npos);
+  EXPECT_THAT(info.output, HasSubstr(imp.output.substr(pos, 16 + 64)));
+}
+
+TEST_F(CliTest, DatasetImportNamesFileAndLineOfAMalformedRow) {
+  WriteCsvDir(dir_ + "/csv", 100);
+  std::ofstream(dir_ + "/csv/ETH.csv", std::ios::app)
+      << "1704097200,1,nan,1,1,1\n";
+  const Result r = RunCli(absl::StrCat("dataset import --csv-dir ", dir_,
+                                    "/csv --interval 5m --out ", dir_, "/x.rds"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ETH.csv:102:"));
+  EXPECT_FALSE(fs::exists(dir_ + "/x.rds"));
+}
+
+TEST_F(CliTest, DatasetSynthIsDeterministicBySeed) {
+  const Result a = RunCli(absl::StrCat("dataset synth --out ", dir_,
+                                    "/a.rds --rows 500 --seed 5"));
+  const Result b = RunCli(absl::StrCat("dataset synth --out ", dir_,
+                                    "/b.rds --rows 500 --seed 5"));
+  const Result c = RunCli(absl::StrCat("dataset synth --out ", dir_,
+                                    "/c.rds --rows 500 --seed 6"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto id = [](const std::string& out) {
+    const size_t pos = out.find("dataset id      ");
+    return pos == std::string::npos ? std::string() : out.substr(pos + 16, 64);
+  };
+  EXPECT_EQ(id(a.output).size(), 64u);
+  EXPECT_EQ(id(a.output), id(b.output));
+  EXPECT_NE(id(a.output), id(c.output));
+}
+
+TEST_F(CliTest, UnknownOptionsAndCommandsAreRejected) {
+  Result r = RunCli("env bench --copiez 4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown option --copiez"));
+  r = RunCli("env fly");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown env command 'fly'"));
+  r = RunCli("dataset import --interval 5m");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("missing required --csv-dir"));
+}
+
+TEST_F(CliTest, EnvDemoPrintsEveryPolicyAndTheBenchmark) {
+  const Result r = RunCli("env demo --seed 3 --rows 1500");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name :
+       {"all cash", "random", "momentum", "equal-weight buy&hold"}) {
+    EXPECT_THAT(r.output, HasSubstr(name));
+  }
+  // The all-cash policy never trades, so it ends with its 500 of capital.
+  EXPECT_THAT(r.output, HasSubstr("all cash                   500.00"));
+}
+
+}  // namespace
+}  // namespace ristretto
