@@ -74,7 +74,8 @@ void BM_ObservationCopyOnly(benchmark::State& state) {
   std::vector<float> obs(static_cast<size_t>(copies) * obs_size);
   std::vector<int64_t> row(copies);
   Rng rng(3);
-  for (int64_t& r : row) r = lookback + rng.UniformInt(kRows - kEpisode - 2 * lookback);
+  for (int64_t& r : row)
+    r = lookback + rng.UniformInt(kRows - kEpisode - 2 * lookback);
   for (auto _ : state) {
     for (int b = 0; b < copies; ++b) {
       const int64_t r = ++row[b];
@@ -130,7 +131,8 @@ void BM_ScalarEnvsStep(benchmark::State& state) {
     for (int b = 0; b < copies; ++b) {
       StepOutput out{obs.data() + b * D, reward.data() + b, done.data() + b,
                      nullptr};
-      absl::Status s = envs[b]->Step(actions.data() + k * batch + b * kAssets, out);
+      absl::Status s =
+          envs[b]->Step(actions.data() + k * batch + b * kAssets, out);
       if (!s.ok()) {
         state.SkipWithError("step");
         return;

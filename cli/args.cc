@@ -45,10 +45,12 @@ absl::StatusOr<std::string> Args::String(const std::string& name,
   return it == options_.end() ? fallback : it->second;
 }
 
-absl::StatusOr<std::string> Args::RequiredString(const std::string& name) const {
+absl::StatusOr<std::string> Args::RequiredString(
+    const std::string& name) const {
   auto it = options_.find(name);
   if (it == options_.end() || it->second.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("missing required --", name));
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing required --", name));
   }
   return it->second;
 }
@@ -80,7 +82,8 @@ absl::StatusOr<double> Args::Double(const std::string& name,
 absl::Status Args::CheckKnown(const std::set<std::string>& known) const {
   for (const auto& [name, value] : options_) {
     if (known.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown option --", name));
     }
   }
   return absl::OkStatus();

@@ -26,7 +26,8 @@ namespace {
 using env::Dataset;
 
 int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "ristretto: %s\n", std::string(status.message()).c_str());
+  std::fprintf(stderr, "ristretto: %s\n",
+               std::string(status.message()).c_str());
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
@@ -41,7 +42,8 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
                 a.min_order_qty);
   }
   std::printf("rows            %lld\n", static_cast<long long>(d.num_rows()));
-  std::printf("interval        %s\n", env::FormatInterval(d.interval_seconds).c_str());
+  std::printf("interval        %s\n",
+              env::FormatInterval(d.interval_seconds).c_str());
   if (d.num_rows() > 0) {
     std::printf("time range      %s .. %s\n",
                 env::FormatTimestamp(d.timestamps.front()).c_str(),
@@ -57,8 +59,10 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
                 env::FormatTimestamp(d.timestamps[dom.begin]).c_str(),
                 env::FormatTimestamp(d.timestamps[dom.end - 1]).c_str());
   }
-  if (d.domains.size() > 20) std::printf("  ... %zu more\n", d.domains.size() - 20);
-  std::printf("gaps filled     %lld bars\n", static_cast<long long>(d.gaps_filled));
+  if (d.domains.size() > 20)
+    std::printf("  ... %zu more\n", d.domains.size() - 20);
+  std::printf("gaps filled     %lld bars\n",
+              static_cast<long long>(d.gaps_filled));
   std::printf("warm-up dropped %lld rows\n",
               static_cast<long long>(d.warmup_rows_dropped));
   std::printf("features        %d per asset, %lld columns\n",
@@ -69,9 +73,9 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
 }
 
 absl::Status DatasetImport(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"csv-dir", "interval", "out", "max-ffill",
-                                   "on-long-gap", "min-qty",
-                                   "min-domain-rows"}));
+  RETURN_IF_ERROR(
+      args.CheckKnown({"csv-dir", "interval", "out", "max-ffill", "on-long-gap",
+                       "min-qty", "min-domain-rows"}));
   env::CsvImportOptions options;
   ASSIGN_OR_RETURN(options.csv_dir, args.RequiredString("csv-dir"));
   ASSIGN_OR_RETURN(std::string interval, args.RequiredString("interval"));
@@ -93,7 +97,8 @@ absl::Status DatasetImport(const Args& args) {
   ASSIGN_OR_RETURN(Dataset dataset, env::ImportCsvDirectory(options, &report));
   std::printf("import report\n%s", env::FormatCsvImportReport(report).c_str());
   const int64_t rows_before = dataset.num_rows();
-  RETURN_IF_ERROR(Annotate(env::ComputeFeatures(&dataset), "computing features"));
+  RETURN_IF_ERROR(
+      Annotate(env::ComputeFeatures(&dataset), "computing features"));
   std::printf("features: dropped %lld warm-up rows (%lld -> %lld)\n",
               static_cast<long long>(rows_before - dataset.num_rows()),
               static_cast<long long>(rows_before),
@@ -168,10 +173,9 @@ absl::Status EnvBench(const Args& args) {
     return absl::InvalidArgumentError(
         "--copies must be in [1, 2^20], --seconds > 0, --lookback >= 1");
   }
-  ASSIGN_OR_RETURN(auto market,
-                   env::GenerateBenchmarkMarket(static_cast<int>(assets),
-                                                features, rows,
-                                                static_cast<uint64_t>(seed)));
+  ASSIGN_OR_RETURN(auto market, env::GenerateBenchmarkMarket(
+                                    static_cast<int>(assets), features, rows,
+                                    static_cast<uint64_t>(seed)));
   env::VectorEnvOptions options;
   options.env.lookback = static_cast<int>(lookback);
   options.num_copies = static_cast<int>(copies);
@@ -192,11 +196,12 @@ absl::Status EnvBench(const Args& args) {
   for (float& a : actions) a = static_cast<float>(2.0 * rng.Uniform() - 1.0);
   vec->Reset(obs.data());
   env::StepOutput out{obs.data(), reward.data(), done.data(), nullptr};
-  std::printf("env bench: assets=%lld features=%lld lookback=%lld copies=%lld "
-              "obs_size=%zu rows=%lld\n",
-              static_cast<long long>(assets), static_cast<long long>(features),
-              static_cast<long long>(lookback), static_cast<long long>(copies),
-              D, static_cast<long long>(rows));
+  std::printf(
+      "env bench: assets=%lld features=%lld lookback=%lld copies=%lld "
+      "obs_size=%zu rows=%lld\n",
+      static_cast<long long>(assets), static_cast<long long>(features),
+      static_cast<long long>(lookback), static_cast<long long>(copies), D,
+      static_cast<long long>(rows));
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration<double>(seconds);
@@ -234,11 +239,12 @@ absl::Status EnvDemo(const Args& args) {
               dataset.num_assets(), static_cast<long long>(T),
               env::FormatInterval(dataset.interval_seconds).c_str(),
               dataset.ComputeId().c_str());
-  std::printf("validation slice: rows [%lld, %lld), %s .. %s\n",
-              static_cast<long long>(validation.begin),
-              static_cast<long long>(validation.end),
-              env::FormatTimestamp(dataset.timestamps[validation.begin]).c_str(),
-              env::FormatTimestamp(dataset.timestamps[validation.end - 1]).c_str());
+  std::printf(
+      "validation slice: rows [%lld, %lld), %s .. %s\n",
+      static_cast<long long>(validation.begin),
+      static_cast<long long>(validation.end),
+      env::FormatTimestamp(dataset.timestamps[validation.begin]).c_str(),
+      env::FormatTimestamp(dataset.timestamps[validation.end - 1]).c_str());
 
   const char* kPolicies[] = {"all cash", "random", "momentum"};
   constexpr int kCopies = 3;
@@ -272,8 +278,9 @@ absl::Status EnvDemo(const Args& args) {
     RETURN_IF_ERROR(vec->Step(actions.data(), out));
     for (int b = 0; b < kCopies; ++b) values[b].push_back(vec->total_asset(b));
   }
-  const double elapsed = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   const int64_t last_row = vec->row(0);
   const double bpy = env::BarsPerYear(dataset.interval_seconds);
   std::vector<double> bench = env::EqualWeightBuyAndHold(
@@ -281,19 +288,20 @@ absl::Status EnvDemo(const Args& args) {
       options.env.buy_fee);
   std::printf("episode: %zu steps in %.2f ms\n\n", values[0].size() - 1,
               elapsed * 1e3);
-  std::printf("%-22s %10s %9s %8s %8s %8s %8s %6s %6s %8s\n", "policy",
-              "final", "return%", "sharpe", "sortino", "max_dd%", "calmar",
-              "buys", "sells", "fees");
+  std::printf("%-22s %10s %9s %8s %8s %8s %8s %6s %6s %8s\n", "policy", "final",
+              "return%", "sharpe", "sortino", "max_dd%", "calmar", "buys",
+              "sells", "fees");
   auto row_out = [&](const char* name, const std::vector<double>& v,
                      const env::EpisodeInfo* info) {
     const env::PerformanceSummary s = env::Summarize(v, bpy);
-    std::printf("%-22s %10.2f %9.2f %8.3f %8.3f %8.2f %8.3f %6s %6s %8s\n",
-                name, v.back(), 100 * s.total_return, s.sharpe, s.sortino,
-                100 * s.max_drawdown, s.calmar,
-                info ? absl::StrCat(info->buy_trades).c_str() : "-",
-                info ? absl::StrCat(info->sell_trades).c_str() : "-",
-                info ? absl::StrFormat("%.2f", info->buy_fees + info->sell_fees).c_str()
-                     : "-");
+    std::printf(
+        "%-22s %10.2f %9.2f %8.3f %8.3f %8.2f %8.3f %6s %6s %8s\n", name,
+        v.back(), 100 * s.total_return, s.sharpe, s.sortino,
+        100 * s.max_drawdown, s.calmar,
+        info ? absl::StrCat(info->buy_trades).c_str() : "-",
+        info ? absl::StrCat(info->sell_trades).c_str() : "-",
+        info ? absl::StrFormat("%.2f", info->buy_fees + info->sell_fees).c_str()
+             : "-");
   };
   for (int b = 0; b < kCopies; ++b) {
     row_out(kPolicies[b], values[b], &vec->last_episode(b));
@@ -337,8 +345,8 @@ int RunEnvCommand(int argc, char** argv, int first) {
   } else if (verb == "demo") {
     status = EnvDemo(*args);
   } else {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown env command '", verb, "' (replay, bench, demo)"));
+    status = absl::InvalidArgumentError(
+        absl::StrCat("unknown env command '", verb, "' (replay, bench, demo)"));
   }
   return status.ok() ? 0 : Fail(status);
 }

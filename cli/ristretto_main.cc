@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
   }
   const std::string group = argv[1];
   if (group == "env") return ristretto::cli::RunEnvCommand(argc, argv, 2);
-  if (group == "dataset") return ristretto::cli::RunDatasetCommand(argc, argv, 2);
+  if (group == "dataset")
+    return ristretto::cli::RunDatasetCommand(argc, argv, 2);
   std::fprintf(stderr, "ristretto: unknown command group '%s'\n\n%s",
                group.c_str(), kUsage);
   return 2;

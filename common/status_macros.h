@@ -12,15 +12,15 @@
 #define RISTRETTO_CONCAT_(a, b) RISTRETTO_CONCAT_INNER_(a, b)
 
 // Returns `expr` from the current function if it is not OK.
-#define RETURN_IF_ERROR(expr)                                  \
-  do {                                                         \
-    ::absl::Status ristretto_status_ = (expr);                 \
-    if (!ristretto_status_.ok()) return ristretto_status_;     \
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    ::absl::Status ristretto_status_ = (expr);             \
+    if (!ristretto_status_.ok()) return ristretto_status_; \
   } while (false)
 
 // `ASSIGN_OR_RETURN(auto x, F())` declares x from a StatusOr or returns its
 // error status.
-#define ASSIGN_OR_RETURN(lhs, rexpr)                                      \
+#define ASSIGN_OR_RETURN(lhs, rexpr) \
   ASSIGN_OR_RETURN_IMPL_(RISTRETTO_CONCAT_(statusor_, __LINE__), lhs, rexpr)
 
 #define ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \

@@ -132,7 +132,8 @@ absl::Status Dataset::Validate() const {
   }
   for (int i = 0; i < n; ++i) {
     if (assets[i].symbol.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("asset ", i, " has no symbol"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("asset ", i, " has no symbol"));
     }
     for (int j = 0; j < i; ++j) {
       if (assets[j].symbol == assets[i].symbol) {
@@ -140,28 +141,29 @@ absl::Status Dataset::Validate() const {
             absl::StrCat("duplicate asset symbol '", assets[i].symbol, "'"));
       }
     }
-    if (!std::isfinite(assets[i].min_order_qty) || assets[i].min_order_qty < 0) {
+    if (!std::isfinite(assets[i].min_order_qty) ||
+        assets[i].min_order_qty < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "asset '", assets[i].symbol, "' has invalid min_order_qty ",
           assets[i].min_order_qty));
     }
   }
   if (bars.size() != static_cast<size_t>(T) * n * kNumBarFields) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "bars has ", bars.size(), " values, expected T*n*5 = ",
-        static_cast<size_t>(T) * n * kNumBarFields));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bars has ", bars.size(), " values, expected T*n*5 = ",
+                     static_cast<size_t>(T) * n * kNumBarFields));
   }
   if (!features.empty() &&
       features.size() != static_cast<size_t>(T) * num_features()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "features has ", features.size(), " values, expected T*F = ",
-        static_cast<size_t>(T) * num_features()));
+        "features has ", features.size(),
+        " values, expected T*F = ", static_cast<size_t>(T) * num_features()));
   }
   for (int64_t t = 1; t < T; ++t) {
     if (timestamps[t] <= timestamps[t - 1]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "timestamps not increasing at row ", t, ": ", timestamps[t - 1],
-          " then ", timestamps[t]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("timestamps not increasing at row ", t, ": ",
+                       timestamps[t - 1], " then ", timestamps[t]));
     }
   }
   for (int64_t t = 0; t < T; ++t) {
@@ -189,7 +191,8 @@ absl::Status Dataset::Validate() const {
     }
   }
   int64_t expected_begin = 0;
-  if (domains.empty()) return absl::InvalidArgumentError("dataset has no domains");
+  if (domains.empty())
+    return absl::InvalidArgumentError("dataset has no domains");
   for (const Domain& d : domains) {
     if (d.begin != expected_begin || d.end <= d.begin) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -238,8 +241,8 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& path) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return absl::InternalError(
-        absl::StrCat("cannot rename ", tmp, " to ", path, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path,
+                                            ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -257,7 +260,8 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 absl::Status CheckHeader(const std::string& path, const std::string& bytes) {
   if (bytes.size() < kHeaderBytes ||
       std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
-    return Corrupt(path, "not a ristretto dataset file (bad magic or too short)");
+    return Corrupt(path,
+                   "not a ristretto dataset file (bad magic or too short)");
   }
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + 8, 4);
@@ -346,22 +350,33 @@ absl::StatusOr<Dataset> ReadDataset(const std::string& path) {
 
 absl::StatusOr<int64_t> ParseInterval(const std::string& text) {
   if (text.size() < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad interval '", text, "': expected e.g. 30s, 5m, 1h, 1d"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad interval '", text, "': expected e.g. 30s, 5m, 1h, 1d"));
   }
   int64_t unit = 0;
   switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = 60; break;
-    case 'h': unit = 3600; break;
-    case 'd': unit = 86400; break;
-    case 'w': unit = 7 * 86400; break;
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    case 'w':
+      unit = 7 * 86400;
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "bad interval unit in '", text, "': expected s, m, h, d or w"));
   }
   int64_t count = 0;
-  if (!absl::SimpleAtoi(text.substr(0, text.size() - 1), &count) || count <= 0) {
+  if (!absl::SimpleAtoi(text.substr(0, text.size() - 1), &count) ||
+      count <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad interval '", text, "': expected a positive count"));
   }
@@ -369,9 +384,12 @@ absl::StatusOr<int64_t> ParseInterval(const std::string& text) {
 }
 
 std::string FormatInterval(int64_t seconds) {
-  if (seconds > 0 && seconds % (7 * 86400) == 0) return absl::StrCat(seconds / (7 * 86400), "w");
-  if (seconds > 0 && seconds % 86400 == 0) return absl::StrCat(seconds / 86400, "d");
-  if (seconds > 0 && seconds % 3600 == 0) return absl::StrCat(seconds / 3600, "h");
+  if (seconds > 0 && seconds % (7 * 86400) == 0)
+    return absl::StrCat(seconds / (7 * 86400), "w");
+  if (seconds > 0 && seconds % 86400 == 0)
+    return absl::StrCat(seconds / 86400, "d");
+  if (seconds > 0 && seconds % 3600 == 0)
+    return absl::StrCat(seconds / 3600, "h");
   if (seconds > 0 && seconds % 60 == 0) return absl::StrCat(seconds / 60, "m");
   return absl::StrCat(seconds, "s");
 }

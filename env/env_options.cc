@@ -12,9 +12,9 @@ absl::Status Range(const char* name, double v, double lo, double hi,
   const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) &&
                   (hi_open ? v < hi : v <= hi);
   if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "env option ", name, " = ", v, " is outside ", lo_open ? "(" : "[", lo,
-      ", ", hi, hi_open ? ")" : "]"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("env option ", name, " = ", v, " is outside ",
+                   lo_open ? "(" : "[", lo, ", ", hi, hi_open ? ")" : "]"));
 }
 
 }  // namespace
@@ -22,12 +22,13 @@ absl::Status Range(const char* name, double v, double lo, double hi,
 absl::Status EnvOptions::Validate() const {
   constexpr double kInf = 1e300;
   if (lookback < 1 || lookback > 4096) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("env option lookback = ", lookback, " is outside [1, 4096]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "env option lookback = ", lookback, " is outside [1, 4096]"));
   }
   if (cooldown_trim_bars < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "env option cooldown_trim_bars = ", cooldown_trim_bars, " must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("env option cooldown_trim_bars = ", cooldown_trim_bars,
+                     " must be >= 1"));
   }
   struct Check {
     const char* name;
@@ -72,7 +73,8 @@ absl::Status ParseRewardMode(const std::string& text, RewardMode* mode) {
   return absl::OkStatus();
 }
 
-absl::Status ParseTerminalReward(const std::string& text, TerminalReward* mode) {
+absl::Status ParseTerminalReward(const std::string& text,
+                                 TerminalReward* mode) {
   if (text == "step") {
     *mode = TerminalReward::kStep;
   } else if (text == "discounted_sum") {

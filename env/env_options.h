@@ -30,10 +30,10 @@ struct EnvOptions {
   // Fraction of the affordable quantity actually bought (slippage margin).
   double buy_safety = 0.99;
   // Observation and reward scales (the original uses powers of two).
-  double norm_cash = 1.0 / 2048;      // 2^-11
-  double norm_stocks = 1.0 / 256;     // 2^-8
-  double norm_tech = 1.0 / 16384;     // 2^-14
-  double norm_reward = 1.0 / 512;     // 2^-9
+  double norm_cash = 1.0 / 2048;   // 2^-11
+  double norm_stocks = 1.0 / 256;  // 2^-8
+  double norm_tech = 1.0 / 16384;  // 2^-14
+  double norm_reward = 1.0 / 512;  // 2^-9
   // Action scale divisor: action 1 buys C0 / (price[0] · norm_action) coins.
   double norm_action = 100.0;
   // Lower bound of the reward's linear time decay, in [0, 1].

@@ -35,8 +35,9 @@ absl::StatusOr<std::vector<std::vector<double>>> ReadNumericCsv(
       errno = 0;
       const double v = std::strtod(p, &end);
       if (end == p) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", line_no, ": field ", row.size() + 1, " is not a number"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": field ", row.size() + 1,
+                         " is not a number"));
       }
       row.push_back(v);
       p = end;
@@ -45,9 +46,9 @@ absl::StatusOr<std::vector<std::vector<double>>> ReadNumericCsv(
       } else if (*p == '\0') {
         break;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", line_no, ": unexpected character '", std::string(1, *p),
-            "' after field ", row.size()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": unexpected character '",
+                         std::string(1, *p), "' after field ", row.size()));
       }
     }
     if (!rows.empty() && row.size() != rows.front().size()) {
@@ -68,7 +69,8 @@ absl::StatusOr<nlohmann::json> ReadJson(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
   nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a JSON object"));
   }
   return json;
 }
@@ -92,7 +94,8 @@ class ErrorTracker {
     const double allowed =
         std::max(kGoldenRelTol * std::fabs(expected), kGoldenAbsTol);
     const double ratio = std::isnan(actual) ? HUGE_VAL : err / allowed;
-    e_.max_abs_error = std::max(e_.max_abs_error, std::isnan(err) ? HUGE_VAL : err);
+    e_.max_abs_error =
+        std::max(e_.max_abs_error, std::isnan(err) ? HUGE_VAL : err);
     e_.max_tolerance_ratio = std::max(e_.max_tolerance_ratio, ratio);
     if (ratio > 1.0) {
       if (e_.failures == 0) e_.first_failing_step = step;
@@ -198,16 +201,16 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   c.steps = static_cast<int64_t>(actions->size());
   c.obs_size = static_cast<int>(1 + n + F * o.lookback);
   if (static_cast<int>(actions->front().size()) != n) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": actions.csv has ", actions->front().size(), " columns for ", n,
-        " assets"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": actions.csv has ", actions->front().size(),
+                     " columns for ", n, " assets"));
   }
   if (static_cast<int64_t>(expected->size()) != c.steps ||
       static_cast<int>(expected->front().size()) != 5 + n + c.obs_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": expected.csv is ", expected->size(), " x ",
-        expected->front().size(), ", wanted ", c.steps, " x ",
-        5 + n + c.obs_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": expected.csv is ", expected->size(), " x ",
+                     expected->front().size(), ", wanted ", c.steps, " x ",
+                     5 + n + c.obs_size));
   }
   if (static_cast<int>(initial->front().size()) != c.obs_size) {
     return absl::InvalidArgumentError(
@@ -217,7 +220,8 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   for (const auto& row : *actions) {
     for (double a : row) c.actions.push_back(static_cast<float>(a));
   }
-  for (double v : initial->front()) c.initial_obs.push_back(static_cast<float>(v));
+  for (double v : initial->front())
+    c.initial_obs.push_back(static_cast<float>(v));
   for (const auto& row : *expected) {
     c.reward.push_back(row[1]);
     c.done.push_back(static_cast<int>(row[2]));
@@ -285,7 +289,8 @@ absl::StatusOr<ReplayReport> ReplayGoldenCase(const GoldenCase& golden,
         holdings.Add(s, env.holding(b, i), golden.holdings[s * n + i]);
       }
       for (int k = 0; k < D; ++k) {
-        state.Add(s, obs[static_cast<size_t>(b) * D + k], golden.obs[s * D + k]);
+        state.Add(s, obs[static_cast<size_t>(b) * D + k],
+                  golden.obs[s * D + k]);
       }
     }
   }
@@ -301,8 +306,9 @@ absl::StatusOr<ReplayReport> ReplayGoldenCase(const GoldenCase& golden,
 }
 
 std::string FormatReplayReport(const ReplayReport& report) {
-  std::string s = absl::StrFormat("case %s: %d steps x %d copies\n",
-                                  report.case_name, report.steps, report.copies);
+  std::string s =
+      absl::StrFormat("case %s: %d steps x %d copies\n", report.case_name,
+                      report.steps, report.copies);
   absl::StrAppendFormat(&s, "  %-14s %14s %14s %9s %s\n", "quantity",
                         "max_abs_err", "max_err/tol", "failures", "first_fail");
   for (const QuantityError& q : report.quantities) {

@@ -62,12 +62,14 @@ absl::Status MarketData::Validate() const {
   int64_t expected = 0;
   for (const Domain& d : domains) {
     if (d.begin != expected || d.end <= d.begin) {
-      return absl::InvalidArgumentError("market domains must tile [0, T) in order");
+      return absl::InvalidArgumentError(
+          "market domains must tile [0, T) in order");
     }
     expected = d.end;
   }
   if (expected != num_rows) {
-    return absl::InvalidArgumentError("market domains must tile [0, T) in order");
+    return absl::InvalidArgumentError(
+        "market domains must tile [0, T) in order");
   }
   return absl::OkStatus();
 }

@@ -14,11 +14,11 @@
 namespace ristretto::env {
 
 struct MarketData {
-  int64_t num_rows = 0;      // T
-  int num_assets = 0;        // n
-  int64_t num_features = 0;  // F (all assets together, asset-major)
-  std::vector<double> price;  // T × n close prices
-  std::vector<double> tech;   // T × F features
+  int64_t num_rows = 0;           // T
+  int num_assets = 0;             // n
+  int64_t num_features = 0;       // F (all assets together, asset-major)
+  std::vector<double> price;      // T × n close prices
+  std::vector<double> tech;       // T × F features
   std::vector<AssetMeta> assets;  // n; min order quantity keyed by symbol
   std::vector<Domain> domains;    // contiguous row blocks covering [0, T)
   int64_t interval_seconds = 0;

@@ -20,11 +20,16 @@ struct AssetProfile {
 
 // Symbols sorted ascending, as importers order columns.
 constexpr AssetProfile kProfiles[] = {
-    {"ADAUSD", 0.45, 1.1, 1.3, 2.0e6},   {"AVAXUSD", 22.0, 0.011, 1.5, 9.0e4},
-    {"BNBUSD", 310.0, 0.0011, 1.0, 6.0e3}, {"BTCUSD", 42000.0, 0.000011, 0.8, 40.0},
-    {"DOGEUSD", 0.08, 11.0, 1.6, 1.5e7}, {"ETHUSD", 2300.0, 0.00011, 0.9, 700.0},
-    {"LINKUSD", 14.0, 0.011, 1.4, 1.2e5}, {"LTCUSD", 70.0, 0.0011, 1.1, 2.5e4},
-    {"SOLUSD", 95.0, 0.0011, 1.5, 3.0e4}, {"XRPUSD", 0.55, 1.1, 1.2, 3.0e6},
+    {"ADAUSD", 0.45, 1.1, 1.3, 2.0e6},
+    {"AVAXUSD", 22.0, 0.011, 1.5, 9.0e4},
+    {"BNBUSD", 310.0, 0.0011, 1.0, 6.0e3},
+    {"BTCUSD", 42000.0, 0.000011, 0.8, 40.0},
+    {"DOGEUSD", 0.08, 11.0, 1.6, 1.5e7},
+    {"ETHUSD", 2300.0, 0.00011, 0.9, 700.0},
+    {"LINKUSD", 14.0, 0.011, 1.4, 1.2e5},
+    {"LTCUSD", 70.0, 0.0011, 1.1, 2.5e4},
+    {"SOLUSD", 95.0, 0.0011, 1.5, 3.0e4},
+    {"XRPUSD", 0.55, 1.1, 1.2, 3.0e6},
 };
 constexpr int kNumProfiles = sizeof(kProfiles) / sizeof(kProfiles[0]);
 
@@ -79,15 +84,14 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
 
   std::vector<Profile> profiles;
   for (int i = 0; i < n; ++i) profiles.push_back(ProfileFor(i));
-  std::sort(profiles.begin(), profiles.end(),
-            [](const Profile& a, const Profile& b) {
-              return a.symbol < b.symbol;
-            });
+  std::sort(
+      profiles.begin(), profiles.end(),
+      [](const Profile& a, const Profile& b) { return a.symbol < b.symbol; });
 
   Dataset d;
   d.interval_seconds = o.interval_seconds;
-  d.source = absl::StrCat("synthetic seed=", o.seed, " assets=", n,
-                          " rows=", T);
+  d.source =
+      absl::StrCat("synthetic seed=", o.seed, " assets=", n, " rows=", T);
   for (const Profile& p : profiles) {
     d.assets.push_back(AssetMeta{p.symbol, p.min_order_qty});
   }
@@ -120,8 +124,8 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
 
   for (int64_t t = 0; t < T; ++t) {
     // Regime switching (a Markov chain; crashes are short).
-    const double leave = regime == Regime::kCrash ? 1.0 / 24.0
-                                                  : 1.0 / o.mean_regime_bars;
+    const double leave =
+        regime == Regime::kCrash ? 1.0 / 24.0 : 1.0 / o.mean_regime_bars;
     if (t > 0 && rng.Uniform() < leave) {
       const double u = rng.Uniform();
       if (regime != Regime::kCrash && u < o.crash_probability) {
@@ -134,21 +138,25 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
         anchor = log_price;
       }
     }
-    const double vol_mult = regime == Regime::kCrash ? 2.5
+    const double vol_mult = regime == Regime::kCrash        ? 2.5
                             : regime == Regime::kMeanRevert ? 0.8
                                                             : 1.0;
     const double market_shock = rng.Normal();
     for (int i = 0; i < n; ++i) {
       const double s = sigma * profiles[i].vol_scale * vol_mult;
-      const double shock = std::sqrt(rho) * market_shock +
-                           std::sqrt(1.0 - rho) * rng.Normal();
+      const double shock =
+          std::sqrt(rho) * market_shock + std::sqrt(1.0 - rho) * rng.Normal();
       double drift = 0.0;
       switch (regime) {
-        case Regime::kTrend: drift = trend_drift[i]; break;
+        case Regime::kTrend:
+          drift = trend_drift[i];
+          break;
         case Regime::kMeanRevert:
           drift = -0.02 * (log_price[i] - anchor[i]);
           break;
-        case Regime::kCrash: drift = -0.6 * s; break;
+        case Regime::kCrash:
+          drift = -0.6 * s;
+          break;
       }
       const double this_sign = next_sign[i];
       next_sign[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;

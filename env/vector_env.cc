@@ -46,10 +46,9 @@ absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
   }
   for (const Domain& d : options.domains) {
     if (d.begin < 0 || d.end > market->num_rows || d.end <= d.begin) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("episode domain [", d.begin, ", ", d.end,
-                       ") is empty or outside the market's ", market->num_rows,
-                       " rows"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "episode domain [", d.begin, ", ", d.end,
+          ") is empty or outside the market's ", market->num_rows, " rows"));
     }
   }
   std::vector<Domain> domains =
@@ -161,9 +160,8 @@ void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
     high_[k] = 0.0f;
     // A zero first price makes the action scale and benchmark undefined;
     // that asset then never trades and is left out of the benchmark.
-    scale_[k] = p0[i] > 0
-                    ? static_cast<float>(c0 / (p0[i] * env_.norm_action))
-                    : 0.0f;
+    scale_[k] =
+        p0[i] > 0 ? static_cast<float>(c0 / (p0[i] * env_.norm_action)) : 0.0f;
     eqw_[k] = p0[i] > 0 ? (c0 / n) / (p0[i] * (1.0 + env_.buy_fee)) : 0.0;
     bench += eqw_[k] * pt[i];
   }
@@ -177,8 +175,8 @@ void VectorEnv::AutoStart(int b) {
   const int64_t L = lookback_;
   if (options_.mode == EpisodeMode::kTrain) {
     const int64_t slice_rows = options_.episode_steps + 2 * L;
-    const uint64_t pick = rng_[b].UniformInt(
-        static_cast<uint64_t>(start_cdf_.back()));
+    const uint64_t pick =
+        rng_[b].UniformInt(static_cast<uint64_t>(start_cdf_.back()));
     const size_t d = static_cast<size_t>(
         std::upper_bound(start_cdf_.begin(), start_cdf_.end(),
                          static_cast<int64_t>(pick)) -
@@ -200,12 +198,13 @@ void VectorEnv::WriteObservation(int b, float* obs) const {
   const float* hold = &holdings_[static_cast<size_t>(b) * n];
   obs[0] = static_cast<float>(cash_[b] * env_.norm_cash);
   for (int i = 0; i < n; ++i) {
-    obs[1 + i] = static_cast<float>(static_cast<double>(hold[i]) *
-                                    env_.norm_stocks);
+    obs[1 + i] =
+        static_cast<float>(static_cast<double>(hold[i]) * env_.norm_stocks);
   }
   const int64_t T = market_->num_rows;
   const int64_t row = slice_begin_[b] + t_[b];
-  std::memcpy(obs + 1 + n, tech_reversed_.data() + (T - 1 - row) * num_features_,
+  std::memcpy(obs + 1 + n,
+              tech_reversed_.data() + (T - 1 - row) * num_features_,
               sizeof(float) * static_cast<size_t>(num_features_ * lookback_));
 }
 
@@ -223,9 +222,9 @@ absl::Status VectorEnv::ResetCopy(int b, int64_t begin, int64_t num_rows,
         absl::StrCat("copy ", b, " out of range [0, ", num_copies_, ")"));
   }
   if (num_rows < 2 * lookback_ + 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a slice needs at least 2*lookback+1 = ",
-                     2 * lookback_ + 1, " rows, got ", num_rows));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a slice needs at least 2*lookback+1 = ", 2 * lookback_ + 1,
+        " rows, got ", num_rows));
   }
   const Domain slice{begin, begin + num_rows};
   bool inside = false;
@@ -412,7 +411,8 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   // 12. Linear time decay with a floor.
   double r;
   if (env_.reward_mode == RewardMode::kShaped) {
-    const double k = static_cast<double>(std::max<int64_t>(t - (lookback_ - 1), 0));
+    const double k =
+        static_cast<double>(std::max<int64_t>(t - (lookback_ - 1), 0));
     const double progress = std::min(std::max(k / horizon_[b], 0.0), 1.0);
     const double decay = std::max(1.0 - progress, env_.time_decay_floor);
     const double rho = env_.norm_reward;
@@ -426,7 +426,8 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
     const double mkt = prev_bench > 0 ? d_bench / prev_bench : 0.0;
     if (mkt < 0) {
       const double cash_ratio = value > 0 ? cash / value : 0.0;
-      if (cash_ratio > 0.1) cash_bonus = std::fabs(mkt) * cash_ratio * rho * 0.1;
+      if (cash_ratio > 0.1)
+        cash_bonus = std::fabs(mkt) * cash_ratio * rho * 0.1;
     }
     r = 0.5 * alpha + 0.3 * absolute + 0.2 * cash_bonus;
     if (env_.min_cash_reserve > 0) {
@@ -454,8 +455,8 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
           weighted += (j + 1) * w[j];
           sum += w[j];
         }
-        const double gini = 2.0 * weighted / (m * sum) -
-                            static_cast<double>(m + 1) / m;
+        const double gini =
+            2.0 * weighted / (m * sum) - static_cast<double>(m + 1) / m;
         if (gini < 0.4) r += c * 0.1 * (0.4 - gini);
       }
     }

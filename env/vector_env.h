@@ -74,7 +74,8 @@ class VectorEnv {
   // Errors: kInvalidArgument for bad options, an invalid market, or no
   // domain long enough for one episode (the message gives the rows needed).
   static absl::StatusOr<std::unique_ptr<VectorEnv>> Create(
-      std::shared_ptr<const MarketData> market, const VectorEnvOptions& options);
+      std::shared_ptr<const MarketData> market,
+      const VectorEnvOptions& options);
 
   VectorEnv(const VectorEnv&) = delete;
   VectorEnv& operator=(const VectorEnv&) = delete;

@@ -130,7 +130,7 @@ TEST_F(CliTest, DatasetImportThenInfoReportTheSameDataset) {
   WriteCsvDir(dir_ + "/csv", 300);
   const std::string out = dir_ + "/data.rds";
   const Result imp = RunCli(absl::StrCat("dataset import --csv-dir ", dir_,
-                                      "/csv --interval 5m --out ", out));
+                                         "/csv --interval 5m --out ", out));
   ASSERT_EQ(imp.exit_code, 0) << imp.output;
   const Result info = RunCli(absl::StrCat("dataset info ", out));
   ASSERT_EQ(info.exit_code, 0) << info.output;
@@ -151,20 +151,21 @@ TEST_F(CliTest, DatasetImportNamesFileAndLineOfAMalformedRow) {
   WriteCsvDir(dir_ + "/csv", 100);
   std::ofstream(dir_ + "/csv/ETH.csv", std::ios::app)
       << "1704097200,1,nan,1,1,1\n";
-  const Result r = RunCli(absl::StrCat("dataset import --csv-dir ", dir_,
-                                    "/csv --interval 5m --out ", dir_, "/x.rds"));
+  const Result r =
+      RunCli(absl::StrCat("dataset import --csv-dir ", dir_,
+                          "/csv --interval 5m --out ", dir_, "/x.rds"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ETH.csv:102:"));
   EXPECT_FALSE(fs::exists(dir_ + "/x.rds"));
 }
 
 TEST_F(CliTest, DatasetSynthIsDeterministicBySeed) {
-  const Result a = RunCli(absl::StrCat("dataset synth --out ", dir_,
-                                    "/a.rds --rows 500 --seed 5"));
-  const Result b = RunCli(absl::StrCat("dataset synth --out ", dir_,
-                                    "/b.rds --rows 500 --seed 5"));
-  const Result c = RunCli(absl::StrCat("dataset synth --out ", dir_,
-                                    "/c.rds --rows 500 --seed 6"));
+  const Result a = RunCli(
+      absl::StrCat("dataset synth --out ", dir_, "/a.rds --rows 500 --seed 5"));
+  const Result b = RunCli(
+      absl::StrCat("dataset synth --out ", dir_, "/b.rds --rows 500 --seed 5"));
+  const Result c = RunCli(
+      absl::StrCat("dataset synth --out ", dir_, "/c.rds --rows 500 --seed 6"));
   ASSERT_EQ(a.exit_code, 0) << a.output;
   auto id = [](const std::string& out) {
     const size_t pos = out.find("dataset id      ");

@@ -667,9 +667,9 @@ TEST(DatasetIntervalTest, ParseIntervalRejectsMalformedText) {
   }
 }
 
-// BUG (env/dataset.cc:368, `return count * unit;`): the multiplication is
-// unchecked signed overflow (undefined behaviour). In practice it wraps, so
-// "15250284452472w" returns OK with a NEGATIVE interval and
+// BUG (env/dataset.cc, ParseInterval, `return count * unit;`): the product
+// is unchecked signed overflow (undefined behaviour). In practice it wraps,
+// so "15250284452472w" returns OK with a NEGATIVE interval and
 // "30500568904945w" returns OK with 1184384 s (about 13.7 days). Fix: reject
 // `count > std::numeric_limits<int64_t>::max() / unit` with
 // kInvalidArgument before multiplying. This test fails until then.

@@ -234,11 +234,12 @@ TEST(SyntheticMarketTest, TimestampsFollowTheIntervalFromTheStartTime) {
   EXPECT_THAT(d.source, StartsWith("synthetic seed=1 "));
 }
 
-// BUG (env/synthetic.cc:95): `start_time - start_time % interval` rounds
-// toward zero, so a negative (pre-1970) start_time is rounded UP, against
-// the header's "rounded down to the grid": -1000 with a 1800 s interval gives
-// a first bar at 0 instead of -1800. Fix: subtract the floored remainder,
-// e.g. `int64_t r = start % iv; if (r < 0) r += iv; t0 = start - r;`.
+// BUG (env/synthetic.cc, GenerateSyntheticBars, the `t0 =` line):
+// `start_time - start_time % interval` rounds toward zero, so a negative
+// (pre-1970) start_time is rounded UP, against the header's "rounded down
+// to the grid": -1000 with a 1800 s interval gives a first bar at 0 instead
+// of -1800. Fix: subtract the floored remainder, e.g.
+// `int64_t r = start % iv; if (r < 0) r += iv; t0 = start - r;`.
 // This test fails until then.
 TEST(SyntheticMarketTest, NegativeStartTimeIsRoundedDownToTheGrid) {
   SyntheticMarketOptions o = Options(10, 1);
@@ -335,13 +336,13 @@ TEST(SyntheticStatisticsTest, ZeroCorrelationGivesUncorrelatedReturns) {
   EXPECT_LT(hi, 0.05);
 }
 
-// A crash regime drifts each asset down by 0.6·(2.5·σ·vol_scale) per bar,
-// = 1.2 % × vol_scale a bar for the default σ = 0.008 (≈ 1.4 % for the
-// default assets), so a crash (mean length 24 bars)
-// usually takes the equal-weight index down by more than 10 % inside a
-// 24-bar window; calm regimes (24-bar sd ≈ 4 %) rarely do. Measured, pooled
-// over seeds 1..3 (2499 windows): crash_probability 0 → 0.24 %, 0.5 →
-// 5.2 %; over seed triples up to 21: 0 → ≤ 0.56 %, 0.5 → ≥ 3.4 %, ratio ≥ 6.
+// A crash regime drifts each asset down by 0.6·(2.5·σ·vol_scale) per bar:
+// 1.2 % × vol_scale for the default σ = 0.008, ≈ 1.4 % for the default
+// assets. So a crash (mean length 24 bars) usually takes the equal-weight
+// index down by more than 10 % inside a 24-bar window; calm regimes (24-bar
+// sd ≈ 4 %) rarely do. Measured, pooled over seeds 1..3 (2499 windows):
+// crash_probability 0 → 0.24 %, 0.5 → 5.2 %; over seed triples up to 21:
+// 0 → ≤ 0.56 %, 0.5 → ≥ 3.4 %, ratio ≥ 6. Bands: ≤ 1 %, ≥ 2.5 %, ratio ≥ 4.
 TEST(SyntheticStatisticsTest, CrashesMakeLargeDrawdownsFarMoreFrequent) {
   auto fraction = [](double crash_probability) {
     int hits = 0, windows = 0;
