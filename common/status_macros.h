@@ -12,6 +12,7 @@
 #define RISTRETTO_CONCAT_(a, b) RISTRETTO_CONCAT_INNER_(a, b)
 
 // Returns `expr` from the current function if it is not OK.
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
 #define RETURN_IF_ERROR(expr)                              \
   do {                                                     \
     ::absl::Status ristretto_status_ = (expr);             \
@@ -27,6 +28,7 @@
   auto statusor = (rexpr);                           \
   if (!statusor.ok()) return statusor.status();      \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace ristretto {
 

@@ -635,6 +635,7 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
   const int64_t end = series[earliest_last].ts.back();
   if (start > end) {
     std::vector<std::string> ranges;
+    ranges.reserve(series.size());
     for (const AssetSeries& s : series) {
       ranges.push_back(absl::StrCat(s.symbol, " [",
                                     FormatTimestamp(s.ts.front()), ", ",
@@ -698,6 +699,7 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
   report->long_gaps = static_cast<int64_t>(long_gaps.size());
   {
     std::vector<std::string> lines;
+    lines.reserve(long_gaps.size());
     for (const LongGap& gap : long_gaps) {
       lines.push_back(describe_gap(gap) + "; its rows were removed");
     }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -379,6 +380,10 @@ absl::StatusOr<int64_t> ParseInterval(const std::string& text) {
       count <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad interval '", text, "': expected a positive count"));
+  }
+  if (count > std::numeric_limits<int64_t>::max() / unit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("interval '", text, "' overflows 64-bit seconds"));
   }
   return count * unit;
 }

@@ -83,6 +83,7 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
   Rng rng(o.seed);
 
   std::vector<Profile> profiles;
+  profiles.reserve(n);
   for (int i = 0; i < n; ++i) profiles.push_back(ProfileFor(i));
   std::sort(
       profiles.begin(), profiles.end(),
@@ -96,7 +97,10 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
     d.assets.push_back(AssetMeta{p.symbol, p.min_order_qty});
   }
   d.timestamps.resize(T);
-  const int64_t t0 = o.start_time - (o.start_time % o.interval_seconds);
+  // Round down to the grid (C++ % truncates toward zero for negatives).
+  int64_t offset = o.start_time % o.interval_seconds;
+  if (offset < 0) offset += o.interval_seconds;
+  const int64_t t0 = o.start_time - offset;
   for (int64_t t = 0; t < T; ++t) d.timestamps[t] = t0 + t * o.interval_seconds;
   d.bars.resize(static_cast<size_t>(T) * n * kNumBarFields);
   d.domains = {Domain{0, T}};

@@ -50,7 +50,8 @@ absl::StatusOr<Dataset> GenerateSyntheticDataset(
     const SyntheticMarketOptions& options);
 
 // A market for benchmarks with any feature count: synthetic prices and
-// standard-normal features (T × F), one domain. Not for learning.
+// normal features with standard deviation 100 (T × F; like raw indicator
+// values before norm_tech), one domain. Not for learning.
 absl::StatusOr<std::shared_ptr<const MarketData>> GenerateBenchmarkMarket(
     int num_assets, int64_t num_features, int64_t num_rows, uint64_t seed);
 
