@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# clang-format (check) and clang-tidy over the project's sources.
-# Usage: scripts/lint.sh [--fix]   (needs build/compile_commands.json)
+# clang-format (check, or --fix) and clang-tidy over every tracked C++ file.
+# Needs build/compile_commands.json (scripts/build.sh writes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.cc' '*.h')
@@ -9,11 +9,14 @@ if [ "${1:-}" = "--fix" ]; then
 else
   clang-format --dry-run -Werror "${files[@]}"
 fi
+echo "clang-format: clean"
 mapfile -t sources < <(git ls-files '*.cc')
-clang-tidy -p build --quiet "${sources[@]}" 2>&1 | grep -v "warnings generated" || true
-# Fail if clang-tidy reported anything.
-if clang-tidy -p build --quiet "${sources[@]}" 2>/dev/null | grep -q "warning:"; then
-  echo "clang-tidy: warnings above" >&2
+report=$(printf '%s\n' "${sources[@]}" |
+  xargs -P "$(nproc)" -n 1 clang-tidy -p "${BUILD_DIR:-build}" --quiet 2>/dev/null |
+  grep -E "(warning|error):" | sort -u || true)
+if [ -n "$report" ]; then
+  echo "$report"
+  echo "clang-tidy: $(echo "$report" | wc -l) findings" >&2
   exit 1
 fi
-echo "lint: clean"
+echo "clang-tidy: clean"

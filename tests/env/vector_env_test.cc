@@ -289,6 +289,31 @@ TEST(VectorEnvTest, ObservationIsCashHoldingsThenNewestFeatureRowsFirst) {
                                      75.0f, 75.25f, 50.0f, 50.25f));
 }
 
+// BUG (env/vector_env.cc, VectorEnv::WriteObservation, the std::memcpy of
+// the feature window): with F = 0 features tech_reversed_ is empty, its
+// data() is null, and std::memcpy(dst, nullptr, 0) is undefined behaviour
+// (memcpy's arguments are declared nonnull even for size 0). Plain builds
+// pass; a -fsanitize=undefined build of this test reports "null pointer
+// passed as argument 2, which is declared to never be null". Fix: skip the
+// copy when num_features_ == 0 (or when the window is 0 bytes).
+TEST(VectorEnvTest, MarketWithoutFeaturesGivesCashAndHoldingsOnlyObservation) {
+  std::vector<std::vector<double>> rows = ConstantRows(8, {128, 64});
+  rows[0] = {125, 50};  // ans = [8, 20]
+  VectorEnvOptions o = ManualOptions();
+  o.env.lookback = 2;
+  o.env.norm_cash = 1.0 / 1000;
+  o.env.norm_stocks = 1.0 / 2;
+  auto h = Harness::Create(MakeMarket(rows, 0), o);
+  ASSERT_NE(h, nullptr);
+  // D = 1 + n + F·L = 3.
+  ASSERT_EQ(h->env().observation_size(), 3);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  EXPECT_THAT(h->Obs(0), ElementsAre(1.0f, 0.0f, 0.0f));
+  // 2 coins of asset 0 at 128 cost 260 → cash 740 → 0.74; holding 2·0.5.
+  ASSERT_TRUE(h->Step({0.25f, 0.0f}).ok());
+  EXPECT_THAT(h->Obs(0), ElementsAre(0.74f, 1.0f, 0.0f));
+}
+
 // ---------------------------------------------------------------------------
 // 2. Buys, sells, fees, trade counts.
 
