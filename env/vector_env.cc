@@ -44,7 +44,16 @@ absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
     }
     min_rows = options.episode_steps + 2 * L;
   }
-  for (const Domain& d : options.domains) {
+  for (size_t k = 0; k < options.domains.size(); ++k) {
+    const Domain& d = options.domains[k];
+    for (size_t j = 0; j < k; ++j) {
+      const Domain& o = options.domains[j];
+      if (d.begin < o.end && o.begin < d.end) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "episode domains [", o.begin, ", ", o.end, ") and [", d.begin,
+            ", ", d.end, ") overlap (their starts would be drawn twice)"));
+      }
+    }
     if (d.begin < 0 || d.end > market->num_rows || d.end <= d.begin) {
       return absl::InvalidArgumentError(absl::StrCat(
           "episode domain [", d.begin, ", ", d.end,
@@ -136,7 +145,11 @@ size_t VectorEnv::owned_bytes() const {
               sizeof(int64_t)) +
          Bn * (4 * sizeof(float) + sizeof(double)) +
          domains_.capacity() * sizeof(Domain) +
-         start_cdf_.capacity() * sizeof(int64_t);
+         options_.domains.capacity() * sizeof(Domain) +
+         start_cdf_.capacity() * sizeof(int64_t) +
+         min_qty_.capacity() * sizeof(double) +
+         scaled_action_.capacity() * sizeof(float) +
+         weights_scratch_.capacity() * sizeof(double);
 }
 
 void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
@@ -203,6 +216,7 @@ void VectorEnv::WriteObservation(int b, float* obs) const {
   }
   const int64_t T = market_->num_rows;
   const int64_t row = slice_begin_[b] + t_[b];
+  if (num_features_ == 0) return;  // memcpy from a null data() is UB
   std::memcpy(obs + 1 + n,
               tech_reversed_.data() + (T - 1 - row) * num_features_,
               sizeof(float) * static_cast<size_t>(num_features_ * lookback_));
@@ -210,6 +224,7 @@ void VectorEnv::WriteObservation(int b, float* obs) const {
 
 void VectorEnv::Reset(float* obs) {
   for (int b = 0; b < num_copies_; ++b) {
+    reward_[b] = 0.0;
     AutoStart(b);
     WriteObservation(b, obs + static_cast<size_t>(b) * obs_size_);
   }
@@ -237,6 +252,7 @@ absl::Status VectorEnv::ResetCopy(int b, int64_t begin, int64_t num_rows,
                      ") are not inside one contiguous market domain"));
   }
   StartEpisode(b, begin, num_rows);
+  reward_[b] = 0.0;
   WriteObservation(b, obs);
   return absl::OkStatus();
 }

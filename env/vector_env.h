@@ -40,6 +40,8 @@ struct VectorEnvOptions {
   int64_t episode_steps = 1024;
   // Row blocks episodes may use; empty = the market's domains. Each block is
   // intersected with the market's domains: no episode crosses a gap.
+  // Blocks must not overlap (kInvalidArgument). kEvaluate plays domain
+  // b mod D in copy b, so use B >= D to play every domain.
   std::vector<Domain> domains;
   // Seed of the start-row generators (copy b uses stream seed ⊕ b).
   uint64_t seed = 0;
@@ -92,7 +94,9 @@ class VectorEnv {
 
   // Places copy `b` on rows [begin, begin + num_rows) of the market and
   // resets it; writes its observation (D floats) to `obs`. The episode has
-  // num_rows − 2L steps. Errors: kInvalidArgument if the rows leave the
+  // num_rows − 2L steps (checked against the market's domains, not the
+  // episode domains: kManual callers place copies anywhere valid).
+  // Errors: kInvalidArgument if the rows leave the
   // market, cross a domain boundary or are fewer than 2L + 1.
   absl::Status ResetCopy(int b, int64_t begin, int64_t num_rows, float* obs);
 

@@ -289,13 +289,9 @@ TEST(VectorEnvTest, ObservationIsCashHoldingsThenNewestFeatureRowsFirst) {
                                      75.0f, 75.25f, 50.0f, 50.25f));
 }
 
-// BUG (env/vector_env.cc, VectorEnv::WriteObservation, the std::memcpy of
-// the feature window): with F = 0 features tech_reversed_ is empty, its
-// data() is null, and std::memcpy(dst, nullptr, 0) is undefined behaviour
-// (memcpy's arguments are declared nonnull even for size 0). Plain builds
-// pass; a -fsanitize=undefined build of this test reports "null pointer
-// passed as argument 2, which is declared to never be null". Fix: skip the
-// copy when num_features_ == 0 (or when the window is 0 bytes).
+// With F = 0 the observation is cash and holdings only; the feature copy is
+// skipped (a memcpy from the empty buffer's null data() would be undefined
+// behaviour, which a -fsanitize=undefined build of this test catches).
 TEST(VectorEnvTest, MarketWithoutFeaturesGivesCashAndHoldingsOnlyObservation) {
   std::vector<std::vector<double>> rows = ConstantRows(8, {128, 64});
   rows[0] = {125, 50};  // ans = [8, 20]
@@ -1311,6 +1307,43 @@ TEST(VectorEnvTest, ZeroFirstPriceGivesZeroActionScaleAndThatAssetNeverTrades) {
   EXPECT_EQ(env.cash(0), 488.0);
   EXPECT_EQ(env.current_episode(0).buy_trades, 2);
   EXPECT_EQ(env.current_episode(0).sell_trades, 0);
+}
+
+}  // namespace
+}  // namespace ristretto::env
+
+namespace ristretto::env {
+namespace {
+
+TEST(VectorEnvDomainsTest, OverlappingEpisodeDomainsAreRejected) {
+  auto market = GenerateBenchmarkMarket(2, 3, 200, 1);
+  ASSERT_TRUE(market.ok());
+  VectorEnvOptions options;
+  options.episode_steps = 10;
+  options.domains = {Domain{0, 100}, Domain{50, 150}};
+  auto env = VectorEnv::Create(*market, options);
+  EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(env.status().message()),
+              ::testing::HasSubstr("[0, 100) and [50, 150) overlap"));
+}
+
+TEST(VectorEnvDomainsTest, ExplicitResetClearsTheLastReward) {
+  auto market = GenerateBenchmarkMarket(2, 3, 200, 1);
+  ASSERT_TRUE(market.ok());
+  VectorEnvOptions options;
+  options.episode_steps = 10;
+  options.env.reward_mode = RewardMode::kLogReturn;
+  auto env = VectorEnv::Create(*market, options);
+  ASSERT_TRUE(env.ok());
+  std::vector<float> obs((*env)->observation_size());
+  (*env)->Reset(obs.data());
+  const float buy[2] = {50.0f, 50.0f};
+  StepOutput out{obs.data(), nullptr, nullptr, nullptr};
+  ASSERT_TRUE((*env)->Step(buy, out).ok());
+  ASSERT_TRUE((*env)->Step(buy, out).ok());
+  ASSERT_NE((*env)->reward(0), 0.0);  // holdings moved with the market
+  (*env)->Reset(obs.data());
+  EXPECT_EQ((*env)->reward(0), 0.0);
 }
 
 }  // namespace
