@@ -50,8 +50,8 @@ absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
       const Domain& o = options.domains[j];
       if (d.begin < o.end && o.begin < d.end) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "episode domains [", o.begin, ", ", o.end, ") and [", d.begin,
-            ", ", d.end, ") overlap (their starts would be drawn twice)"));
+            "episode domains [", o.begin, ", ", o.end, ") and [", d.begin, ", ",
+            d.end, ") overlap (their starts would be drawn twice)"));
       }
     }
     if (d.begin < 0 || d.end > market->num_rows || d.end <= d.begin) {

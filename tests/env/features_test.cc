@@ -156,8 +156,8 @@ TEST(FeaturesTest, RsiMatchesHandComputedWilderAverages) {
 }
 
 TEST(FeaturesTest, RsiIsHundredWhenPricesOnlyRise) {
-  std::vector<double> close;
-  for (int t = 0; t < 30; ++t) close.push_back(100.0 + t);
+  std::vector<double> close(30);
+  for (int t = 0; t < 30; ++t) close[t] = 100.0 + t;
   const std::vector<double> rsi = Rsi(close);  // default period 14
   EXPECT_EQ(14u, FirstDefined(rsi));
   for (size_t t = 14; t < close.size(); ++t) EXPECT_EQ(100.0, rsi[t]);

@@ -81,6 +81,7 @@ double SampleCorrelation(const std::vector<double>& a,
 // Smallest and largest sample correlation of log returns over all pairs.
 std::pair<double, double> PairwiseCorrelationRange(const Dataset& d) {
   std::vector<std::vector<double>> r;
+  r.reserve(d.num_assets());
   for (int i = 0; i < d.num_assets(); ++i) r.push_back(LogReturns(d, i));
   double lo = 1, hi = -1;
   for (int i = 0; i < d.num_assets(); ++i) {

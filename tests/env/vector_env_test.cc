@@ -147,7 +147,7 @@ double Tech(int64_t t, int64_t j) { return 100.0 * t + j; }
 // A0, A1, … and minimum order quantities 0.
 std::shared_ptr<MarketData> MakeMarket(
     const std::vector<std::vector<double>>& rows, int64_t num_features,
-    std::vector<Domain> domains = {}) {
+    const std::vector<Domain>& domains = {}) {
   auto market = std::make_shared<MarketData>();
   market->num_rows = static_cast<int64_t>(rows.size());
   market->num_assets = static_cast<int>(rows.front().size());
@@ -170,7 +170,7 @@ std::shared_ptr<MarketData> MakeMarket(
 
 // `num_rows` copies of one price row.
 std::vector<std::vector<double>> ConstantRows(int64_t num_rows,
-                                              std::vector<double> row) {
+                                              const std::vector<double>& row) {
   return std::vector<std::vector<double>>(static_cast<size_t>(num_rows), row);
 }
 
@@ -789,8 +789,8 @@ TEST(VectorEnvTest, TrainEpisodeLastsEpisodeStepsAndAutoResetReportsFinalObs) {
 
 // Tiny market, T = 50, two domains [0, 30) and [30, 50).
 std::shared_ptr<MarketData> TwoDomainMarket() {
-  std::vector<std::vector<double>> rows;
-  for (int t = 0; t < 50; ++t) rows.push_back({100.0 + t});
+  std::vector<std::vector<double>> rows(50);
+  for (int t = 0; t < 50; ++t) rows[t] = {100.0 + t};
   return MakeMarket(rows, 0, {{0, 30}, {30, 50}});
 }
 
