@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/env_commands.h"
+#include "cli/train_command.h"
 
 namespace {
 
@@ -20,11 +21,20 @@ constexpr char kUsage[] =
     "  env replay     CASE_DIR [--copies 1]\n"
     "  env bench      [--assets 7] [--features 98] [--lookback 1]\n"
     "                 [--copies 1024] [--seconds 3] [--rows 20000]\n"
-    "  env demo       [--seed 7] [--rows 6000] [--lookback 2]\n";
+    "  env demo       [--seed 7] [--rows 6000] [--lookback 2]\n"
+    "  train          [--dataset FILE | --synthetic-rows N --synthetic-seed S\n"
+    "                 --predictability P] [--budget 30000] [--seed 1]\n"
+    "                 [--envs 8] [--rollout 128] [--policy-hidden 512,512]\n"
+    "                 [--lr 3e-4] [--epochs 16] [--minibatch 2048]\n"
+    "                 [--lookback 2] [--eval-every N] [--out DIR --study S\n"
+    "                 --trial T --fold K] [--export DIR] [--device cpu]\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "train") == 0) {
+    return ristretto::cli::RunTrainCommand(argc, argv, 2);
+  }
   if (argc < 3 || std::strcmp(argv[1], "--help") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

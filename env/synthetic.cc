@@ -121,10 +121,14 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
   new_trend();
   const double rho = o.correlation;
   const double p = o.predictability;
-  // Sign of the next bar's planted signal (±1), drawn one bar ahead so the
-  // current bar's volume can reveal it.
-  std::vector<double> next_sign(n);
-  for (int i = 0; i < n; ++i) next_sign[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+  // Planted signal signs (±1) for bars t+1 and t+2. Bar t's volume reveals
+  // the sign of bar t+2's return: an env decision taken on bar t's
+  // observation executes at bar t+1's close, so t+2 is the return it earns.
+  std::vector<double> sign_next(n), sign_after(n);
+  for (int i = 0; i < n; ++i) {
+    sign_next[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+    sign_after[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+  }
 
   for (int64_t t = 0; t < T; ++t) {
     // Regime switching (a Markov chain; crashes are short).
@@ -162,8 +166,9 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
           drift = -0.6 * s;
           break;
       }
-      const double this_sign = next_sign[i];
-      next_sign[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+      const double this_sign = sign_next[i];
+      sign_next[i] = sign_after[i];
+      sign_after[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
       const double ret = drift + s * shock + p * s * this_sign;
       const double open = std::exp(log_price[i]);
       log_price[i] += ret;
@@ -174,7 +179,7 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
       const double low = std::min(open, close) * std::exp(-wick_down);
       double volume = profiles[i].base_volume *
                       std::exp(0.35 * rng.Normal() + 8.0 * std::fabs(ret));
-      if (p > 0) volume *= next_sign[i] > 0 ? 1.0 + p : 1.0 - p / 2;
+      if (p > 0) volume *= sign_after[i] > 0 ? 1.0 + p : 1.0 - p / 2;
       double* bar = &d.bars[(static_cast<size_t>(t) * n + i) * kNumBarFields];
       bar[kOpen] = open;
       bar[kHigh] = high;

@@ -33,10 +33,12 @@ struct SyntheticMarketOptions {
   double mean_regime_bars = 400;
   // Chance that a regime switch goes to a crash (short, volatile, falling).
   double crash_probability = 0.08;
-  // 0 = none. With p > 0 each bar's volume tells the sign of the NEXT bar's
-  // return (volume ×(1 + p) before an up bar, ×(1 − p/2) before a down
-  // bar), and the next return's drift follows that sign with strength p·σ:
-  // an exploitable, known signal for learning tests.
+  // 0 = none. With p > 0 each bar's volume tells the sign of the return two
+  // bars later (volume ×(1 + p) before an up bar, ×(1 − p/2) before a down
+  // bar), and that return's drift follows the sign with strength p·σ. Two
+  // bars, because the env executes a decision taken on bar t's observation
+  // at bar t+1's close, so bar t+2's return is what it can earn: an
+  // exploitable, known signal for learning tests.
   double predictability = 0.0;
 };
 

@@ -139,8 +139,9 @@ double VolumeSignalAgreement(const Dataset& d) {
     std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2,
                      sorted.end());
     const double median = sorted[sorted.size() / 2];
-    for (int64_t t = 0; t + 1 < d.num_rows(); ++t) {
-      const double next = std::log(d.close(t + 1, i) / d.close(t, i));
+    // Volume at bar t reveals the return of bar t + 2 (close t+1 → t+2).
+    for (int64_t t = 0; t + 2 < d.num_rows(); ++t) {
+      const double next = std::log(d.close(t + 2, i) / d.close(t + 1, i));
       if (next == 0) continue;
       agree += (volume[t] > median) == (next > 0);
       ++total;
@@ -371,7 +372,7 @@ TEST(SyntheticStatisticsTest, CrashesMakeLargeDrawdownsFarMoreFrequent) {
 // p = 0.5 → [0.625, 0.632], p = 0 → [0.498, 0.503]; seed 1: 0.628 and
 // 0.503. The sampling sd of one fraction is ≈ 0.0013.
 TEST(SyntheticStatisticsTest,
-     VolumePredictsTheNextReturnOnlyWithPredictability) {
+     VolumePredictsTheReturnTwoBarsAheadOnlyWithPredictability) {
   SyntheticMarketOptions o = Options(20000, 1);
   o.predictability = 0.5;
   const double with_signal = VolumeSignalAgreement(Generate(o));

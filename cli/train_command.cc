@@ -1,0 +1,194 @@
+#include "cli/train_command.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "cli/args.h"
+#include "common/status_macros.h"
+#include "env/dataset.h"
+#include "env/market_data.h"
+#include "env/synthetic.h"
+#include "learner/torch/checkpoint.h"
+#include "learner/torch/trainer.h"
+
+namespace ristretto::cli {
+namespace {
+
+absl::StatusOr<std::vector<int>> ParseWidths(const std::string& text) {
+  std::vector<int> widths;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int w = 0;
+    if (!absl::SimpleAtoi(part, &w) || w < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad layer width '", part, "' in '", text, "'"));
+    }
+    widths.push_back(w);
+  }
+  return widths;
+}
+
+void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
+  std::printf(
+      "%-10s sharpe %7.3f  (buy&hold %7.3f, score %+7.3f)  return %+7.2f%% "
+      "(buy&hold %+7.2f%%)  max_dd %5.2f%%  trades %lld  fees %.2f\n",
+      label, e.sharpe, e.benchmark_sharpe, e.score, 100 * e.total_return,
+      100 * e.benchmark_return, 100 * e.max_drawdown,
+      static_cast<long long>(e.trades), e.fees);
+}
+
+absl::Status Train(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown(
+      {"dataset", "synthetic-rows", "synthetic-assets", "synthetic-seed", "predictability",
+       "validation-share", "budget", "seed", "envs", "rollout", "episode",
+       "policy-hidden", "value-hidden", "lr", "lr-schedule", "epochs",
+       "minibatch", "gamma", "lambda", "clip", "entropy", "lookback",
+       "eval-every", "out", "study", "trial", "fold", "export", "device",
+       "threads", "buy-fee", "sell-fee", "norm-action", "reward",
+       "log-prob", "max-grad-norm", "quiet"}));
+  env::Dataset dataset;
+  if (args.Has("dataset")) {
+    ASSIGN_OR_RETURN(std::string path, args.RequiredString("dataset"));
+    ASSIGN_OR_RETURN(dataset, env::ReadDataset(path));
+  } else {
+    env::SyntheticMarketOptions synth;
+    ASSIGN_OR_RETURN(synth.num_rows, args.Int("synthetic-rows", 8678));
+    ASSIGN_OR_RETURN(int64_t assets, args.Int("synthetic-assets", 7));
+    synth.num_assets = static_cast<int>(assets);
+    ASSIGN_OR_RETURN(int64_t seed, args.Int("synthetic-seed", 1));
+    synth.seed = static_cast<uint64_t>(seed);
+    ASSIGN_OR_RETURN(synth.predictability, args.Double("predictability", 0.0));
+    ASSIGN_OR_RETURN(dataset, env::GenerateSyntheticDataset(synth));
+  }
+  ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
+
+  learner::TrainerOptions o;
+  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 2));
+  o.env.lookback = static_cast<int>(lookback);
+  ASSIGN_OR_RETURN(o.env.buy_fee, args.Double("buy-fee", o.env.buy_fee));
+  ASSIGN_OR_RETURN(o.env.sell_fee, args.Double("sell-fee", o.env.sell_fee));
+  ASSIGN_OR_RETURN(o.env.norm_action,
+                   args.Double("norm-action", o.env.norm_action));
+  ASSIGN_OR_RETURN(std::string reward, args.String("reward", "shaped"));
+  RETURN_IF_ERROR(env::ParseRewardMode(reward, &o.env.reward_mode));
+  ASSIGN_OR_RETURN(std::string policy_hidden,
+                   args.String("policy-hidden", "512,512"));
+  ASSIGN_OR_RETURN(o.network.policy_hidden, ParseWidths(policy_hidden));
+  ASSIGN_OR_RETURN(std::string value_hidden,
+                   args.String("value-hidden", policy_hidden));
+  ASSIGN_OR_RETURN(o.network.value_hidden, ParseWidths(value_hidden));
+  ASSIGN_OR_RETURN(std::string log_prob, args.String("log-prob", "tanh_corrected"));
+  RETURN_IF_ERROR(learner::ParseLogProbMode(log_prob, &o.network.log_prob));
+  ASSIGN_OR_RETURN(o.ppo.learning_rate, args.Double("lr", 3e-4));
+  ASSIGN_OR_RETURN(std::string schedule, args.String("lr-schedule", "constant"));
+  RETURN_IF_ERROR(learner::ParseLrSchedule(schedule, &o.ppo.lr_schedule));
+  ASSIGN_OR_RETURN(int64_t epochs, args.Int("epochs", 16));
+  o.ppo.epochs = static_cast<int>(epochs);
+  ASSIGN_OR_RETURN(int64_t minibatch, args.Int("minibatch", 2048));
+  o.ppo.minibatch_size = static_cast<int>(minibatch);
+  ASSIGN_OR_RETURN(o.ppo.gamma, args.Double("gamma", o.ppo.gamma));
+  ASSIGN_OR_RETURN(o.ppo.gae_lambda, args.Double("lambda", o.ppo.gae_lambda));
+  ASSIGN_OR_RETURN(o.ppo.clip_ratio, args.Double("clip", o.ppo.clip_ratio));
+  ASSIGN_OR_RETURN(o.ppo.entropy_coef, args.Double("entropy", 0.0));
+  ASSIGN_OR_RETURN(o.ppo.max_grad_norm,
+                   args.Double("max-grad-norm", o.ppo.max_grad_norm));
+  ASSIGN_OR_RETURN(o.ppo.device, args.String("device", "cpu"));
+  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
+  o.ppo.cpu_threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", 8));
+  o.num_envs = static_cast<int>(envs);
+  ASSIGN_OR_RETURN(int64_t rollout, args.Int("rollout", 128));
+  o.rollout_steps = static_cast<int>(rollout);
+  ASSIGN_OR_RETURN(o.episode_steps, args.Int("episode", 1024));
+  ASSIGN_OR_RETURN(o.budget_env_steps, args.Int("budget", 30000));
+  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
+  o.seed = static_cast<uint64_t>(seed);
+  ASSIGN_OR_RETURN(o.eval_every_env_steps, args.Int("eval-every", 0));
+  o.dataset_id = dataset.ComputeId();
+  o.feature_names = dataset.feature_names;
+
+  ASSIGN_OR_RETURN(double validation_share, args.Double("validation-share", 0.5));
+  if (!(validation_share > 0 && validation_share < 1)) {
+    return absl::InvalidArgumentError("--validation-share must be in (0, 1)");
+  }
+  const int64_t T = market->num_rows;
+  const int64_t split = T - static_cast<int64_t>(validation_share * T);
+  o.train_domains = {env::Domain{0, split}};
+  o.validation_domains = {env::Domain{split, T}};
+
+  ASSIGN_OR_RETURN(std::string out, args.String("out", ""));
+  if (!out.empty()) {
+    ASSIGN_OR_RETURN(std::string study, args.String("study", "local"));
+    ASSIGN_OR_RETURN(std::string trial, args.String("trial", "trial-0"));
+    ASSIGN_OR_RETURN(int64_t fold, args.Int("fold", 0));
+    o.run_dir = learner::RunDirectory(out, study, trial, static_cast<int>(fold));
+  }
+  const bool quiet = args.Has("quiet");
+  std::printf("train: %d assets x %lld rows, train rows [0, %lld), validation "
+              "[%lld, %lld), obs %lld, budget %lld env steps, %d envs x %d "
+              "steps per update\n",
+              market->num_assets, static_cast<long long>(T),
+              static_cast<long long>(split), static_cast<long long>(split),
+              static_cast<long long>(T),
+              static_cast<long long>(1 + market->num_assets +
+                                     market->num_features * o.env.lookback),
+              static_cast<long long>(o.budget_env_steps), o.num_envs,
+              o.rollout_steps);
+  learner::TrainProgress progress = [quiet](const learner::TrainResult& r,
+                                            const learner::UpdateStats& u) {
+    if (!quiet) {
+      std::printf("  steps %8lld  v%-4lld  policy %+.4f  value %.4f  "
+                  "entropy %+.3f  kl %.4f  clip %.2f\n",
+                  static_cast<long long>(r.env_steps),
+                  static_cast<long long>(u.policy_version), u.policy_loss,
+                  u.value_loss, u.entropy, u.approx_kl, u.clip_fraction);
+    }
+    return true;
+  };
+  ASSIGN_OR_RETURN(learner::TrainResult result,
+                   learner::Train(market, o, progress));
+  for (const learner::EvaluationResult& e : result.evaluations) {
+    PrintEvaluation(absl::StrCat("eval@", e.at_env_steps).c_str(), e);
+  }
+  std::printf(
+      "time: total %.2f s = rollout %.2f s + update %.2f s + eval %.2f s "
+      "(+ %.2f s setup)\n",
+      result.total_seconds, result.rollout_seconds, result.update_seconds,
+      result.eval_seconds,
+      result.total_seconds - result.rollout_seconds - result.update_seconds -
+          result.eval_seconds);
+  if (!result.last_checkpoint.empty()) {
+    std::printf("checkpoint: %s\n", result.last_checkpoint.c_str());
+  }
+  ASSIGN_OR_RETURN(std::string export_dir, args.String("export", ""));
+  if (!export_dir.empty()) {
+    // Re-load the final weights through the checkpoint path when there is
+    // one, so the export is exactly what was saved.
+    RETURN_IF_ERROR(absl::InvalidArgumentError(
+        "--export needs --out (the policy is exported from the checkpoint)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunTrainCommand(int argc, char** argv, int first) {
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {"quiet"});
+  if (!args.ok()) {
+    std::fprintf(stderr, "ristretto: %s\n",
+                 std::string(args.status().message()).c_str());
+    return 2;
+  }
+  absl::Status status = Train(*args);
+  if (!status.ok()) {
+    std::fprintf(stderr, "ristretto train: %s\n",
+                 std::string(status.message()).c_str());
+    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace ristretto::cli

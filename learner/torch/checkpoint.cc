@@ -1,0 +1,256 @@
+#include "learner/torch/checkpoint.h"
+
+#include <torch/script.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace ristretto::learner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kLatest[] = "LATEST";
+
+absl::Status WriteFileAtomically(const fs::path& path,
+                                 const std::string& content) {
+  const fs::path tmp = path.string() + absl::StrCat(".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::InternalError(absl::StrCat("cannot create ", tmp.string()));
+    out << content;
+    out.flush();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp.string()));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return absl::InternalError(
+        absl::StrCat("cannot rename into ", path.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string StateToJson(const CheckpointState& s) {
+  nlohmann::json j;
+  j["env_steps"] = s.env_steps;
+  j["policy_version"] = s.policy_version;
+  j["samples_consumed"] = s.samples_consumed;
+  j["updates"] = s.updates;
+  j["last_score"] = s.last_score;
+  return j.dump(2);
+}
+
+absl::StatusOr<CheckpointState> StateFromJson(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::DataLossError("state.json is not a JSON object");
+  }
+  CheckpointState s;
+  try {
+    s.env_steps = j.at("env_steps").get<int64_t>();
+    s.policy_version = j.at("policy_version").get<int64_t>();
+    s.samples_consumed = j.at("samples_consumed").get<int64_t>();
+    s.updates = j.at("updates").get<int64_t>();
+    s.last_score = j.at("last_score").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    return absl::DataLossError(absl::StrCat("state.json: ", e.what()));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RunDirectory(const std::string& root, const std::string& study_id,
+                         const std::string& trial_id, int fold) {
+  return (fs::path(root) / study_id / trial_id / absl::StrCat("fold-", fold))
+      .string();
+}
+
+absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
+                                           const PolicyContract& contract,
+                                           PpoLearner& learner,
+                                           const CheckpointState& state,
+                                           int keep) {
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", run_dir, ": ", ec.message()));
+  }
+  const std::string name = absl::StrFormat("step-%012d", state.env_steps);
+  const fs::path final_dir = fs::path(run_dir) / name;
+  const fs::path tmp_dir =
+      fs::path(run_dir) / absl::StrCat(".tmp-", name, "-", getpid());
+  fs::remove_all(tmp_dir, ec);
+  fs::create_directories(tmp_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", tmp_dir.string(), ": ", ec.message()));
+  }
+  try {
+    torch::save(learner.model(), (tmp_dir / "model.pt").string());
+    torch::save(learner.optimizer(), (tmp_dir / "optimizer.pt").string());
+  } catch (const c10::Error& e) {
+    fs::remove_all(tmp_dir, ec);
+    return absl::InternalError(absl::StrCat("saving checkpoint: ",
+                                            e.what_without_backtrace()));
+  }
+  for (const auto& [file, content] :
+       {std::pair<const char*, std::string>{"contract.json", contract.ToJson()},
+        {"state.json", StateToJson(state)}}) {
+    absl::Status s = WriteFileAtomically(tmp_dir / file, content);
+    if (!s.ok()) {
+      fs::remove_all(tmp_dir, ec);
+      return s;
+    }
+  }
+  fs::remove_all(final_dir, ec);  // a re-save of the same step replaces it
+  fs::rename(tmp_dir, final_dir, ec);
+  if (ec) {
+    fs::remove_all(tmp_dir, ec);
+    return absl::InternalError(absl::StrCat("cannot move checkpoint into ",
+                                            final_dir.string()));
+  }
+  absl::Status latest =
+      WriteFileAtomically(fs::path(run_dir) / kLatest, name + "\n");
+  if (!latest.ok()) return latest;
+  // Prune old checkpoints (names sort by step thanks to zero padding).
+  std::vector<fs::path> checkpoints;
+  for (const auto& entry : fs::directory_iterator(run_dir)) {
+    const std::string n = entry.path().filename().string();
+    if (entry.is_directory() && n.rfind("step-", 0) == 0) {
+      checkpoints.push_back(entry.path());
+    }
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  const size_t keep_n = static_cast<size_t>(std::max(keep, 1));
+  for (size_t i = 0; i + keep_n < checkpoints.size(); ++i) {
+    if (checkpoints[i] != final_dir) fs::remove_all(checkpoints[i], ec);
+  }
+  return final_dir.string();
+}
+
+absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir) {
+  absl::StatusOr<std::string> name = ReadFile(fs::path(run_dir) / kLatest);
+  if (!name.ok()) {
+    return absl::NotFoundError(absl::StrCat("no checkpoint in ", run_dir));
+  }
+  std::string n = *name;
+  while (!n.empty() && (n.back() == '\n' || n.back() == '\r')) n.pop_back();
+  const fs::path dir = fs::path(run_dir) / n;
+  if (n.empty() || !fs::is_directory(dir)) {
+    return absl::DataLossError(absl::StrCat(
+        run_dir, "/LATEST names '", n, "' which is not a checkpoint"));
+  }
+  return dir.string();
+}
+
+absl::StatusOr<PolicyContract> ReadCheckpointContract(
+    const std::string& checkpoint_dir) {
+  absl::StatusOr<std::string> text =
+      ReadFile(fs::path(checkpoint_dir) / "contract.json");
+  if (!text.ok()) return text.status();
+  return PolicyContract::FromJson(*text);
+}
+
+absl::StatusOr<CheckpointState> LoadCheckpoint(
+    const std::string& checkpoint_dir, const PolicyContract& expected,
+    PpoLearner* learner, bool check_dataset) {
+  absl::StatusOr<PolicyContract> found = ReadCheckpointContract(checkpoint_dir);
+  if (!found.ok()) return found.status();
+  if (absl::Status s = CheckContract(expected, *found, check_dataset); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(checkpoint_dir, ": ", s.message()));
+  }
+  absl::StatusOr<std::string> state_text =
+      ReadFile(fs::path(checkpoint_dir) / "state.json");
+  if (!state_text.ok()) return state_text.status();
+  absl::StatusOr<CheckpointState> state = StateFromJson(*state_text);
+  if (!state.ok()) return state.status();
+  try {
+    torch::load(learner->model(),
+                (fs::path(checkpoint_dir) / "model.pt").string(),
+                learner->device());
+    torch::load(learner->optimizer(),
+                (fs::path(checkpoint_dir) / "optimizer.pt").string(),
+                learner->device());
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(absl::StrCat("loading ", checkpoint_dir, ": ",
+                                            e.what_without_backtrace()));
+  }
+  learner->set_counters(state->policy_version, state->samples_consumed);
+  return state;
+}
+
+absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
+                          const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
+  }
+  try {
+    torch::NoGradGuard no_grad;
+    torch::jit::Module m("RistrettoPolicy");
+    const bool normalize = model->options().normalize_observations;
+    auto cpu_float = [](const torch::Tensor& t) {
+      return t.detach().to(torch::kCPU, torch::kFloat32).clone();
+    };
+    m.register_buffer("obs_mean", cpu_float(model->obs_mean()));
+    m.register_buffer("obs_inv_std",
+                      cpu_float(torch::rsqrt(model->obs_var() + 1e-8)));
+    std::string body = "def forward(self, obs: Tensor) -> Tensor:\n";
+    if (normalize) {
+      absl::StrAppendFormat(&body,
+                            "    x = torch.clamp((obs - self.obs_mean) * "
+                            "self.obs_inv_std, %.17g, %.17g)\n",
+                            -model->options().obs_clip,
+                            model->options().obs_clip);
+    } else {
+      body += "    x = obs\n";
+    }
+    const auto& layers = model->policy_layers();
+    const char* activation =
+        model->options().activation == Activation::kTanh ? "tanh" : "relu";
+    for (size_t i = 0; i < layers.size(); ++i) {
+      m.register_parameter(absl::StrCat("w", i), cpu_float(layers[i]->weight),
+                           false);
+      m.register_parameter(absl::StrCat("b", i), cpu_float(layers[i]->bias),
+                           false);
+      absl::StrAppendFormat(&body, "    x = torch.addmm(self.b%d, x, self.w%d.t())\n",
+                            i, i);
+      if (i + 1 < layers.size()) {
+        absl::StrAppendFormat(&body, "    x = torch.%s(x)\n", activation);
+      }
+    }
+    body += "    return torch.tanh(x)\n";
+    m.define(body);
+    m.save((fs::path(out_dir) / "policy.pt").string());
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("exporting the policy: ", e.what_without_backtrace()));
+  }
+  return WriteFileAtomically(fs::path(out_dir) / "contract.json",
+                             contract.ToJson());
+}
+
+}  // namespace ristretto::learner

@@ -1,0 +1,67 @@
+// Checkpoints and policy export. A run's checkpoints live under
+// <root>/<study>/<trial>/fold-<k>/step-<env steps>/ and are written
+// atomically (a temporary directory renamed into place, then the LATEST
+// pointer file replaced by rename), so a crash never leaves a half-written
+// checkpoint that looks valid. Loading checks the PolicyContract first.
+// Thread-compatible; a learner writes its own run's checkpoints.
+#ifndef RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
+#define RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "learner/contract.h"
+#include "learner/torch/ppo.h"
+
+namespace ristretto::learner {
+
+// Progress stored with the weights.
+struct CheckpointState {
+  int64_t env_steps = 0;         // env steps consumed by training
+  int64_t policy_version = 0;
+  int64_t samples_consumed = 0;  // for the learning-rate schedule
+  int64_t updates = 0;
+  double last_score = 0.0;       // last validation score
+};
+
+// "<root>/<study>/<trial>/fold-<fold>".
+std::string RunDirectory(const std::string& root, const std::string& study_id,
+                         const std::string& trial_id, int fold);
+
+// Writes a checkpoint of `learner` under `run_dir` and points LATEST at it;
+// keeps the newest `keep` checkpoints (>= 1). Returns the checkpoint's
+// directory. Errors: kInternal on I/O or serialisation failure (nothing
+// visible is changed then).
+absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
+                                           const PolicyContract& contract,
+                                           PpoLearner& learner,
+                                           const CheckpointState& state,
+                                           int keep = 2);
+
+// The checkpoint directory LATEST points to. kNotFound if none.
+absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir);
+
+// Reads only a checkpoint's contract (to build a matching learner).
+absl::StatusOr<PolicyContract> ReadCheckpointContract(
+    const std::string& checkpoint_dir);
+
+// Restores weights, optimiser state and counters into `learner` after
+// checking the stored contract against `expected` (kFailedPrecondition
+// naming the differing field). kNotFound / kDataLoss for missing or
+// unreadable files.
+absl::StatusOr<CheckpointState> LoadCheckpoint(
+    const std::string& checkpoint_dir, const PolicyContract& expected,
+    PpoLearner* learner, bool check_dataset = true);
+
+// Exports the deterministic policy — obs [N, D] float32 → tanh(mean) [N, A]
+// with the observation normalisation folded in — as TorchScript
+// (<out_dir>/policy.pt, loadable by torch::jit::load and torch.jit.load)
+// and the contract as <out_dir>/contract.json.
+absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
+                          const std::string& out_dir);
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_

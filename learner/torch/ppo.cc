@@ -1,0 +1,367 @@
+#include "learner/torch/ppo.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "learner/gae.h"
+
+namespace ristretto::learner {
+namespace {
+
+// Mixed precision for the forward passes on GPU. LibTorch 2.4 moved the
+// autocast switches to per-device functions; both spellings are covered.
+class AutocastGuard {
+ public:
+  AutocastGuard(const torch::Device& device, AutocastMode mode)
+      : active_(device.is_cuda() && mode != AutocastMode::kOff) {
+    if (!active_) return;
+    const at::ScalarType dtype =
+        mode == AutocastMode::kBf16 ? at::kBFloat16 : at::kHalf;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_dtype(at::kCUDA, dtype);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+#else
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(true);
+#endif
+  }
+  ~AutocastGuard() {
+    if (!active_) return;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+    at::autocast::set_enabled(false);
+#endif
+    at::autocast::clear_cache();
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool active_;
+};
+
+torch::Tensor FromVector(const std::vector<float>& v,
+                         std::vector<int64_t> shape) {
+  return torch::from_blob(const_cast<float*>(v.data()), shape,
+                          torch::kFloat32)
+      .clone();
+}
+
+double Item(const torch::Tensor& t) { return t.item<double>(); }
+
+}  // namespace
+
+void ConfigureTorchRuntime(const PpoOptions& options) {
+  if (options.cpu_threads > 0) torch::set_num_threads(options.cpu_threads);
+  at::globalContext().setAllowTF32CuBLAS(options.allow_tf32);
+  at::globalContext().setAllowTF32CuDNN(options.allow_tf32);
+}
+
+PpoLosses ComputePpoLosses(const torch::Tensor& log_prob,
+                           const torch::Tensor& old_log_prob,
+                           const torch::Tensor& advantages,
+                           const torch::Tensor& value,
+                           const torch::Tensor& old_value,
+                           const torch::Tensor& returns,
+                           const torch::Tensor& entropy,
+                           const PpoOptions& options) {
+  PpoLosses l;
+  l.ratio = torch::exp(log_prob - old_log_prob);
+  const double eps = options.clip_ratio;
+  const torch::Tensor surrogate = l.ratio * advantages;
+  const torch::Tensor clipped =
+      torch::clamp(l.ratio, 1.0 - eps, 1.0 + eps) * advantages;
+  l.policy = -torch::min(surrogate, clipped).mean();
+  auto elementwise = [&](const torch::Tensor& v) {
+    if (options.value_loss == ValueLoss::kSmoothL1) {
+      return torch::smooth_l1_loss(v, returns, at::Reduction::None);
+    }
+    return (v - returns).pow(2);
+  };
+  torch::Tensor value_loss = elementwise(value);
+  if (options.value_clip > 0) {
+    const torch::Tensor v_clipped =
+        old_value + torch::clamp(value - old_value, -options.value_clip,
+                                 options.value_clip);
+    value_loss = torch::max(value_loss, elementwise(v_clipped));
+  }
+  l.value = value_loss.mean();
+  l.entropy = entropy.mean();
+  return l;
+}
+
+absl::StatusOr<std::unique_ptr<PpoLearner>> PpoLearner::Create(
+    int obs_size, int action_size, const NetworkOptions& network,
+    const PpoOptions& ppo, int64_t budget_samples, uint64_t seed) {
+  if (absl::Status s = network.Validate(); !s.ok()) return s;
+  if (absl::Status s = ppo.Validate(); !s.ok()) return s;
+  if (obs_size < 1 || action_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "obs_size and action_size must be >= 1, got ", obs_size, " and ",
+        action_size));
+  }
+  try {
+    torch::Device device(ppo.device);
+    if (device.is_cuda() && !torch::cuda::is_available()) {
+      return absl::UnavailableError(absl::StrCat(
+          "device '", ppo.device, "' requested but CUDA is not available"));
+    }
+    if (device.is_cuda() && device.has_index() &&
+        device.index() >= static_cast<int>(torch::cuda::device_count())) {
+      return absl::UnavailableError(
+          absl::StrCat("device '", ppo.device, "' does not exist (",
+                       torch::cuda::device_count(), " CUDA devices)"));
+    }
+    ConfigureTorchRuntime(ppo);
+    return std::unique_ptr<PpoLearner>(new PpoLearner(
+        obs_size, action_size, network, ppo, budget_samples, seed, device));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("creating the PPO learner: ", e.what_without_backtrace()));
+  }
+}
+
+PpoLearner::PpoLearner(int obs_size, int action_size,
+                       const NetworkOptions& network, const PpoOptions& ppo,
+                       int64_t budget_samples, uint64_t seed,
+                       torch::Device device)
+    : network_(network),
+      ppo_(ppo),
+      budget_samples_(budget_samples),
+      device_(device),
+      model_(nullptr),
+      rng_(seed ^ 0x9e3779b97f4a7c15ULL) {
+  // Parameter initialisation draws from LibTorch's generator: seed it so the
+  // same seed gives the same initial weights.
+  torch::manual_seed(seed);
+  model_ = ActorCritic(obs_size, action_size, network);
+  model_->to(device_);
+  optimizer_ = std::make_unique<torch::optim::Adam>(
+      model_->parameters(),
+      torch::optim::AdamOptions(ppo.learning_rate).eps(ppo.adam_eps));
+}
+
+double PpoLearner::CurrentLearningRate() const {
+  if (ppo_.lr_schedule == LrSchedule::kConstant || budget_samples_ <= 0) {
+    return ppo_.learning_rate;
+  }
+  const double progress = static_cast<double>(samples_consumed_) /
+                          static_cast<double>(budget_samples_);
+  return ppo_.learning_rate * std::max(0.0, 1.0 - progress);
+}
+
+absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
+    const std::vector<const TrajectoryChunk*>& chunks) {
+  const int D = model_->obs_size();
+  const int A = model_->action_size();
+  std::vector<torch::Tensor> obs_parts, u_parts, logp_parts, adv_parts,
+      ret_parts, value_parts;
+  // Fold every chunk's observations into the running statistics first, so
+  // values, advantages and training all see the same normalisation.
+  for (const TrajectoryChunk* c : chunks) {
+    if (c->obs_size != D || c->action_size != A) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk from actor '", c->actor_id, "' has obs_size ", c->obs_size,
+          " and action_size ", c->action_size, "; the run expects ", D,
+          " and ", A));
+    }
+    model_->UpdateObservationStats(
+        FromVector(c->obs, {int64_t{c->steps + 1} * c->copies, D})
+            .narrow(0, 0, c->num_samples()));
+  }
+  torch::NoGradGuard no_grad;
+  for (const TrajectoryChunk* c : chunks) {
+    const int64_t T = c->steps;
+    const int64_t B = c->copies;
+    const torch::Tensor obs =
+        FromVector(c->obs, {(T + 1) * B, D}).to(device_);
+    torch::Tensor values;
+    torch::Tensor final_values;
+    {
+      AutocastGuard autocast(device_, ppo_.autocast);
+      values = model_->Value(obs).to(torch::kCPU, torch::kFloat32).contiguous();
+      if (!c->final_obs.empty()) {
+        final_values =
+            model_->Value(FromVector(c->final_obs,
+                                     {static_cast<int64_t>(c->num_dones()), D})
+                              .to(device_))
+                .to(torch::kCPU, torch::kFloat32)
+                .contiguous();
+      }
+    }
+    const float* v = values.data_ptr<float>();
+    const GaeResult gae = ComputeGae(
+        static_cast<int>(T), static_cast<int>(B), c->rewards,
+        absl::MakeConstSpan(v, T * B), absl::MakeConstSpan(v + T * B, B),
+        c->dones,
+        final_values.defined()
+            ? absl::MakeConstSpan(final_values.data_ptr<float>(),
+                                  final_values.numel())
+            : absl::Span<const float>(),
+        ppo_.gamma, ppo_.gae_lambda, ppo_.bootstrap_truncation);
+    obs_parts.push_back(obs.narrow(0, 0, T * B));
+    u_parts.push_back(FromVector(c->actions, {T * B, A}));
+    logp_parts.push_back(FromVector(c->log_probs, {T * B}));
+    adv_parts.push_back(FromVector(gae.advantages, {T * B}));
+    ret_parts.push_back(FromVector(gae.returns, {T * B}));
+    value_parts.push_back(values.narrow(0, 0, T * B));
+  }
+  PpoBatch batch;
+  batch.obs = torch::cat(obs_parts).to(device_);
+  batch.u = torch::cat(u_parts).to(device_);
+  batch.old_log_prob = torch::cat(logp_parts).to(device_);
+  batch.advantages = torch::cat(adv_parts).to(device_);
+  batch.returns = torch::cat(ret_parts).to(device_);
+  batch.old_values = torch::cat(value_parts).to(device_);
+  return batch;
+}
+
+UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
+  UpdateStats stats;
+  const int64_t n = batch.obs.size(0);
+  const int64_t mb = std::min<int64_t>(ppo_.minibatch_size, n);
+  stats.learning_rate = CurrentLearningRate();
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options())
+        .lr(stats.learning_rate);
+  }
+  torch::Tensor advantages = batch.advantages;
+  if (ppo_.normalize_advantages && n > 1) {
+    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8);
+  }
+  const double max_norm = ppo_.max_grad_norm > 0
+                              ? ppo_.max_grad_norm
+                              : std::numeric_limits<double>::infinity();
+  permutation_.resize(n);
+  // Sums kept on the device; read once at the end (one sync per update).
+  torch::Tensor policy_sum = torch::zeros({}, batch.obs.options());
+  torch::Tensor value_sum = policy_sum.clone(), entropy_sum = policy_sum.clone();
+  torch::Tensor kl_sum = policy_sum.clone(), clip_sum = policy_sum.clone();
+  torch::Tensor grad_sum = policy_sum.clone();
+  int64_t steps = 0, last_epoch_steps = 0;
+  for (int epoch = 0; epoch < ppo_.epochs; ++epoch) {
+    if (ppo_.sample_with_replacement) {
+      for (int64_t& p : permutation_) {
+        p = static_cast<int64_t>(rng_.UniformInt(static_cast<uint64_t>(n)));
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) permutation_[i] = i;
+      for (int64_t i = n - 1; i > 0; --i) {
+        const int64_t j =
+            static_cast<int64_t>(rng_.UniformInt(static_cast<uint64_t>(i + 1)));
+        std::swap(permutation_[i], permutation_[j]);
+      }
+    }
+    const torch::Tensor order =
+        torch::from_blob(permutation_.data(), {n}, torch::kInt64)
+            .to(device_);
+    const bool last_epoch = epoch + 1 == ppo_.epochs;
+    for (int64_t start = 0; start < n; start += mb) {
+      const torch::Tensor idx = order.narrow(0, start, std::min(mb, n - start));
+      const torch::Tensor obs = batch.obs.index_select(0, idx);
+      const torch::Tensor u = batch.u.index_select(0, idx);
+      ActorCriticImpl::Evaluation e;
+      {
+        AutocastGuard autocast(device_, ppo_.autocast);
+        e = model_->Evaluate(obs, u);
+      }
+      const PpoLosses losses = ComputePpoLosses(
+          e.log_prob.to(torch::kFloat32),
+          batch.old_log_prob.index_select(0, idx), advantages.index_select(0, idx),
+          e.value.to(torch::kFloat32), batch.old_values.index_select(0, idx),
+          batch.returns.index_select(0, idx), e.entropy, ppo_);
+      const torch::Tensor loss = losses.policy +
+                                 ppo_.value_coef * losses.value -
+                                 ppo_.entropy_coef * losses.entropy;
+      optimizer_->zero_grad();
+      loss.backward();
+      const torch::Tensor grad_norm =
+          torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm)
+          * torch::ones({}, batch.obs.options());
+      optimizer_->step();
+      {
+        torch::NoGradGuard no_grad;
+        policy_sum += losses.policy.detach();
+        value_sum += losses.value.detach();
+        entropy_sum += losses.entropy.detach();
+        grad_sum += grad_norm;
+        if (last_epoch) {
+          const torch::Tensor ratio = losses.ratio.detach();
+          kl_sum += ((ratio - 1.0) - torch::log(ratio)).mean();
+          clip_sum += ((ratio - 1.0).abs() > ppo_.clip_ratio)
+                          .to(torch::kFloat32)
+                          .mean();
+          ++last_epoch_steps;
+        }
+      }
+      ++steps;
+    }
+  }
+  stats.gradient_steps = steps;
+  stats.policy_loss = Item(policy_sum) / steps;
+  stats.value_loss = Item(value_sum) / steps;
+  stats.entropy = Item(entropy_sum) / steps;
+  stats.grad_norm = Item(grad_sum) / steps;
+  stats.approx_kl = Item(kl_sum) / std::max<int64_t>(last_epoch_steps, 1);
+  stats.clip_fraction = Item(clip_sum) / std::max<int64_t>(last_epoch_steps, 1);
+  {
+    torch::NoGradGuard no_grad;
+    const double var_returns = Item(batch.returns.var());
+    stats.explained_variance =
+        var_returns > 0
+            ? 1.0 - Item((batch.returns - batch.old_values).var()) / var_returns
+            : 0.0;
+  }
+  stats.samples_trained = n;
+  return stats;
+}
+
+absl::StatusOr<UpdateStats> PpoLearner::Update(
+    const std::vector<TrajectoryChunk>& chunks) {
+  std::vector<const TrajectoryChunk*> fresh;
+  int64_t dropped_samples = 0, dropped_chunks = 0;
+  for (const TrajectoryChunk& c : chunks) {
+    if (c.policy_version > version_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk from actor '", c.actor_id, "' claims policy version ",
+          c.policy_version, " but the learner is at ", version_));
+    }
+    if (version_ - c.policy_version > ppo_.max_policy_lag) {
+      dropped_samples += c.num_samples();
+      ++dropped_chunks;
+    } else {
+      fresh.push_back(&c);
+    }
+  }
+  UpdateStats stats;
+  if (fresh.empty()) {
+    stats.samples_dropped = dropped_samples;
+    stats.chunks_dropped = dropped_chunks;
+    stats.policy_version = version_;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "all ", dropped_chunks, " chunks were older than max_policy_lag = ",
+        ppo_.max_policy_lag, " versions"));
+  }
+  try {
+    absl::StatusOr<PpoBatch> batch = PrepareBatch(fresh);
+    if (!batch.ok()) return batch.status();
+    stats = TrainOnBatch(*batch);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("PPO update failed: ", e.what_without_backtrace()));
+  }
+  samples_consumed_ += stats.samples_trained;
+  stats.samples_dropped = dropped_samples;
+  stats.chunks_dropped = dropped_chunks;
+  stats.policy_version = ++version_;
+  return stats;
+}
+
+}  // namespace ristretto::learner

@@ -1,0 +1,124 @@
+// PpoLearner: owns one run's ActorCritic and Adam optimiser and turns
+// trajectory chunks into PPO updates. Each successful Update() publishes a
+// new policy version. Stale chunks (older than max_policy_lag versions) are
+// dropped and counted, so the same code is correct for asynchronous actors.
+// Not thread-safe; owned by the run's training thread.
+#ifndef RISTRETTO_LEARNER_TORCH_PPO_H_
+#define RISTRETTO_LEARNER_TORCH_PPO_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/rng.h"
+#include "learner/ppo_options.h"
+#include "learner/torch/actor_critic.h"
+#include "learner/trajectory.h"
+
+namespace ristretto::learner {
+
+struct UpdateStats {
+  double policy_loss = 0;      // mean clipped-surrogate loss (to minimise)
+  double value_loss = 0;       // mean value loss
+  double entropy = 0;          // mean policy entropy
+  double approx_kl = 0;        // mean (ratio − 1) − log ratio, last epoch
+  double clip_fraction = 0;    // share of samples with |ratio − 1| > ε
+  double grad_norm = 0;        // mean pre-clip gradient norm
+  double explained_variance = 0;
+  double learning_rate = 0;
+  int64_t samples_trained = 0;   // env steps used by this update
+  int64_t samples_dropped = 0;   // env steps in stale chunks
+  int64_t chunks_dropped = 0;
+  int64_t gradient_steps = 0;
+  int64_t policy_version = 0;    // version after the update
+};
+
+// One minibatch-ready batch of experience (all tensors on the device).
+struct PpoBatch {
+  torch::Tensor obs;         // [N, D]
+  torch::Tensor u;           // [N, A] pre-squash actions
+  torch::Tensor old_log_prob;  // [N] behaviour log-probabilities
+  torch::Tensor advantages;  // [N]
+  torch::Tensor returns;     // [N]
+  torch::Tensor old_values;  // [N]
+};
+
+// The clipped PPO losses for one minibatch (exposed for tests).
+struct PpoLosses {
+  torch::Tensor policy;   // −mean(min(ρA, clip(ρ, 1±ε)A))
+  torch::Tensor value;    // mean loss (optionally clipped)
+  torch::Tensor entropy;  // mean entropy
+  torch::Tensor ratio;    // ρ = exp(log π − log μ)
+};
+PpoLosses ComputePpoLosses(const torch::Tensor& log_prob,
+                           const torch::Tensor& old_log_prob,
+                           const torch::Tensor& advantages,
+                           const torch::Tensor& value,
+                           const torch::Tensor& old_value,
+                           const torch::Tensor& returns,
+                           const torch::Tensor& entropy,
+                           const PpoOptions& options);
+
+class PpoLearner {
+ public:
+  // `budget_samples` is the run's env-step budget (for the linear learning
+  // rate schedule). Errors: kInvalidArgument for invalid options; kUnavailable
+  // if the device does not exist here.
+  static absl::StatusOr<std::unique_ptr<PpoLearner>> Create(
+      int obs_size, int action_size, const NetworkOptions& network,
+      const PpoOptions& ppo, int64_t budget_samples, uint64_t seed);
+
+  // Trains on `chunks` (validated by the caller): drops stale ones, updates
+  // the observation statistics, computes values and GAE, runs the minibatch
+  // epochs, and increments the version. Errors: kInvalidArgument if a chunk
+  // does not match the run's shapes; kFailedPrecondition if every chunk was
+  // stale (stats still report the drop); kInternal for LibTorch errors.
+  absl::StatusOr<UpdateStats> Update(const std::vector<TrajectoryChunk>& chunks);
+
+  // Runs the epochs on a prepared batch (used by Update and benchmarks).
+  UpdateStats TrainOnBatch(const PpoBatch& batch);
+
+  // Builds the batch for `chunks` (after the staleness filter).
+  absl::StatusOr<PpoBatch> PrepareBatch(
+      const std::vector<const TrajectoryChunk*>& chunks);
+
+  ActorCritic& model() { return model_; }
+  torch::optim::Adam& optimizer() { return *optimizer_; }
+  const torch::Device& device() const { return device_; }
+  int64_t version() const { return version_; }
+  int64_t samples_consumed() const { return samples_consumed_; }
+  // Restores counters from a checkpoint.
+  void set_counters(int64_t version, int64_t samples_consumed) {
+    version_ = version;
+    samples_consumed_ = samples_consumed;
+  }
+  const PpoOptions& options() const { return ppo_; }
+
+ private:
+  PpoLearner(int obs_size, int action_size, const NetworkOptions& network,
+             const PpoOptions& ppo, int64_t budget_samples, uint64_t seed,
+             torch::Device device);
+  double CurrentLearningRate() const;
+
+  NetworkOptions network_;
+  PpoOptions ppo_;
+  int64_t budget_samples_;
+  torch::Device device_;
+  ActorCritic model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  Rng rng_;
+  std::vector<int64_t> permutation_;
+  int64_t version_ = 0;
+  int64_t samples_consumed_ = 0;
+};
+
+// Applies a ProcessOptions-level setting once per process: intra-op threads
+// and TF32 (GPU). Safe to call more than once.
+void ConfigureTorchRuntime(const PpoOptions& options);
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_TORCH_PPO_H_
