@@ -165,10 +165,10 @@ absl::Status Train(const Args& args) {
   }
   ASSIGN_OR_RETURN(std::string export_dir, args.String("export", ""));
   if (!export_dir.empty()) {
-    // Re-load the final weights through the checkpoint path when there is
-    // one, so the export is exactly what was saved.
-    RETURN_IF_ERROR(absl::InvalidArgumentError(
-        "--export needs --out (the policy is exported from the checkpoint)"));
+    RETURN_IF_ERROR(learner::ExportPolicy(result.learner->model(),
+                                          result.contract, export_dir));
+    std::printf("exported policy: %s/policy.pt (TorchScript) + contract.json\n",
+                export_dir.c_str());
   }
   return absl::OkStatus();
 }

@@ -163,8 +163,8 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
   const int A = model_->action_size();
   std::vector<torch::Tensor> obs_parts, u_parts, logp_parts, adv_parts,
       ret_parts, value_parts;
-  // Fold every chunk's observations into the running statistics first, so
-  // values, advantages and training all see the same normalisation.
+  // Check every chunk before changing anything: a rejected batch must leave
+  // the model (including its observation statistics) untouched.
   for (const TrajectoryChunk* c : chunks) {
     if (c->obs_size != D || c->action_size != A) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -172,6 +172,10 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
           " and action_size ", c->action_size, "; the run expects ", D,
           " and ", A));
     }
+  }
+  // Fold every chunk's observations into the running statistics first, so
+  // values, advantages and training all see the same normalisation.
+  for (const TrajectoryChunk* c : chunks) {
     model_->UpdateObservationStats(
         FromVector(c->obs, {int64_t{c->steps + 1} * c->copies, D})
             .narrow(0, 0, c->num_samples()));

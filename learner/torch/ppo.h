@@ -74,8 +74,9 @@ class PpoLearner {
   // Trains on `chunks` (validated by the caller): drops stale ones, updates
   // the observation statistics, computes values and GAE, runs the minibatch
   // epochs, and increments the version. Errors: kInvalidArgument if a chunk
-  // does not match the run's shapes; kFailedPrecondition if every chunk was
-  // stale (stats still report the drop); kInternal for LibTorch errors.
+  // does not match the run's shapes or claims a future version (nothing is
+  // changed); kFailedPrecondition if every chunk was stale (the message
+  // gives the count; nothing is changed); kInternal for LibTorch errors.
   absl::StatusOr<UpdateStats> Update(const std::vector<TrajectoryChunk>& chunks);
 
   // Runs the epochs on a prepared batch (used by Update and benchmarks).

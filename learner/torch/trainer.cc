@@ -294,6 +294,7 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
         absl::StrCat("training failed: ", e.what_without_backtrace()));
   }
   result.total_seconds = Seconds(start);
+  result.learner = std::move(learner);
   return result;
 }
 

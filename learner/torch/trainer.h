@@ -68,6 +68,8 @@ struct TrainResult {
          total_seconds = 0;
   std::string last_checkpoint;
   PolicyContract contract;
+  // The trained learner (final weights), e.g. for ExportPolicy.
+  std::shared_ptr<PpoLearner> learner;
 };
 
 // Called after every update and evaluation; return false to stop early.
