@@ -6,6 +6,7 @@
 #ifndef RISTRETTO_COMMON_RNG_H_
 #define RISTRETTO_COMMON_RNG_H_
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -58,6 +59,13 @@ class Rng {
     while (u1 <= 0.0) u1 = Uniform();
     const double u2 = Uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+  // The full generator state, for checkpoints: set_state(state()) resumes
+  // the exact sequence.
+  std::array<uint64_t, 4> state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const std::array<uint64_t, 4>& s) {
+    for (int i = 0; i < 4; ++i) s_[i] = s[i];
   }
 
  private:

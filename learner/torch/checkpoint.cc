@@ -56,6 +56,8 @@ std::string StateToJson(const CheckpointState& s) {
   j["samples_consumed"] = s.samples_consumed;
   j["updates"] = s.updates;
   j["last_score"] = s.last_score;
+  j["shuffle_rng"] = s.shuffle_rng;
+  j["noise_rng"] = s.noise_rng;
   return j.dump(2);
 }
 
@@ -71,6 +73,11 @@ absl::StatusOr<CheckpointState> StateFromJson(const std::string& text) {
     s.samples_consumed = j.at("samples_consumed").get<int64_t>();
     s.updates = j.at("updates").get<int64_t>();
     s.last_score = j.at("last_score").get<double>();
+    if (j.contains("shuffle_rng") && j.contains("noise_rng")) {
+      s.shuffle_rng = j.at("shuffle_rng").get<std::array<uint64_t, 4>>();
+      s.noise_rng = j.at("noise_rng").get<std::array<uint64_t, 4>>();
+      s.has_rng_state = true;
+    }
   } catch (const nlohmann::json::exception& e) {
     return absl::DataLossError(absl::StrCat("state.json: ", e.what()));
   }
@@ -88,8 +95,10 @@ std::string RunDirectory(const std::string& root, const std::string& study_id,
 absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
                                            const PolicyContract& contract,
                                            PpoLearner& learner,
-                                           const CheckpointState& state,
+                                           const CheckpointState& given,
                                            int keep) {
+  CheckpointState state = given;
+  state.shuffle_rng = learner.shuffle_state();
   std::error_code ec;
   fs::create_directories(run_dir, ec);
   if (ec) {
@@ -197,6 +206,7 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(
                                             e.what_without_backtrace()));
   }
   learner->set_counters(state->policy_version, state->samples_consumed);
+  if (state->has_rng_state) learner->set_shuffle_state(state->shuffle_rng);
   return state;
 }
 

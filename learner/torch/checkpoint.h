@@ -7,6 +7,7 @@
 #ifndef RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
 #define RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -24,6 +25,11 @@ struct CheckpointState {
   int64_t samples_consumed = 0;  // for the learning-rate schedule
   int64_t updates = 0;
   double last_score = 0.0;       // last validation score
+  // Generator states: the learner's minibatch shuffle and the trainer's
+  // action noise, so a resumed run continues the same random sequences.
+  std::array<uint64_t, 4> shuffle_rng = {0, 0, 0, 0};
+  std::array<uint64_t, 4> noise_rng = {0, 0, 0, 0};
+  bool has_rng_state = false;
 };
 
 // "<root>/<study>/<trial>/fold-<fold>".

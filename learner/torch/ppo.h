@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -97,6 +98,10 @@ class PpoLearner {
     samples_consumed_ = samples_consumed;
   }
   const PpoOptions& options() const { return ppo_; }
+  // Minibatch-shuffling generator state (saved in checkpoints so a resumed
+  // run shuffles exactly like an uninterrupted one).
+  std::array<uint64_t, 4> shuffle_state() const { return rng_.state(); }
+  void set_shuffle_state(const std::array<uint64_t, 4>& s) { rng_.set_state(s); }
 
  private:
   PpoLearner(int obs_size, int action_size, const NetworkOptions& network,

@@ -176,14 +176,21 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
       return latest.status();
     }
   }
+  if (state.env_steps > 0) {
+    // A resumed run draws new episode starts rather than replaying the
+    // first run's sequence from the beginning.
+    vopts.seed = options.seed ^ (0x2545f4914f6cdd1dULL *
+                                 static_cast<uint64_t>(state.env_steps));
+    ASSIGN_OR_RETURN(vec, env::VectorEnv::Create(market, vopts));
+  }
   result.env_steps = state.env_steps;
   result.updates = state.updates;
   result.policy_version = learner->version();
 
   // Actions are sampled with our own seeded generator (the env steps and
   // the noise are reproducible on any LibTorch version).
-  Rng noise_rng(options.seed ^ 0xa5a5a5a5ULL ^
-                static_cast<uint64_t>(state.env_steps));
+  Rng noise_rng(options.seed ^ 0xa5a5a5a5ULL);
+  if (state.has_rng_state) noise_rng.set_state(state.noise_rng);
   std::vector<float> noise(static_cast<size_t>(B) * A);
   std::vector<float> actions(static_cast<size_t>(B) * A);
   std::vector<float> final_obs(static_cast<size_t>(B) * D);
@@ -222,6 +229,8 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
       state.policy_version = learner->version();
       state.samples_consumed = learner->samples_consumed();
       state.updates = result.updates;
+      state.noise_rng = noise_rng.state();
+      state.has_rng_state = true;
       ASSIGN_OR_RETURN(result.last_checkpoint,
                        SaveCheckpoint(options.run_dir, result.contract,
                                       *learner, state));

@@ -1,0 +1,185 @@
+// The single-process trainer: budgets, resume from checkpoints, contract
+// refusal, evaluation against equal-weight buy and hold.
+#include "learner/torch/trainer.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "env/metrics.h"
+#include "env/synthetic.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "learner/torch/checkpoint.h"
+
+namespace ristretto::learner {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env::SyntheticMarketOptions synth;
+    synth.num_assets = 3;
+    synth.num_rows = 700;
+    synth.seed = 4;
+    auto dataset = env::GenerateSyntheticDataset(synth);
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    dataset_ = *dataset;
+    auto market = env::MarketData::FromDataset(dataset_);
+    ASSERT_TRUE(market.ok());
+    market_ = *market;
+    char tmpl[] = "/tmp/ristretto_trainer_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  TrainerOptions SmallOptions() const {
+    TrainerOptions o;
+    o.env.lookback = 2;
+    o.network.policy_hidden = {16};
+    o.network.value_hidden = {16};
+    o.ppo.epochs = 2;
+    o.ppo.minibatch_size = 128;
+    o.num_envs = 4;
+    o.rollout_steps = 64;  // 256 env steps per update
+    o.episode_steps = 100;
+    o.budget_env_steps = 1024;
+    o.seed = 3;
+    const int64_t T = market_->num_rows;
+    o.train_domains = {env::Domain{0, T / 2}};
+    o.validation_domains = {env::Domain{T / 2, T}};
+    o.dataset_id = dataset_.ComputeId();
+    o.feature_names = dataset_.feature_names;
+    return o;
+  }
+
+  env::Dataset dataset_;
+  std::shared_ptr<const env::MarketData> market_;
+  std::string dir_;
+};
+
+TEST_F(TrainerTest, RunsExactlyToItsBudgetInWholeRollouts) {
+  TrainerOptions o = SmallOptions();
+  o.budget_env_steps = 1000;  // not a multiple of 256: rounds up to 1024
+  absl::StatusOr<TrainResult> r = Train(market_, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->env_steps, 1024);
+  EXPECT_EQ(r->updates, 4);
+  EXPECT_EQ(r->policy_version, 4);
+  ASSERT_EQ(r->evaluations.size(), 1u);
+  EXPECT_EQ(r->evaluations[0].at_env_steps, 1024);
+  EXPECT_EQ(r->contract.obs_size, 1 + 3 + 3 * 14 * 2);
+  EXPECT_GT(r->rollout_seconds, 0);
+  EXPECT_GT(r->update_seconds, 0);
+}
+
+TEST_F(TrainerTest, SameSeedGivesIdenticalTraining) {
+  const TrainerOptions o = SmallOptions();
+  absl::StatusOr<TrainResult> a = Train(market_, o);
+  absl::StatusOr<TrainResult> b = Train(market_, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->last_update.policy_loss, b->last_update.policy_loss);
+  EXPECT_EQ(a->last_update.value_loss, b->last_update.value_loss);
+  EXPECT_EQ(a->evaluations[0].sharpe, b->evaluations[0].sharpe);
+  const auto pa = a->learner->model()->parameters();
+  const auto pb = b->learner->model()->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+  }
+}
+
+TEST_F(TrainerTest, EvaluatesEveryIntervalAndCheckpointsEachTime) {
+  TrainerOptions o = SmallOptions();
+  o.eval_every_env_steps = 512;
+  o.run_dir = RunDirectory(dir_, "study", "trial-1", 0);
+  absl::StatusOr<TrainResult> r = Train(market_, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->evaluations.size(), 2u);
+  EXPECT_EQ(r->evaluations[0].at_env_steps, 512);
+  EXPECT_EQ(r->evaluations[1].at_env_steps, 1024);
+  EXPECT_EQ(r->last_checkpoint, o.run_dir + "/step-000000001024");
+  absl::StatusOr<std::string> latest = LatestCheckpoint(o.run_dir);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(*latest, r->last_checkpoint);
+}
+
+TEST_F(TrainerTest, ResumesFromItsCheckpointWithoutLosingSteps) {
+  TrainerOptions o = SmallOptions();
+  o.run_dir = RunDirectory(dir_, "study", "trial-1", 0);
+  o.budget_env_steps = 512;
+  absl::StatusOr<TrainResult> first = Train(market_, o);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->env_steps, 512);
+  EXPECT_EQ(first->policy_version, 2);
+
+  o.budget_env_steps = 1024;  // the "restarted" process continues
+  absl::StatusOr<TrainResult> second = Train(market_, o);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->env_steps, 1024);
+  EXPECT_EQ(second->updates, 4);
+  EXPECT_EQ(second->policy_version, 4);
+  EXPECT_EQ(second->learner->samples_consumed(), 1024);
+  // Resuming at the budget trains nothing more.
+  absl::StatusOr<TrainResult> third = Train(market_, o);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->env_steps, 1024);
+  EXPECT_EQ(third->updates, 4);
+}
+
+TEST_F(TrainerTest, RefusesACheckpointWithAnotherContract) {
+  TrainerOptions o = SmallOptions();
+  o.run_dir = RunDirectory(dir_, "study", "trial-1", 0);
+  o.budget_env_steps = 256;
+  ASSERT_TRUE(Train(market_, o).ok());
+  o.env.lookback = 3;  // the observation layout changes
+  absl::StatusOr<TrainResult> r = Train(market_, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("obs_size"));
+}
+
+TEST_F(TrainerTest, RejectsBadOptionsAndInconsistentFeatureNames) {
+  TrainerOptions o = SmallOptions();
+  o.num_envs = 0;
+  EXPECT_EQ(Train(market_, o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  o = SmallOptions();
+  o.feature_names.pop_back();
+  absl::StatusOr<TrainResult> r = Train(market_, o);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("feature_names give an observation of"));
+}
+
+TEST_F(TrainerTest, AllCashPolicyScoresZeroAgainstTheEqualWeightBenchmark) {
+  const int64_t T = market_->num_rows;
+  const env::Domain validation{T / 2, T};
+  env::EnvOptions env_options;
+  env_options.lookback = 2;
+  absl::StatusOr<EvaluationResult> r = EvaluateActions(
+      market_, env_options, {validation},
+      [](const float*, int copies, float* actions) {
+        std::fill(actions, actions + copies * 3, 0.0f);
+      });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sharpe, 0.0);
+  EXPECT_EQ(r->total_return, 0.0);
+  EXPECT_EQ(r->trades, 0);
+  EXPECT_EQ(r->steps, validation.size() - 2 * 2);
+  // The benchmark is the equal-weight series over the episode's rows
+  // (L − 1 … T − L − 1 of the slice).
+  const std::vector<double> bench = env::EqualWeightBuyAndHold(
+      market_->price, 3, validation.begin + 1, validation.end - 2,
+      env_options.initial_capital, env_options.buy_fee);
+  const env::PerformanceSummary s =
+      env::Summarize(bench, env::BarsPerYear(market_->interval_seconds));
+  EXPECT_DOUBLE_EQ(r->benchmark_sharpe, s.sharpe);
+  EXPECT_DOUBLE_EQ(r->score, -s.sharpe);
+}
+
+}  // namespace
+}  // namespace ristretto::learner
