@@ -75,8 +75,8 @@ void BM_BareLibTorchPpoUpdate(benchmark::State& state) {
   const torch::Tensor inv_std = torch::ones({kObs});
   const PpoBatch b = MakeBatch(torch::kCPU);
   for (auto _ : state) {
-    torch::Tensor adv = (b.advantages - b.advantages.mean()) /
-                        (b.advantages.std() + 1e-8);
+    torch::Tensor adv =
+        (b.advantages - b.advantages.mean()) / (b.advantages.std() + 1e-8);
     const torch::Tensor x =
         torch::clamp((b.obs - mean_obs) * inv_std, -10.0, 10.0);
     const torch::Tensor mu = policy->forward(x);
@@ -102,10 +102,20 @@ void BM_BareLibTorchPpoUpdate(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBatch);
 }
 
-BENCHMARK(BM_BareLibTorchPpoUpdate)->ArgName("width")->Arg(512)->Arg(1024)
-    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_RistrettoPpoUpdate)->ArgName("width")->Arg(512)->Arg(1024)
-    ->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK(BM_BareLibTorchPpoUpdate)
+    ->ArgName("width")
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
+BENCHMARK(BM_RistrettoPpoUpdate)
+    ->ArgName("width")
+    ->Arg(512)
+    ->Arg(1024)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace ristretto::learner

@@ -41,14 +41,43 @@ void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
 }
 
 absl::Status Train(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown(
-      {"dataset", "synthetic-rows", "synthetic-assets", "synthetic-seed", "predictability",
-       "validation-share", "budget", "seed", "envs", "rollout", "episode",
-       "policy-hidden", "value-hidden", "lr", "lr-schedule", "epochs",
-       "minibatch", "gamma", "lambda", "clip", "entropy", "lookback",
-       "eval-every", "out", "study", "trial", "fold", "export", "device",
-       "threads", "buy-fee", "sell-fee", "norm-action", "reward",
-       "log-prob", "max-grad-norm", "quiet"}));
+  RETURN_IF_ERROR(args.CheckKnown({"dataset",
+                                   "synthetic-rows",
+                                   "synthetic-assets",
+                                   "synthetic-seed",
+                                   "predictability",
+                                   "validation-share",
+                                   "budget",
+                                   "seed",
+                                   "envs",
+                                   "rollout",
+                                   "episode",
+                                   "policy-hidden",
+                                   "value-hidden",
+                                   "lr",
+                                   "lr-schedule",
+                                   "epochs",
+                                   "minibatch",
+                                   "gamma",
+                                   "lambda",
+                                   "clip",
+                                   "entropy",
+                                   "lookback",
+                                   "eval-every",
+                                   "out",
+                                   "study",
+                                   "trial",
+                                   "fold",
+                                   "export",
+                                   "device",
+                                   "threads",
+                                   "buy-fee",
+                                   "sell-fee",
+                                   "norm-action",
+                                   "reward",
+                                   "log-prob",
+                                   "max-grad-norm",
+                                   "quiet"}));
   env::Dataset dataset;
   if (args.Has("dataset")) {
     ASSIGN_OR_RETURN(std::string path, args.RequiredString("dataset"));
@@ -80,10 +109,12 @@ absl::Status Train(const Args& args) {
   ASSIGN_OR_RETURN(std::string value_hidden,
                    args.String("value-hidden", policy_hidden));
   ASSIGN_OR_RETURN(o.network.value_hidden, ParseWidths(value_hidden));
-  ASSIGN_OR_RETURN(std::string log_prob, args.String("log-prob", "tanh_corrected"));
+  ASSIGN_OR_RETURN(std::string log_prob,
+                   args.String("log-prob", "tanh_corrected"));
   RETURN_IF_ERROR(learner::ParseLogProbMode(log_prob, &o.network.log_prob));
   ASSIGN_OR_RETURN(o.ppo.learning_rate, args.Double("lr", 3e-4));
-  ASSIGN_OR_RETURN(std::string schedule, args.String("lr-schedule", "constant"));
+  ASSIGN_OR_RETURN(std::string schedule,
+                   args.String("lr-schedule", "constant"));
   RETURN_IF_ERROR(learner::ParseLrSchedule(schedule, &o.ppo.lr_schedule));
   ASSIGN_OR_RETURN(int64_t epochs, args.Int("epochs", 16));
   o.ppo.epochs = static_cast<int>(epochs);
@@ -110,7 +141,8 @@ absl::Status Train(const Args& args) {
   o.dataset_id = dataset.ComputeId();
   o.feature_names = dataset.feature_names;
 
-  ASSIGN_OR_RETURN(double validation_share, args.Double("validation-share", 0.5));
+  ASSIGN_OR_RETURN(double validation_share,
+                   args.Double("validation-share", 0.5));
   if (!(validation_share > 0 && validation_share < 1)) {
     return absl::InvalidArgumentError("--validation-share must be in (0, 1)");
   }
@@ -124,27 +156,29 @@ absl::Status Train(const Args& args) {
     ASSIGN_OR_RETURN(std::string study, args.String("study", "local"));
     ASSIGN_OR_RETURN(std::string trial, args.String("trial", "trial-0"));
     ASSIGN_OR_RETURN(int64_t fold, args.Int("fold", 0));
-    o.run_dir = learner::RunDirectory(out, study, trial, static_cast<int>(fold));
+    o.run_dir =
+        learner::RunDirectory(out, study, trial, static_cast<int>(fold));
   }
   const bool quiet = args.Has("quiet");
-  std::printf("train: %d assets x %lld rows, train rows [0, %lld), validation "
-              "[%lld, %lld), obs %lld, budget %lld env steps, %d envs x %d "
-              "steps per update\n",
-              market->num_assets, static_cast<long long>(T),
-              static_cast<long long>(split), static_cast<long long>(split),
-              static_cast<long long>(T),
-              static_cast<long long>(1 + market->num_assets +
-                                     market->num_features * o.env.lookback),
-              static_cast<long long>(o.budget_env_steps), o.num_envs,
-              o.rollout_steps);
+  std::printf(
+      "train: %d assets x %lld rows, train rows [0, %lld), validation "
+      "[%lld, %lld), obs %lld, budget %lld env steps, %d envs x %d "
+      "steps per update\n",
+      market->num_assets, static_cast<long long>(T),
+      static_cast<long long>(split), static_cast<long long>(split),
+      static_cast<long long>(T),
+      static_cast<long long>(1 + market->num_assets) +
+          static_cast<long long>(market->num_features) * o.env.lookback,
+      static_cast<long long>(o.budget_env_steps), o.num_envs, o.rollout_steps);
   learner::TrainProgress progress = [quiet](const learner::TrainResult& r,
                                             const learner::UpdateStats& u) {
     if (!quiet) {
-      std::printf("  steps %8lld  v%-4lld  policy %+.4f  value %.4f  "
-                  "entropy %+.3f  kl %.4f  clip %.2f\n",
-                  static_cast<long long>(r.env_steps),
-                  static_cast<long long>(u.policy_version), u.policy_loss,
-                  u.value_loss, u.entropy, u.approx_kl, u.clip_fraction);
+      std::printf(
+          "  steps %8lld  v%-4lld  policy %+.4f  value %.4f  "
+          "entropy %+.3f  kl %.4f  clip %.2f\n",
+          static_cast<long long>(r.env_steps),
+          static_cast<long long>(u.policy_version), u.policy_loss, u.value_loss,
+          u.entropy, u.approx_kl, u.clip_fraction);
     }
     return true;
   };

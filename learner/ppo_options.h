@@ -41,19 +41,19 @@ struct NetworkOptions {
 struct PpoOptions {
   double learning_rate = 3e-4;
   LrSchedule lr_schedule = LrSchedule::kConstant;  // linear: → 0 at budget
-  double gamma = 0.99;       // discount per env step
+  double gamma = 0.99;                             // discount per env step
   double gae_lambda = 0.95;  // λ = 1 without bootstrap = original's return
   // Bootstrap V(final observation) where an episode was truncated (all env
   // episode ends are time limits); off reproduces the original.
   bool bootstrap_truncation = true;
-  double clip_ratio = 0.2;            // ε of the clipped surrogate
+  double clip_ratio = 0.2;  // ε of the clipped surrogate
   ValueLoss value_loss = ValueLoss::kMse;
-  double value_clip = 0.0;            // 0 = no value clipping
+  double value_clip = 0.0;  // 0 = no value clipping
   double value_coef = 0.5;
   double entropy_coef = 0.0;
   bool normalize_advantages = true;
-  int epochs = 10;             // passes over each rollout
-  int minibatch_size = 2048;   // samples per gradient step (capped at N)
+  int epochs = 10;            // passes over each rollout
+  int minibatch_size = 2048;  // samples per gradient step (capped at N)
   bool sample_with_replacement = false;
   double max_grad_norm = 0.5;  // 0 = no clipping
   double adam_eps = 1e-5;

@@ -24,10 +24,10 @@ struct TrajectoryChunk {
   // (T + 1) × B × D: observations before each step, then the bootstrap
   // observation after the last step (row T).
   std::vector<float> obs;
-  std::vector<float> actions;       // T × B × A, pre-tanh (u)
-  std::vector<float> log_probs;     // T × B, behaviour log π(a|s)
-  std::vector<float> rewards;       // T × B
-  std::vector<uint8_t> dones;       // T × B, 1 where the episode ended
+  std::vector<float> actions;    // T × B × A, pre-tanh (u)
+  std::vector<float> log_probs;  // T × B, behaviour log π(a|s)
+  std::vector<float> rewards;    // T × B
+  std::vector<uint8_t> dones;    // T × B, 1 where the episode ended
   // Terminal observation of every ended episode, in (t, b) row-major order
   // of the dones (one D-vector per 1 in `dones`): V(final) bootstraps the
   // truncated episode.

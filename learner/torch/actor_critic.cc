@@ -27,8 +27,7 @@ torch::Tensor SquashedGaussianLogProb(const torch::Tensor& u,
                                       const torch::Tensor& log_std,
                                       LogProbMode mode) {
   const torch::Tensor z = (u - mean) * torch::exp(-log_std);
-  torch::Tensor log_prob =
-      (-0.5 * z * z - log_std - kHalfLog2Pi).sum(-1);
+  torch::Tensor log_prob = (-0.5 * z * z - log_std - kHalfLog2Pi).sum(-1);
   if (mode == LogProbMode::kTanhCorrected) {
     const torch::Tensor log_det =
         2.0 * (kLog2 - u - torch::nn::functional::softplus(-2.0 * u));
@@ -96,8 +95,8 @@ torch::Tensor ActorCriticImpl::Normalize(const torch::Tensor& obs) const {
                       options_.obs_clip);
 }
 
-torch::Tensor ActorCriticImpl::RunMlp(
-    std::vector<torch::nn::Linear>& layers, torch::Tensor x) {
+torch::Tensor ActorCriticImpl::RunMlp(std::vector<torch::nn::Linear>& layers,
+                                      torch::Tensor x) {
   for (size_t i = 0; i < layers.size(); ++i) {
     x = layers[i]->forward(x);
     if (i + 1 < layers.size()) {
@@ -135,8 +134,8 @@ PolicySample SampleActions(ActorCritic& model, const torch::Tensor& obs,
   PolicySample s;
   s.u = deterministic ? mean : mean + torch::exp(log_std) * noise;
   s.action = torch::tanh(s.u);
-  s.log_prob = SquashedGaussianLogProb(s.u, mean, log_std,
-                                       model->options().log_prob);
+  s.log_prob =
+      SquashedGaussianLogProb(s.u, mean, log_std, model->options().log_prob);
   s.u = s.u.to(torch::kCPU).contiguous();
   s.action = s.action.to(torch::kCPU).contiguous();
   s.log_prob = s.log_prob.to(torch::kCPU).contiguous();

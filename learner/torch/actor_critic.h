@@ -68,8 +68,7 @@ class ActorCriticImpl : public torch::nn::Module {
   double obs_count() const { return obs_count_.item<double>(); }
 
  private:
-  torch::Tensor RunMlp(std::vector<torch::nn::Linear>& layers,
-                       torch::Tensor x);
+  torch::Tensor RunMlp(std::vector<torch::nn::Linear>& layers, torch::Tensor x);
 
   int obs_size_;
   int action_size_;

@@ -26,10 +26,12 @@ absl::Status WriteFileAtomically(const fs::path& path,
   const fs::path tmp = path.string() + absl::StrCat(".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InternalError(absl::StrCat("cannot create ", tmp.string()));
+    if (!out)
+      return absl::InternalError(absl::StrCat("cannot create ", tmp.string()));
     out << content;
     out.flush();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp.string()));
+    if (!out)
+      return absl::InternalError(absl::StrCat("cannot write ", tmp.string()));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
@@ -43,7 +45,8 @@ absl::Status WriteFileAtomically(const fs::path& path,
 
 absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
@@ -120,8 +123,8 @@ absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
     torch::save(learner.optimizer(), (tmp_dir / "optimizer.pt").string());
   } catch (const c10::Error& e) {
     fs::remove_all(tmp_dir, ec);
-    return absl::InternalError(absl::StrCat("saving checkpoint: ",
-                                            e.what_without_backtrace()));
+    return absl::InternalError(
+        absl::StrCat("saving checkpoint: ", e.what_without_backtrace()));
   }
   for (const auto& [file, content] :
        {std::pair<const char*, std::string>{"contract.json", contract.ToJson()},
@@ -136,8 +139,8 @@ absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
   fs::rename(tmp_dir, final_dir, ec);
   if (ec) {
     fs::remove_all(tmp_dir, ec);
-    return absl::InternalError(absl::StrCat("cannot move checkpoint into ",
-                                            final_dir.string()));
+    return absl::InternalError(
+        absl::StrCat("cannot move checkpoint into ", final_dir.string()));
   }
   absl::Status latest =
       WriteFileAtomically(fs::path(run_dir) / kLatest, name + "\n");
@@ -167,8 +170,8 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir) {
   while (!n.empty() && (n.back() == '\n' || n.back() == '\r')) n.pop_back();
   const fs::path dir = fs::path(run_dir) / n;
   if (n.empty() || !fs::is_directory(dir)) {
-    return absl::DataLossError(absl::StrCat(
-        run_dir, "/LATEST names '", n, "' which is not a checkpoint"));
+    return absl::DataLossError(absl::StrCat(run_dir, "/LATEST names '", n,
+                                            "' which is not a checkpoint"));
   }
   return dir.string();
 }
@@ -186,8 +189,10 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(
     PpoLearner* learner, bool check_dataset) {
   absl::StatusOr<PolicyContract> found = ReadCheckpointContract(checkpoint_dir);
   if (!found.ok()) return found.status();
-  if (absl::Status s = CheckContract(expected, *found, check_dataset); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(checkpoint_dir, ": ", s.message()));
+  if (absl::Status s = CheckContract(expected, *found, check_dataset);
+      !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(checkpoint_dir, ": ", s.message()));
   }
   absl::StatusOr<std::string> state_text =
       ReadFile(fs::path(checkpoint_dir) / "state.json");
@@ -246,8 +251,8 @@ absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
                            false);
       m.register_parameter(absl::StrCat("b", i), cpu_float(layers[i]->bias),
                            false);
-      absl::StrAppendFormat(&body, "    x = torch.addmm(self.b%d, x, self.w%d.t())\n",
-                            i, i);
+      absl::StrAppendFormat(
+          &body, "    x = torch.addmm(self.b%d, x, self.w%d.t())\n", i, i);
       if (i + 1 < layers.size()) {
         absl::StrAppendFormat(&body, "    x = torch.%s(x)\n", activation);
       }

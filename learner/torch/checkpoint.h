@@ -20,11 +20,11 @@ namespace ristretto::learner {
 
 // Progress stored with the weights.
 struct CheckpointState {
-  int64_t env_steps = 0;         // env steps consumed by training
+  int64_t env_steps = 0;  // env steps consumed by training
   int64_t policy_version = 0;
   int64_t samples_consumed = 0;  // for the learning-rate schedule
   int64_t updates = 0;
-  double last_score = 0.0;       // last validation score
+  double last_score = 0.0;  // last validation score
   // Generator states: the learner's minibatch shuffle and the trainer's
   // action noise, so a resumed run continues the same random sequences.
   std::array<uint64_t, 4> shuffle_rng = {0, 0, 0, 0};

@@ -23,7 +23,8 @@ class AutocastGuard {
     if (!active_) return;
     const at::ScalarType dtype =
         mode == AutocastMode::kBf16 ? at::kBFloat16 : at::kHalf;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
     at::autocast::set_autocast_dtype(at::kCUDA, dtype);
     at::autocast::set_autocast_enabled(at::kCUDA, true);
 #else
@@ -33,7 +34,8 @@ class AutocastGuard {
   }
   ~AutocastGuard() {
     if (!active_) return;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
     at::autocast::set_autocast_enabled(at::kCUDA, false);
 #else
     at::autocast::set_enabled(false);
@@ -48,9 +50,8 @@ class AutocastGuard {
 };
 
 torch::Tensor FromVector(const std::vector<float>& v,
-                         std::vector<int64_t> shape) {
-  return torch::from_blob(const_cast<float*>(v.data()), shape,
-                          torch::kFloat32)
+                         const std::vector<int64_t>& shape) {
+  return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32)
       .clone();
 }
 
@@ -64,14 +65,11 @@ void ConfigureTorchRuntime(const PpoOptions& options) {
   at::globalContext().setAllowTF32CuDNN(options.allow_tf32);
 }
 
-PpoLosses ComputePpoLosses(const torch::Tensor& log_prob,
-                           const torch::Tensor& old_log_prob,
-                           const torch::Tensor& advantages,
-                           const torch::Tensor& value,
-                           const torch::Tensor& old_value,
-                           const torch::Tensor& returns,
-                           const torch::Tensor& entropy,
-                           const PpoOptions& options) {
+PpoLosses ComputePpoLosses(
+    const torch::Tensor& log_prob, const torch::Tensor& old_log_prob,
+    const torch::Tensor& advantages, const torch::Tensor& value,
+    const torch::Tensor& old_value, const torch::Tensor& returns,
+    const torch::Tensor& entropy, const PpoOptions& options) {
   PpoLosses l;
   l.ratio = torch::exp(log_prob - old_log_prob);
   const double eps = options.clip_ratio;
@@ -103,9 +101,9 @@ absl::StatusOr<std::unique_ptr<PpoLearner>> PpoLearner::Create(
   if (absl::Status s = network.Validate(); !s.ok()) return s;
   if (absl::Status s = ppo.Validate(); !s.ok()) return s;
   if (obs_size < 1 || action_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "obs_size and action_size must be >= 1, got ", obs_size, " and ",
-        action_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("obs_size and action_size must be >= 1, got ", obs_size,
+                     " and ", action_size));
   }
   try {
     torch::Device device(ppo.device);
@@ -167,10 +165,10 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
   // the model (including its observation statistics) untouched.
   for (const TrajectoryChunk* c : chunks) {
     if (c->obs_size != D || c->action_size != A) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk from actor '", c->actor_id, "' has obs_size ", c->obs_size,
-          " and action_size ", c->action_size, "; the run expects ", D,
-          " and ", A));
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk from actor '", c->actor_id, "' has obs_size ",
+                       c->obs_size, " and action_size ", c->action_size,
+                       "; the run expects ", D, " and ", A));
     }
   }
   // Fold every chunk's observations into the running statistics first, so
@@ -184,8 +182,7 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
   for (const TrajectoryChunk* c : chunks) {
     const int64_t T = c->steps;
     const int64_t B = c->copies;
-    const torch::Tensor obs =
-        FromVector(c->obs, {(T + 1) * B, D}).to(device_);
+    const torch::Tensor obs = FromVector(c->obs, {(T + 1) * B, D}).to(device_);
     torch::Tensor values;
     torch::Tensor final_values;
     {
@@ -193,23 +190,24 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
       values = model_->Value(obs).to(torch::kCPU, torch::kFloat32).contiguous();
       if (!c->final_obs.empty()) {
         final_values =
-            model_->Value(FromVector(c->final_obs,
-                                     {static_cast<int64_t>(c->num_dones()), D})
-                              .to(device_))
+            model_
+                ->Value(FromVector(c->final_obs,
+                                   {static_cast<int64_t>(c->num_dones()), D})
+                            .to(device_))
                 .to(torch::kCPU, torch::kFloat32)
                 .contiguous();
       }
     }
     const float* v = values.data_ptr<float>();
-    const GaeResult gae = ComputeGae(
-        static_cast<int>(T), static_cast<int>(B), c->rewards,
-        absl::MakeConstSpan(v, T * B), absl::MakeConstSpan(v + T * B, B),
-        c->dones,
-        final_values.defined()
-            ? absl::MakeConstSpan(final_values.data_ptr<float>(),
-                                  final_values.numel())
-            : absl::Span<const float>(),
-        ppo_.gamma, ppo_.gae_lambda, ppo_.bootstrap_truncation);
+    const GaeResult gae =
+        ComputeGae(static_cast<int>(T), static_cast<int>(B), c->rewards,
+                   absl::MakeConstSpan(v, T * B),
+                   absl::MakeConstSpan(v + T * B, B), c->dones,
+                   final_values.defined()
+                       ? absl::MakeConstSpan(final_values.data_ptr<float>(),
+                                             final_values.numel())
+                       : absl::Span<const float>(),
+                   ppo_.gamma, ppo_.gae_lambda, ppo_.bootstrap_truncation);
     obs_parts.push_back(obs.narrow(0, 0, T * B));
     u_parts.push_back(FromVector(c->actions, {T * B, A}));
     logp_parts.push_back(FromVector(c->log_probs, {T * B}));
@@ -246,7 +244,8 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
   permutation_.resize(n);
   // Sums kept on the device; read once at the end (one sync per update).
   torch::Tensor policy_sum = torch::zeros({}, batch.obs.options());
-  torch::Tensor value_sum = policy_sum.clone(), entropy_sum = policy_sum.clone();
+  torch::Tensor value_sum = policy_sum.clone(),
+                entropy_sum = policy_sum.clone();
   torch::Tensor kl_sum = policy_sum.clone(), clip_sum = policy_sum.clone();
   torch::Tensor grad_sum = policy_sum.clone();
   int64_t steps = 0, last_epoch_steps = 0;
@@ -264,8 +263,7 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
       }
     }
     const torch::Tensor order =
-        torch::from_blob(permutation_.data(), {n}, torch::kInt64)
-            .to(device_);
+        torch::from_blob(permutation_.data(), {n}, torch::kInt64).to(device_);
     const bool last_epoch = epoch + 1 == ppo_.epochs;
     for (int64_t start = 0; start < n; start += mb) {
       const torch::Tensor idx = order.narrow(0, start, std::min(mb, n - start));
@@ -278,8 +276,9 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
       }
       const PpoLosses losses = ComputePpoLosses(
           e.log_prob.to(torch::kFloat32),
-          batch.old_log_prob.index_select(0, idx), advantages.index_select(0, idx),
-          e.value.to(torch::kFloat32), batch.old_values.index_select(0, idx),
+          batch.old_log_prob.index_select(0, idx),
+          advantages.index_select(0, idx), e.value.to(torch::kFloat32),
+          batch.old_values.index_select(0, idx),
           batch.returns.index_select(0, idx), e.entropy, ppo_);
       const torch::Tensor loss = losses.policy +
                                  ppo_.value_coef * losses.value -
@@ -287,8 +286,8 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
       optimizer_->zero_grad();
       loss.backward();
       const torch::Tensor grad_norm =
-          torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm)
-          * torch::ones({}, batch.obs.options());
+          torch::nn::utils::clip_grad_norm_(model_->parameters(), max_norm) *
+          torch::ones({}, batch.obs.options());
       optimizer_->step();
       {
         torch::NoGradGuard no_grad;

@@ -22,29 +22,29 @@
 namespace ristretto::learner {
 
 struct UpdateStats {
-  double policy_loss = 0;      // mean clipped-surrogate loss (to minimise)
-  double value_loss = 0;       // mean value loss
-  double entropy = 0;          // mean policy entropy
-  double approx_kl = 0;        // mean (ratio − 1) − log ratio, last epoch
-  double clip_fraction = 0;    // share of samples with |ratio − 1| > ε
-  double grad_norm = 0;        // mean pre-clip gradient norm
+  double policy_loss = 0;    // mean clipped-surrogate loss (to minimise)
+  double value_loss = 0;     // mean value loss
+  double entropy = 0;        // mean policy entropy
+  double approx_kl = 0;      // mean (ratio − 1) − log ratio, last epoch
+  double clip_fraction = 0;  // share of samples with |ratio − 1| > ε
+  double grad_norm = 0;      // mean pre-clip gradient norm
   double explained_variance = 0;
   double learning_rate = 0;
-  int64_t samples_trained = 0;   // env steps used by this update
-  int64_t samples_dropped = 0;   // env steps in stale chunks
+  int64_t samples_trained = 0;  // env steps used by this update
+  int64_t samples_dropped = 0;  // env steps in stale chunks
   int64_t chunks_dropped = 0;
   int64_t gradient_steps = 0;
-  int64_t policy_version = 0;    // version after the update
+  int64_t policy_version = 0;  // version after the update
 };
 
 // One minibatch-ready batch of experience (all tensors on the device).
 struct PpoBatch {
-  torch::Tensor obs;         // [N, D]
-  torch::Tensor u;           // [N, A] pre-squash actions
+  torch::Tensor obs;           // [N, D]
+  torch::Tensor u;             // [N, A] pre-squash actions
   torch::Tensor old_log_prob;  // [N] behaviour log-probabilities
-  torch::Tensor advantages;  // [N]
-  torch::Tensor returns;     // [N]
-  torch::Tensor old_values;  // [N]
+  torch::Tensor advantages;    // [N]
+  torch::Tensor returns;       // [N]
+  torch::Tensor old_values;    // [N]
 };
 
 // The clipped PPO losses for one minibatch (exposed for tests).
@@ -54,14 +54,11 @@ struct PpoLosses {
   torch::Tensor entropy;  // mean entropy
   torch::Tensor ratio;    // ρ = exp(log π − log μ)
 };
-PpoLosses ComputePpoLosses(const torch::Tensor& log_prob,
-                           const torch::Tensor& old_log_prob,
-                           const torch::Tensor& advantages,
-                           const torch::Tensor& value,
-                           const torch::Tensor& old_value,
-                           const torch::Tensor& returns,
-                           const torch::Tensor& entropy,
-                           const PpoOptions& options);
+PpoLosses ComputePpoLosses(
+    const torch::Tensor& log_prob, const torch::Tensor& old_log_prob,
+    const torch::Tensor& advantages, const torch::Tensor& value,
+    const torch::Tensor& old_value, const torch::Tensor& returns,
+    const torch::Tensor& entropy, const PpoOptions& options);
 
 class PpoLearner {
  public:
@@ -78,7 +75,8 @@ class PpoLearner {
   // does not match the run's shapes or claims a future version (nothing is
   // changed); kFailedPrecondition if every chunk was stale (the message
   // gives the count; nothing is changed); kInternal for LibTorch errors.
-  absl::StatusOr<UpdateStats> Update(const std::vector<TrajectoryChunk>& chunks);
+  absl::StatusOr<UpdateStats> Update(
+      const std::vector<TrajectoryChunk>& chunks);
 
   // Runs the epochs on a prepared batch (used by Update and benchmarks).
   UpdateStats TrainOnBatch(const PpoBatch& batch);
@@ -101,7 +99,9 @@ class PpoLearner {
   // Minibatch-shuffling generator state (saved in checkpoints so a resumed
   // run shuffles exactly like an uninterrupted one).
   std::array<uint64_t, 4> shuffle_state() const { return rng_.state(); }
-  void set_shuffle_state(const std::array<uint64_t, 4>& s) { rng_.set_state(s); }
+  void set_shuffle_state(const std::array<uint64_t, 4>& s) {
+    rng_.set_state(s);
+  }
 
  private:
   PpoLearner(int obs_size, int action_size, const NetworkOptions& network,

@@ -25,9 +25,9 @@ double Seconds(Clock::time_point since) {
 }  // namespace
 
 absl::StatusOr<EvaluationResult> EvaluateActions(
-    std::shared_ptr<const env::MarketData> market,
-    const env::EnvOptions& env_options,
-    const std::vector<env::Domain>& domains, const ActionFunction& decide) {
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    const ActionFunction& decide) {
   if (domains.empty()) {
     return absl::InvalidArgumentError("evaluation needs at least one domain");
   }
@@ -45,10 +45,10 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
   std::vector<std::vector<double>> values(B);
   std::vector<int64_t> first_row(B), last_row(B);
   for (int b = 0; b < B; ++b) {
-    RETURN_IF_ERROR(Annotate(
-        vec->ResetCopy(b, domains[b].begin, domains[b].size(),
-                       obs.data() + static_cast<size_t>(b) * D),
-        absl::StrCat("validation domain ", b)));
+    RETURN_IF_ERROR(
+        Annotate(vec->ResetCopy(b, domains[b].begin, domains[b].size(),
+                                obs.data() + static_cast<size_t>(b) * D),
+                 absl::StrCat("validation domain ", b)));
     values[b].push_back(vec->total_asset(b));
     first_row[b] = vec->row(b);
   }
@@ -78,8 +78,9 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
     for (int b = 0; b < B && remaining > 0; ++b) {
       if (finished[b] && vec->done(b)) {
         const int64_t rows = 2 * env_options.lookback + 1;
-        RETURN_IF_ERROR(vec->ResetCopy(b, domains[b].begin, rows,
-                                       obs.data() + static_cast<size_t>(b) * D));
+        RETURN_IF_ERROR(
+            vec->ResetCopy(b, domains[b].begin, rows,
+                           obs.data() + static_cast<size_t>(b) * D));
       }
     }
   }
@@ -157,10 +158,10 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
       PolicyContract::Make(options.env, options.network, std::move(symbols),
                            options.feature_names, options.dataset_id);
   if (result.contract.obs_size != D) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "feature_names give an observation of ", result.contract.obs_size,
-        " values but the market gives ", D, " (", market->num_features,
-        " feature columns)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("feature_names give an observation of ",
+                     result.contract.obs_size, " values but the market gives ",
+                     D, " (", market->num_features, " feature columns)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<PpoLearner> learner,
                    PpoLearner::Create(D, A, options.network, options.ppo,
@@ -169,8 +170,8 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
   if (!options.run_dir.empty() && options.resume) {
     absl::StatusOr<std::string> latest = LatestCheckpoint(options.run_dir);
     if (latest.ok()) {
-      ASSIGN_OR_RETURN(state, LoadCheckpoint(*latest, result.contract,
-                                             learner.get()));
+      ASSIGN_OR_RETURN(state,
+                       LoadCheckpoint(*latest, result.contract, learner.get()));
       result.last_checkpoint = *latest;
     } else if (latest.status().code() != absl::StatusCode::kNotFound) {
       return latest.status();
@@ -231,9 +232,9 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
       state.updates = result.updates;
       state.noise_rng = noise_rng.state();
       state.has_rng_state = true;
-      ASSIGN_OR_RETURN(result.last_checkpoint,
-                       SaveCheckpoint(options.run_dir, result.contract,
-                                      *learner, state));
+      ASSIGN_OR_RETURN(
+          result.last_checkpoint,
+          SaveCheckpoint(options.run_dir, result.contract, *learner, state));
     }
     return absl::OkStatus();
   };
@@ -266,9 +267,9 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
         RETURN_IF_ERROR(vec->Step(actions.data(), out));
         for (int b = 0; b < B; ++b) {
           if (out.done[b]) {
-            chunk.final_obs.insert(
-                chunk.final_obs.end(), final_obs.begin() + int64_t{b} * D,
-                final_obs.begin() + int64_t{b + 1} * D);
+            chunk.final_obs.insert(chunk.final_obs.end(),
+                                   final_obs.begin() + int64_t{b} * D,
+                                   final_obs.begin() + int64_t{b + 1} * D);
           }
         }
       }

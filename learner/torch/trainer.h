@@ -26,14 +26,14 @@ struct TrainerOptions {
   env::EnvOptions env;
   NetworkOptions network;
   PpoOptions ppo;
-  int num_envs = 8;            // env copies stepping together (B)
-  int rollout_steps = 128;     // steps per copy per update (T); B·T samples
+  int num_envs = 8;              // env copies stepping together (B)
+  int rollout_steps = 128;       // steps per copy per update (T); B·T samples
   int64_t episode_steps = 1024;  // training episode length (random starts)
   int64_t budget_env_steps = 100000;  // total env steps (all copies)
   uint64_t seed = 1;
   std::vector<env::Domain> train_domains;       // empty = all market rows
   std::vector<env::Domain> validation_domains;  // empty = no evaluation
-  int64_t eval_every_env_steps = 0;  // 0 = evaluate only at the end
+  int64_t eval_every_env_steps = 0;             // 0 = evaluate only at the end
   // Checkpoints go to run_dir (empty = none) at every evaluation and at the
   // end; an existing checkpoint there is resumed when `resume`.
   std::string run_dir;
@@ -44,18 +44,18 @@ struct TrainerOptions {
 
 // Deterministic-policy result on validation domains (one copy per domain).
 struct EvaluationResult {
-  double sharpe = 0;            // mean over domains, annualised by interval
+  double sharpe = 0;  // mean over domains, annualised by interval
   double sortino = 0;
-  double max_drawdown = 0;      // worst over domains, fraction
+  double max_drawdown = 0;  // worst over domains, fraction
   double calmar = 0;
   double total_return = 0;      // mean over domains
   double benchmark_sharpe = 0;  // equal-weight buy and hold, same slices
   double benchmark_return = 0;
-  double score = 0;             // sharpe − benchmark_sharpe
+  double score = 0;  // sharpe − benchmark_sharpe
   int64_t steps = 0;
   int64_t trades = 0;
   double fees = 0;
-  int64_t at_env_steps = 0;     // training progress when evaluated
+  int64_t at_env_steps = 0;  // training progress when evaluated
 };
 
 struct TrainResult {
@@ -82,9 +82,9 @@ using TrainProgress =
 using ActionFunction =
     std::function<void(const float* obs, int copies, float* actions)>;
 absl::StatusOr<EvaluationResult> EvaluateActions(
-    std::shared_ptr<const env::MarketData> market,
-    const env::EnvOptions& env_options,
-    const std::vector<env::Domain>& domains, const ActionFunction& decide);
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    const ActionFunction& decide);
 
 // EvaluateActions with the deterministic policy tanh(mean(obs)).
 absl::StatusOr<EvaluationResult> EvaluatePolicy(

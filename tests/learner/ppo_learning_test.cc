@@ -147,8 +147,8 @@ TEST_P(TrainerLearningTest, PolicyBeatsBuyAndHoldAndRandomOnHeldOutData) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, TrainerLearningTest,
                          ::testing::Values(LearningCase{1}, LearningCase{2}),
-                         [](const auto& info) {
-                           return "seed" + std::to_string(info.param.seed);
+                         [](const auto& test_info) {
+                           return "seed" + std::to_string(test_info.param.seed);
                          });
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kHalfLog2Pi = 0.91893853320467274178;  // 0.5·log(2π)
 
-torch::Tensor F64(std::vector<double> v) {
+torch::Tensor F64(const std::vector<double>& v) {
   return torch::tensor(v, torch::kFloat64);
 }
 

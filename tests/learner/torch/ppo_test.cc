@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 constexpr int kObs = 5;
 constexpr int kActions = 2;
 
-torch::Tensor F64(std::vector<double> v) {
+torch::Tensor F64(const std::vector<double>& v) {
   return torch::tensor(v, torch::kFloat64);
 }
 

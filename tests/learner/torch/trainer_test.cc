@@ -160,11 +160,11 @@ TEST_F(TrainerTest, AllCashPolicyScoresZeroAgainstTheEqualWeightBenchmark) {
   const env::Domain validation{T / 2, T};
   env::EnvOptions env_options;
   env_options.lookback = 2;
-  absl::StatusOr<EvaluationResult> r = EvaluateActions(
-      market_, env_options, {validation},
-      [](const float*, int copies, float* actions) {
-        std::fill(actions, actions + copies * 3, 0.0f);
-      });
+  absl::StatusOr<EvaluationResult> r =
+      EvaluateActions(market_, env_options, {validation},
+                      [](const float*, int copies, float* actions) {
+                        std::fill(actions, actions + copies * 3, 0.0f);
+                      });
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->sharpe, 0.0);
   EXPECT_EQ(r->total_return, 0.0);
