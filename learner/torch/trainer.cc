@@ -104,7 +104,7 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
 }
 
 absl::StatusOr<EvaluationResult> EvaluatePolicy(
-    ActorCritic& model, std::shared_ptr<const env::MarketData> market,
+    ActorCritic& model, const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options,
     const std::vector<env::Domain>& domains) {
   const torch::Device device = model->parameters().front().device();
@@ -121,7 +121,7 @@ absl::StatusOr<EvaluationResult> EvaluatePolicy(
                 sizeof(float) * static_cast<size_t>(copies) * A);
   };
   try {
-    return EvaluateActions(std::move(market), env_options, domains, decide);
+    return EvaluateActions(market, env_options, domains, decide);
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("evaluating the policy: ", e.what_without_backtrace()));

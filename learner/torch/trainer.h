@@ -88,7 +88,7 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
 
 // EvaluateActions with the deterministic policy tanh(mean(obs)).
 absl::StatusOr<EvaluationResult> EvaluatePolicy(
-    ActorCritic& model, std::shared_ptr<const env::MarketData> market,
+    ActorCritic& model, const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options,
     const std::vector<env::Domain>& domains);
 
