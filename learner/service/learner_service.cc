@@ -1,0 +1,386 @@
+#include "learner/service/learner_service.h"
+
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ristretto::learner {
+namespace {
+
+using MessagePtr = std::shared_ptr<const v1::LearnerMessage>;
+
+class ActorReactor;
+
+// Shared by a reactor and the callbacks that may outlive it (weight
+// listeners, ingest resumptions): OnDone clears `reactor` under `mu`
+// before the reactor is deleted.
+struct ReactorLink {
+  absl::Mutex mu;
+  ActorReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
+};
+
+MessagePtr AckMessage(int64_t sequence, absl::StatusCode code,
+                      absl::string_view message, int credits) {
+  auto m = std::make_shared<v1::LearnerMessage>();
+  v1::ChunkAck* ack = m->mutable_ack();
+  ack->set_sequence(sequence);
+  ack->set_code(static_cast<int>(code));
+  ack->set_message(std::string(message));
+  ack->set_credits(credits);
+  return m;
+}
+
+MessagePtr StopMessage(const std::string& reason, bool run_finished) {
+  auto m = std::make_shared<v1::LearnerMessage>();
+  m->mutable_stop()->set_reason(reason);
+  m->mutable_stop()->set_run_finished(run_finished);
+  return m;
+}
+
+class ActorReactor final
+    : public grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage> {
+ public:
+  explicit ActorReactor(LearnerService* service)
+      : service_(service), link_(std::make_shared<ReactorLink>()) {
+    {
+      absl::MutexLock lock(&link_->mu);
+      link_->reactor = this;
+    }
+    StartRead(&in_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the actor half-closed or the call ended
+      FinishWhenDrained(grpc::Status::OK);
+      return;
+    }
+    if (in_.has_hello()) {
+      HandleHello();
+      ContinueReading();
+    } else if (in_.has_chunk()) {
+      HandleChunk();  // continues reading when the chunk is queued
+    } else {
+      Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage");
+      ContinueReading();
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    outbox_.pop_front();
+    if (!ok) broken_ = true;
+    if (!outbox_.empty() && !broken_) {
+      StartWrite(outbox_.front().get());
+      return;
+    }
+    writing_ = false;
+    if (finish_requested_ && !finished_) {
+      finished_ = true;
+      Finish(finish_status_);
+    }
+  }
+
+  void OnCancel() override { FinishWhenDrained(grpc::Status::CANCELLED); }
+
+  void OnDone() override {
+    {
+      absl::MutexLock lock(&link_->mu);
+      link_->reactor = nullptr;
+    }
+    if (run_ != nullptr) {
+      run_->Unsubscribe(listener_);
+      service_->ReleaseRun(run_);
+    }
+    delete this;
+  }
+
+  // Called through the link (listener thread).
+  void OnWeights(const MessagePtr& message) {
+    if (message == nullptr) {
+      const bool finished = run_->counters().finished;
+      Send(StopMessage(finished ? "run finished" : "learner shutting down",
+                       finished));
+      FinishWhenDrained(grpc::Status::OK);
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (message->weights().version() <= sent_version_) return;
+      sent_version_ = message->weights().version();
+    }
+    Send(message);
+  }
+
+  // Called through the link when a parked chunk entered the queue.
+  void OnQueued(int64_t sequence) {
+    Send(AckMessage(sequence, absl::StatusCode::kOk, "",
+                    service_->options().credits));
+    ContinueReading();
+  }
+
+ private:
+  void ContinueReading() {
+    absl::MutexLock lock(&mu_);
+    if (!finish_requested_) StartRead(&in_);
+  }
+
+  void Send(MessagePtr message) {
+    absl::MutexLock lock(&mu_);
+    if (finish_requested_ || broken_) return;
+    outbox_.push_back(std::move(message));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(outbox_.front().get());
+    }
+  }
+
+  void FinishWhenDrained(const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (finish_requested_) return;
+    finish_requested_ = true;
+    finish_status_ = status;
+    if (!writing_ && !finished_) {
+      finished_ = true;
+      Finish(status);
+    }
+  }
+
+  void Reject(int64_t sequence, absl::StatusCode code,
+              absl::string_view message) {
+    service_->CountRejected();
+    Send(AckMessage(sequence, code, message, service_->options().credits));
+  }
+
+  void HandleHello() {
+    if (run_ != nullptr) {
+      Reject(-1, absl::StatusCode::kFailedPrecondition, "duplicate Hello");
+      return;
+    }
+    const v1::Hello& hello = in_.hello();
+    run_ = service_->AssignRun(hello.want_run_id());
+    if (run_ == nullptr) {
+      Send(StopMessage("no run is accepting actors", true));
+      FinishWhenDrained(grpc::Status::OK);
+      return;
+    }
+    if (hello.want_run_id() == run_->run_id()) {
+      absl::MutexLock lock(&mu_);
+      sent_version_ = hello.have_version();
+    }
+    const RunSpec& spec = run_->spec();
+    auto assignment = std::make_shared<v1::LearnerMessage>();
+    v1::RunAssignment* a = assignment->mutable_assignment();
+    a->set_run_id(spec.run_id);
+    a->set_dataset_id(service_->options().dataset_id);
+    a->set_contract_json(run_->contract().ToJson());
+    const std::vector<env::Domain>& domains = spec.trainer.train_domains;
+    for (const env::Domain& d : domains) {
+      v1::Domain* out = a->add_train_domains();
+      out->set_begin(d.begin);
+      out->set_end(d.end);
+    }
+    a->set_episode_steps(spec.trainer.episode_steps);
+    a->set_rollout_steps(service_->options().rollout_steps);
+    a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
+    Send(std::move(assignment));
+    std::shared_ptr<ReactorLink> link = link_;
+    listener_ = run_->Subscribe([link](MessagePtr message) {
+      absl::MutexLock lock(&link->mu);
+      if (link->reactor != nullptr) link->reactor->OnWeights(message);
+    });
+    OnWeights(run_->latest_weights());
+    if (run_->counters().finished) OnWeights(nullptr);
+  }
+
+  void HandleChunk() {
+    const v1::TrajectoryChunk& proto = in_.chunk();
+    const int64_t sequence = proto.sequence();
+    if (run_ == nullptr) {
+      Reject(sequence, absl::StatusCode::kFailedPrecondition,
+             "send Hello before chunks");
+      ContinueReading();
+      return;
+    }
+    if (proto.run_id() != run_->run_id()) {
+      Reject(sequence, absl::StatusCode::kNotFound,
+             absl::StrCat("unknown run '", proto.run_id(),
+                          "' (this stream is assigned to '", run_->run_id(),
+                          "')"));
+      ContinueReading();
+      return;
+    }
+    absl::StatusOr<TrajectoryChunk> chunk =
+        ChunkFromProto(proto, run_->obs_size(), run_->action_size(),
+                       service_->options().limits);
+    if (!chunk.ok()) {
+      Reject(sequence, chunk.status().code(), chunk.status().message());
+      ContinueReading();
+      return;
+    }
+    std::shared_ptr<ReactorLink> link = link_;
+    const absl::Status status =
+        run_->Ingest(std::move(*chunk), [link, sequence] {
+          absl::MutexLock lock(&link->mu);
+          if (link->reactor != nullptr) link->reactor->OnQueued(sequence);
+        });
+    if (status.ok()) {
+      Send(AckMessage(sequence, absl::StatusCode::kOk, "",
+                      service_->options().credits));
+      ContinueReading();
+    } else if (status.code() != absl::StatusCode::kUnavailable) {
+      Reject(sequence, status.code(), status.message());
+      ContinueReading();
+    }
+    // kUnavailable: parked; OnQueued acknowledges and resumes reading.
+  }
+
+  LearnerService* const service_;
+  const std::shared_ptr<ReactorLink> link_;
+  v1::ActorMessage in_;
+  RunHost* run_ = nullptr;  // set once by the first Hello (reactor thread)
+  int listener_ = -1;
+
+  absl::Mutex mu_;
+  std::deque<MessagePtr> outbox_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
+  int64_t sent_version_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+// Streams the dataset file in 1 MiB pieces.
+class DatasetReactor final : public grpc::ServerWriteReactor<v1::DatasetPiece> {
+ public:
+  DatasetReactor(const LearnerServiceOptions& options,
+                 const v1::FetchDatasetRequest& request) {
+    if (request.dataset_id() != options.dataset_id) {
+      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("dataset '", request.dataset_id(),
+                                       "' is not served here")));
+      return;
+    }
+    in_.open(options.dataset_path, std::ios::binary | std::ios::ate);
+    if (!in_) {
+      Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                          "cannot open the dataset file"));
+      return;
+    }
+    total_ = static_cast<int64_t>(in_.tellg());
+    in_.seekg(0);
+    Next();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+      return;
+    }
+    Next();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Next() {
+    if (offset_ >= total_ && sent_any_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    constexpr int64_t kPiece = 1 << 20;
+    const int64_t n = std::min(kPiece, total_ - offset_);
+    std::string data(static_cast<size_t>(n), '\0');
+    in_.read(data.data(), n);
+    piece_.set_data(std::move(data));
+    piece_.set_offset(offset_);
+    piece_.set_total_size(total_);
+    offset_ += n;
+    piece_.set_last(offset_ >= total_);
+    sent_any_ = true;
+    StartWrite(&piece_);
+  }
+
+  std::ifstream in_;
+  int64_t total_ = 0;
+  int64_t offset_ = 0;
+  bool sent_any_ = false;
+  v1::DatasetPiece piece_;
+};
+
+}  // namespace
+
+LearnerService::LearnerService(std::vector<RunHost*> runs,
+                               LearnerServiceOptions options)
+    : runs_(std::move(runs)), options_(std::move(options)) {}
+
+grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>*
+LearnerService::Act(grpc::CallbackServerContext* /*context*/) {
+  return new ActorReactor(this);
+}
+
+grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
+    grpc::CallbackServerContext* /*context*/,
+    const v1::FetchDatasetRequest* request) {
+  return new DatasetReactor(options_, *request);
+}
+
+grpc::ServerUnaryReactor* LearnerService::GetStatus(
+    grpc::CallbackServerContext* context, const v1::StatusRequest* /*request*/,
+    v1::LearnerStatus* response) {
+  for (RunHost* run : runs_) {
+    const RunCounters c = run->counters();
+    v1::RunStatus* s = response->add_runs();
+    s->set_run_id(run->run_id());
+    s->set_policy_version(c.policy_version);
+    s->set_env_steps_trained(c.env_steps_trained);
+    s->set_env_steps_dropped(c.env_steps_dropped);
+    s->set_env_steps_received(c.env_steps_received);
+    s->set_budget_env_steps(run->spec().trainer.budget_env_steps);
+    s->set_actors(ActorsOn(run->run_id()));
+    s->set_finished(c.finished);
+  }
+  response->set_chunks_rejected(chunks_rejected());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+RunHost* LearnerService::AssignRun(const std::string& want_run_id) {
+  absl::MutexLock lock(&mu_);
+  RunHost* best = nullptr;
+  for (RunHost* run : runs_) {
+    if (run->counters().finished) continue;
+    if (run->run_id() == want_run_id) {
+      best = run;
+      break;
+    }
+    if (best == nullptr || actors_[run->run_id()] < actors_[best->run_id()]) {
+      best = run;
+    }
+  }
+  if (best != nullptr) ++actors_[best->run_id()];
+  return best;
+}
+
+void LearnerService::ReleaseRun(RunHost* run) {
+  absl::MutexLock lock(&mu_);
+  --actors_[run->run_id()];
+}
+
+RunHost* LearnerService::FindRun(const std::string& run_id) const {
+  for (RunHost* run : runs_) {
+    if (run->run_id() == run_id) return run;
+  }
+  return nullptr;
+}
+
+int LearnerService::ActorsOn(const std::string& run_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = actors_.find(run_id);
+  return it == actors_.end() ? 0 : it->second;
+}
+
+}  // namespace ristretto::learner

@@ -1,0 +1,284 @@
+#include "learner/service/run_host.h"
+
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "learner/torch/checkpoint.h"
+
+namespace ristretto::learner {
+
+absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
+    const RunSpec& spec, std::shared_ptr<const env::MarketData> market) {
+  if (spec.run_id.empty()) return absl::InvalidArgumentError("run_id is empty");
+  if (spec.samples_per_update < 1 || spec.queue_capacity < 1) {
+    return absl::InvalidArgumentError(
+        "samples_per_update and queue_capacity must be >= 1");
+  }
+  std::unique_ptr<RunHost> host(new RunHost(spec, std::move(market)));
+  const TrainerOptions& o = spec.trainer;
+  std::vector<std::string> symbols;
+  for (const env::AssetMeta& a : host->market_->assets) {
+    symbols.push_back(a.symbol);
+  }
+  host->contract_ = PolicyContract::Make(o.env, o.network, std::move(symbols),
+                                         o.feature_names, o.dataset_id);
+  const int64_t D = 1 + host->market_->num_assets +
+                    host->market_->num_features * o.env.lookback;
+  if (host->contract_.obs_size != D) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", spec.run_id, ": feature_names give an observation of ",
+        host->contract_.obs_size, " values but the market gives ", D));
+  }
+  ASSIGN_OR_RETURN(
+      host->learner_,
+      PpoLearner::Create(host->contract_.obs_size, host->contract_.action_size,
+                         o.network, o.ppo, o.budget_env_steps, o.seed));
+  CheckpointState state;
+  if (!o.run_dir.empty() && o.resume) {
+    absl::StatusOr<std::string> latest = LatestCheckpoint(o.run_dir);
+    if (latest.ok()) {
+      ASSIGN_OR_RETURN(state, LoadCheckpoint(*latest, host->contract_,
+                                             host->learner_.get()));
+    } else if (latest.status().code() != absl::StatusCode::kNotFound) {
+      return latest.status();
+    }
+  }
+  {
+    absl::MutexLock lock(&host->mu_);
+    host->counters_.policy_version = host->learner_->version();
+    host->counters_.env_steps_trained = state.env_steps;
+    host->counters_.updates = state.updates;
+    host->counters_.last_score = state.last_score;
+    host->counters_.finished = state.env_steps >= o.budget_env_steps;
+  }
+  host->next_eval_ =
+      state.env_steps + (o.eval_every_env_steps > 0 ? o.eval_every_env_steps
+                                                    : o.budget_env_steps);
+  RETURN_IF_ERROR(host->Publish());
+  host->thread_ = std::thread([h = host.get()] { h->TrainLoop(); });
+  return host;
+}
+
+RunHost::RunHost(const RunSpec& spec,
+                 std::shared_ptr<const env::MarketData> market)
+    : spec_(spec), market_(std::move(market)) {}
+
+RunHost::~RunHost() { Stop(); }
+
+absl::Status RunHost::Ingest(TrajectoryChunk chunk,
+                             std::function<void()> on_space) {
+  absl::MutexLock lock(&mu_);
+  if (counters_.finished || stopping_) {
+    ++counters_.chunks_rejected;
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", spec_.run_id, " has finished"));
+  }
+  if (chunk.policy_version > counters_.policy_version) {
+    ++counters_.chunks_rejected;
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk policy version ", chunk.policy_version,
+                     " is newer than the run's ", counters_.policy_version));
+  }
+  if (counters_.policy_version - chunk.policy_version >
+      spec_.trainer.ppo.max_policy_lag) {
+    ++counters_.chunks_rejected;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "chunk policy version ", chunk.policy_version,
+        " is stale: the run is at ", counters_.policy_version,
+        " and max_policy_lag is ", spec_.trainer.ppo.max_policy_lag));
+  }
+  counters_.env_steps_received += chunk.num_samples();
+  if (static_cast<int>(queue_.size()) < spec_.queue_capacity) {
+    queue_.push_back(std::move(chunk));
+    return absl::OkStatus();
+  }
+  parked_.emplace_back(std::move(chunk), std::move(on_space));
+  return absl::UnavailableError("ingest queue full; chunk parked");
+}
+
+std::shared_ptr<const v1::LearnerMessage> RunHost::latest_weights() const {
+  absl::MutexLock lock(&mu_);
+  return weights_;
+}
+
+int RunHost::Subscribe(Listener listener) {
+  absl::MutexLock lock(&mu_);
+  listeners_.emplace_back(next_listener_, std::move(listener));
+  return next_listener_++;
+}
+
+void RunHost::Unsubscribe(int id) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+    if (it->first == id) {
+      listeners_.erase(it);
+      return;
+    }
+  }
+}
+
+RunCounters RunHost::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+void RunHost::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+bool RunHost::WaitFinished(int64_t timeout_ms) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](RunCounters* c) { return c->finished; }, &counters_),
+      absl::Milliseconds(timeout_ms));
+}
+
+absl::Status RunHost::Publish() {
+  auto message = std::make_shared<v1::LearnerMessage>();
+  v1::WeightVersion* w = message->mutable_weights();
+  w->set_run_id(spec_.run_id);
+  w->set_version(learner_->version());
+  try {
+    std::ostringstream bytes;
+    torch::save(learner_->model(), bytes);
+    w->set_state(bytes.str());
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("serialising weights: ", e.what_without_backtrace()));
+  }
+  std::vector<Listener> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    w->set_env_steps(counters_.env_steps_trained);
+    weights_ = message;
+    for (const auto& [id, l] : listeners_) listeners.push_back(l);
+  }
+  for (const Listener& l : listeners) l(message);
+  return absl::OkStatus();
+}
+
+absl::Status RunHost::EvaluateAndCheckpoint() {
+  const TrainerOptions& o = spec_.trainer;
+  CheckpointState state;
+  {
+    absl::MutexLock lock(&mu_);
+    state.env_steps = counters_.env_steps_trained;
+    state.updates = counters_.updates;
+    state.last_score = counters_.last_score;
+  }
+  if (!o.validation_domains.empty()) {
+    ASSIGN_OR_RETURN(EvaluationResult eval,
+                     EvaluatePolicy(learner_->model(), market_, o.env,
+                                    o.validation_domains));
+    state.last_score = eval.score;
+    absl::MutexLock lock(&mu_);
+    counters_.last_score = eval.score;
+  }
+  if (o.run_dir.empty()) return absl::OkStatus();
+  state.policy_version = learner_->version();
+  state.samples_consumed = learner_->samples_consumed();
+  return SaveCheckpoint(o.run_dir, contract_, *learner_, state).status();
+}
+
+void RunHost::TrainLoop() {
+  const TrainerOptions& o = spec_.trainer;
+  std::vector<TrajectoryChunk> batch;
+  int64_t batch_samples = 0;
+  // Runs under mu_ (absl::Condition evaluates it with the lock held).
+  auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return !queue_.empty() || stopping_ || counters_.finished;
+  };
+  while (true) {
+    std::function<void()> resumed;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&ready));
+      if (counters_.finished || (stopping_ && queue_.empty())) break;
+      if (queue_.empty()) continue;
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+      if (!parked_.empty()) {
+        queue_.push_back(std::move(parked_.front().first));
+        resumed = std::move(parked_.front().second);
+        parked_.pop_front();
+      }
+    }
+    if (resumed) resumed();
+    batch_samples += batch.back().num_samples();
+    if (batch_samples < spec_.samples_per_update) continue;
+
+    absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
+    int64_t trained = 0, dropped = 0;
+    if (stats.ok()) {
+      trained = stats->samples_trained;
+      dropped = stats->samples_dropped;
+    } else if (stats.status().code() == absl::StatusCode::kFailedPrecondition) {
+      dropped = batch_samples;  // every chunk was stale
+    } else {
+      // Shapes were validated on ingest; anything else is a LibTorch error:
+      // drop the batch, count it, keep serving.
+      dropped = batch_samples;
+    }
+    batch.clear();
+    batch_samples = 0;
+    bool finished = false;
+    {
+      absl::MutexLock lock(&mu_);
+      counters_.env_steps_trained += trained;
+      counters_.env_steps_dropped += dropped;
+      if (stats.ok()) ++counters_.updates;
+      counters_.policy_version = learner_->version();
+      finished = counters_.env_steps_trained >= o.budget_env_steps;
+    }
+    if (stats.ok()) (void)Publish();
+    const int64_t steps = counters().env_steps_trained;
+    if (finished || steps >= next_eval_) {
+      (void)EvaluateAndCheckpoint();
+      while (next_eval_ <= steps) {
+        next_eval_ += o.eval_every_env_steps > 0 ? o.eval_every_env_steps
+                                                 : o.budget_env_steps;
+      }
+    }
+    if (finished) break;
+  }
+  bool finished_now = false;
+  {
+    absl::MutexLock lock(&mu_);
+    finished_now = counters_.env_steps_trained >= o.budget_env_steps;
+  }
+  // Stopped before the budget: keep what was trained (the final update and
+  // evaluation already checkpointed a finished run).
+  if (!finished_now) (void)EvaluateAndCheckpoint();
+  // Finished or stopping: whatever is still queued or parked will not be
+  // trained; count it as dropped so received = trained + dropped.
+  std::vector<std::function<void()>> to_resume;
+  std::vector<Listener> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    int64_t left = batch_samples;
+    for (const TrajectoryChunk& c : queue_) left += c.num_samples();
+    for (const auto& [c, cb] : parked_) {
+      left += c.num_samples();
+      to_resume.push_back(cb);
+    }
+    queue_.clear();
+    parked_.clear();
+    counters_.env_steps_dropped += left;
+    if (counters_.env_steps_trained >= o.budget_env_steps) {
+      counters_.finished = true;
+    }
+    for (const auto& [id, l] : listeners_) listeners.push_back(l);
+  }
+  for (auto& cb : to_resume) cb();
+  for (const Listener& l : listeners) l(nullptr);
+}
+
+}  // namespace ristretto::learner

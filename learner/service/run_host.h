@@ -1,0 +1,119 @@
+// RunHost: one run inside a learner process — its PpoLearner, a bounded
+// ingest queue, a training thread, the published weight versions and the
+// run's evaluation and checkpoints. Many RunHosts share one device.
+// Thread-safe: Ingest/Subscribe/status may be called from any gRPC thread;
+// the training thread is owned (started and joined) by the RunHost.
+// Shutdown order: Stop() closes the queue, the thread finishes the update in
+// progress, checkpoints and exits; the destructor joins it.
+#ifndef RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
+#define RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "env/market_data.h"
+#include "learner/torch/ppo.h"
+#include "learner/torch/trainer.h"
+#include "learner/trajectory.h"
+#include "proto/ristretto.pb.h"
+
+namespace ristretto::learner {
+
+struct RunSpec {
+  std::string run_id;
+  // Env, network and PPO options, budget, seed, train/validation domains,
+  // eval interval, run_dir (checkpoints, resume), dataset id, features.
+  TrainerOptions trainer;
+  // Env steps accumulated before each PPO update.
+  int64_t samples_per_update = 1024;
+  // Chunks the ingest queue holds before actors are held back.
+  int queue_capacity = 8;
+};
+
+// Counters of one run; env steps are counted per env copy.
+struct RunCounters {
+  int64_t policy_version = 0;
+  int64_t env_steps_received = 0;  // accepted by Ingest
+  int64_t env_steps_trained = 0;   // consumed by updates
+  int64_t env_steps_dropped = 0;   // stale, or left over when finished
+  int64_t chunks_rejected = 0;
+  int64_t updates = 0;
+  bool finished = false;
+  double last_score = 0.0;
+};
+
+class RunHost {
+ public:
+  // Builds the learner, resumes from spec.trainer.run_dir's checkpoint if
+  // one exists, publishes version 0 (or the resumed version) and starts the
+  // training thread. Errors: as PpoLearner::Create and LoadCheckpoint.
+  static absl::StatusOr<std::unique_ptr<RunHost>> Create(
+      const RunSpec& spec, std::shared_ptr<const env::MarketData> market);
+  ~RunHost();
+
+  const std::string& run_id() const { return spec_.run_id; }
+  const RunSpec& spec() const { return spec_; }
+  const PolicyContract& contract() const { return contract_; }
+  int obs_size() const { return contract_.obs_size; }
+  int action_size() const { return contract_.action_size; }
+
+  // Accepts a decoded chunk. OK: queued (`on_space` is not called).
+  // kUnavailable: the queue is full; the chunk is parked and `on_space` is
+  // called (from the training thread) once it has been queued — the caller
+  // must not send more until then. kFailedPrecondition: the run has
+  // finished, or the chunk is older than max_policy_lag versions (nothing
+  // queued). kInvalidArgument: version from the future.
+  absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
+
+  // The newest weights as a ready-to-send message (serialised once).
+  std::shared_ptr<const v1::LearnerMessage> latest_weights() const;
+  // Called with every newly published version and once when the run
+  // finishes (with nullptr). Returns an id for Unsubscribe.
+  using Listener =
+      std::function<void(std::shared_ptr<const v1::LearnerMessage>)>;
+  int Subscribe(Listener listener);
+  void Unsubscribe(int id);
+
+  RunCounters counters() const;
+  // Stops training (idempotent): no more chunks; checkpoint; join.
+  void Stop();
+  // Blocks until the run has finished or `timeout_ms` passed.
+  bool WaitFinished(int64_t timeout_ms);
+
+ private:
+  RunHost(const RunSpec& spec, std::shared_ptr<const env::MarketData> market);
+  void TrainLoop();
+  absl::Status Publish();  // serialises the current weights
+  absl::Status EvaluateAndCheckpoint();
+
+  const RunSpec spec_;
+  const std::shared_ptr<const env::MarketData> market_;
+  PolicyContract contract_;
+  // Used only by the training thread once it runs (and by Create before).
+  std::unique_ptr<PpoLearner> learner_;
+  int64_t next_eval_ = 0;
+
+  mutable absl::Mutex mu_;
+  std::deque<TrajectoryChunk> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<TrajectoryChunk, std::function<void()>>> parked_
+      ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const v1::LearnerMessage> weights_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
+  int next_listener_ ABSL_GUARDED_BY(mu_) = 0;
+  RunCounters counters_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
