@@ -188,7 +188,7 @@ class ActorReactor final
     a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
     Send(std::move(assignment));
     std::shared_ptr<ReactorLink> link = link_;
-    listener_ = run_->Subscribe([link](MessagePtr message) {
+    listener_ = run_->Subscribe([link](const MessagePtr& message) {
       absl::MutexLock lock(&link->mu);
       if (link->reactor != nullptr) link->reactor->OnWeights(message);
     });

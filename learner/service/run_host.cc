@@ -220,11 +220,10 @@ void RunHost::TrainLoop() {
     if (stats.ok()) {
       trained = stats->samples_trained;
       dropped = stats->samples_dropped;
-    } else if (stats.status().code() == absl::StatusCode::kFailedPrecondition) {
-      dropped = batch_samples;  // every chunk was stale
     } else {
-      // Shapes were validated on ingest; anything else is a LibTorch error:
-      // drop the batch, count it, keep serving.
+      // kFailedPrecondition: every chunk was stale. Anything else is a
+      // LibTorch error (shapes were validated on ingest). Either way the
+      // batch is dropped, counted, and the run keeps serving.
       dropped = batch_samples;
     }
     batch.clear();
