@@ -101,10 +101,12 @@ class ActorReactor final
   // Called through the link (listener thread).
   void OnWeights(const MessagePtr& message) {
     if (message == nullptr) {
+      // Keep reading until the actor half-closes: chunks already in flight
+      // are still received (and counted as dropped), so the actors' sent
+      // steps equal the learner's trained + dropped steps exactly.
       const bool finished = run_->counters().finished;
       Send(StopMessage(finished ? "run finished" : "learner shutting down",
                        finished));
-      FinishWhenDrained(grpc::Status::OK);
       return;
     }
     {

@@ -72,7 +72,9 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
                              std::function<void()> on_space) {
   absl::MutexLock lock(&mu_);
   if (counters_.finished || stopping_) {
-    ++counters_.chunks_rejected;
+    // Well-formed steps that arrive after the end are received and dropped.
+    counters_.env_steps_received += chunk.num_samples();
+    counters_.env_steps_dropped += chunk.num_samples();
     return absl::FailedPreconditionError(
         absl::StrCat("run ", spec_.run_id, " has finished"));
   }

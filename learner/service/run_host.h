@@ -70,8 +70,9 @@ class RunHost {
   // kUnavailable: the queue is full; the chunk is parked and `on_space` is
   // called (from the training thread) once it has been queued — the caller
   // must not send more until then. kFailedPrecondition: the run has
-  // finished, or the chunk is older than max_policy_lag versions (nothing
-  // queued). kInvalidArgument: version from the future.
+  // finished (the steps are counted as received and dropped), or the chunk
+  // is older than max_policy_lag versions (rejected). kInvalidArgument:
+  // version from the future (rejected).
   absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
 
   // The newest weights as a ready-to-send message (serialised once).
