@@ -232,7 +232,9 @@ absl::Status Main(int argc, char** argv) {
   }
   // Let finished runs' Stop messages reach the actors, then shut down.
   for (auto& host : hosts) host->Stop();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  // Streams end when their actors half-close after the Stop message (so
+  // chunks in flight are still counted); give them time, then cancel.
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   if (!stop.HasBeenNotified()) OnSignal(0);  // wake the watcher to join it
   signal_thread.join();
   for (RunHost* run : runs) {

@@ -170,8 +170,11 @@ class ActorReactor final
       return;
     }
     if (hello.want_run_id() == run_->run_id()) {
+      // An actor can hold a version this learner never reached (it was
+      // restarted from an older checkpoint): then it gets our newest.
+      const int64_t ours = run_->counters().policy_version;
       absl::MutexLock lock(&mu_);
-      sent_version_ = hello.have_version();
+      sent_version_ = hello.have_version() <= ours ? hello.have_version() : -1;
     }
     const RunSpec& spec = run_->spec();
     auto assignment = std::make_shared<v1::LearnerMessage>();

@@ -86,7 +86,10 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
   }
   if (counters_.policy_version - chunk.policy_version >
       spec_.trainer.ppo.max_policy_lag) {
-    ++counters_.chunks_rejected;
+    // Well-formed but stale: received and dropped (counted like the stale
+    // chunks the update itself drops).
+    counters_.env_steps_received += chunk.num_samples();
+    counters_.env_steps_dropped += chunk.num_samples();
     return absl::FailedPreconditionError(absl::StrCat(
         "chunk policy version ", chunk.policy_version,
         " is stale: the run is at ", counters_.policy_version,

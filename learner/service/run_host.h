@@ -70,8 +70,8 @@ class RunHost {
   // kUnavailable: the queue is full; the chunk is parked and `on_space` is
   // called (from the training thread) once it has been queued — the caller
   // must not send more until then. kFailedPrecondition: the run has
-  // finished (the steps are counted as received and dropped), or the chunk
-  // is older than max_policy_lag versions (rejected). kInvalidArgument:
+  // finished, or the chunk is older than max_policy_lag versions (either
+  // way its steps are counted as received and dropped). kInvalidArgument:
   // version from the future (rejected).
   absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
 

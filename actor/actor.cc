@@ -1,0 +1,841 @@
+#include "actor/actor.h"
+
+#include <grpcpp/grpcpp.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "env/dataset.h"
+#include "env/market_data.h"
+#include "env/vector_env.h"
+#include "learner/chunk_codec.h"
+#include "learner/torch/actor_critic.h"
+#include "learner/trajectory.h"
+
+namespace ristretto::actor {
+namespace {
+
+using Stream = grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>;
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  // grpc::StatusCode and absl::StatusCode share the google.rpc numbering.
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      s.error_message());
+}
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+// FNV-1a: stable across platforms and different from the std::hash the
+// learner may already have mixed into the assignment seed (the two must not
+// cancel out).
+uint64_t Fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') {
+    return "localhost";
+  }
+  return buf;
+}
+
+bool IsHexId(const std::string& id) {
+  if (id.size() != 64) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+// Errors that retrying cannot fix: the learner and this actor disagree on
+// the contract, the env or the file format.
+bool IsFatal(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kInvalidArgument ||
+         s.code() == absl::StatusCode::kFailedPrecondition ||
+         s.code() == absl::StatusCode::kUnimplemented;
+}
+
+std::string Millis(absl::Duration d) {
+  return absl::StrCat(absl::ToInt64Milliseconds(d), " ms");
+}
+
+}  // namespace
+
+// One decoded weight version. The module is only run by the rollout thread
+// once adopted (the reader thread builds it and never touches it again).
+struct Actor::Policy {
+  std::string run_id;
+  int64_t version = -1;
+  learner::ActorCritic model{nullptr};
+};
+
+struct Actor::Rollout {
+  v1::RunAssignment assignment;  // the applied one
+  std::string assignment_bytes;  // its serialisation, to spot a re-send
+  int64_t applied_gen = 0;
+  // The market of the last dataset used (kept across runs).
+  std::string market_id;
+  std::shared_ptr<const env::MarketData> market;
+  std::unique_ptr<env::VectorEnv> env;
+  std::shared_ptr<Policy> policy;
+  Rng noise_rng;
+  learner::TrajectoryChunk chunk;  // obs row 0 = the envs' current obs
+  std::vector<float> noise, actions, final_obs;
+};
+
+std::string DefaultCacheDir() {
+  const char* cache = std::getenv("RISTRETTO_CACHE");
+  if (cache != nullptr && cache[0] != '\0') return cache;
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr && home[0] != '\0' ? home : ".",
+                      "/.cache/ristretto/datasets");
+}
+
+absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
+    const ActorOptions& options) {
+  if (options.learner_address.empty()) {
+    return absl::InvalidArgumentError("the learner address is empty");
+  }
+  if (options.num_envs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_envs is ", options.num_envs, "; it must be >= 1"));
+  }
+  if (options.max_inflight < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_inflight is ", options.max_inflight, "; it must be >= 1"));
+  }
+  if (options.max_message_bytes < 1 ||
+      options.initial_backoff <= absl::ZeroDuration() ||
+      options.max_backoff < options.initial_backoff) {
+    return absl::InvalidArgumentError(
+        "max_message_bytes must be >= 1 and 0 < initial_backoff <= "
+        "max_backoff");
+  }
+  ActorOptions filled = options;
+  if (filled.actor_id.empty()) {
+    filled.actor_id = absl::StrCat(Hostname(), "-", getpid());
+  }
+  if (filled.cache_dir.empty()) filled.cache_dir = DefaultCacheDir();
+  // One intra-op thread: the actor's parallelism is its env copies and its
+  // processes, and small MLP forwards lose to thread hand-offs.
+  static std::once_flag torch_threads;
+  std::call_once(torch_threads, [] { torch::set_num_threads(1); });
+  return std::unique_ptr<Actor>(new Actor(filled));
+}
+
+Actor::Actor(const ActorOptions& options)
+    : options_(options),
+      host_(Hostname()),
+      rollout_(std::make_unique<Rollout>()) {
+  window_ = options_.max_inflight;
+}
+
+std::unique_ptr<v1::Learner::Stub> Actor::NewStub() const {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return v1::Learner::NewStub(grpc::CreateCustomChannel(
+      options_.learner_address, grpc::InsecureChannelCredentials(), args));
+}
+
+Actor::~Actor() { Stop(); }
+
+void Actor::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
+  if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
+  if (fetch_ctx_ != nullptr) fetch_ctx_->TryCancel();
+  cv_.SignalAll();
+}
+
+std::map<int, int64_t> Actor::rejected_by_code() const {
+  absl::MutexLock lock(&mu_);
+  return rejected_by_code_;
+}
+
+absl::StatusOr<v1::LearnerStatus> Actor::GetLearnerStatus() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
+  v1::LearnerStatus response;
+  const grpc::Status s =
+      NewStub()->GetStatus(&ctx, v1::StatusRequest(), &response);
+  if (!s.ok()) return Annotate(FromGrpc(s), "GetStatus");
+  return response;
+}
+
+void Actor::EndSession(SessionEnd end, absl::Status error) {
+  absl::MutexLock lock(&mu_);
+  if (session_end_ == SessionEnd::kNone) {
+    session_end_ = end;
+    session_error_ = std::move(error);
+  }
+  cv_.SignalAll();
+}
+
+absl::Status Actor::Run() {
+  const std::string& id = options_.actor_id;
+  absl::Duration backoff = options_.initial_backoff;
+  for (bool first = true;; first = false) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return absl::OkStatus();
+      if (options_.exit_when_idle && idle_since_.has_value() &&
+          absl::Now() >= *idle_since_ + options_.idle_timeout) {
+        std::fprintf(stderr, "actor %s: idle for %s; exiting\n", id.c_str(),
+                     Millis(options_.idle_timeout).c_str());
+        return absl::OkStatus();
+      }
+    }
+    if (!first) reconnects_.fetch_add(1);
+    const grpc::Status final_status = RunSession();
+
+    SessionEnd end;
+    absl::Status error;
+    bool assigned;
+    std::optional<v1::Stop> stop_message;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) return absl::OkStatus();
+      end = session_end_;
+      error = session_error_;
+      assigned = session_assigned_;
+      stop_message = learner_stop_;
+    }
+    // A session that got work resets the backoff, unless it failed on it
+    // (a dataset the learner cannot serve must not be asked for 10×/s).
+    if (assigned && end != SessionEnd::kError) {
+      backoff = options_.initial_backoff;
+    }
+    bool retry_now = false;
+    switch (end) {
+      case SessionEnd::kIdle:
+        std::fprintf(stderr,
+                     "actor %s: no assignment within %s of the run "
+                     "finishing; exiting\n",
+                     id.c_str(), Millis(options_.idle_timeout).c_str());
+        return absl::OkStatus();
+      case SessionEnd::kError:
+        if (IsFatal(error)) return error;
+        std::fprintf(stderr, "actor %s: %s\n", id.c_str(),
+                     error.ToString().c_str());
+        break;
+      case SessionEnd::kResync:
+        std::fprintf(stderr,
+                     "actor %s: the learner rejected a chunk as invalid; "
+                     "reconnecting to resynchronise weights\n",
+                     id.c_str());
+        // Act again only with the weights the learner sends next.
+        rollout_->policy.reset();
+        current_version_.store(-1);
+        retry_now = true;
+        break;
+      case SessionEnd::kLearnerStop:
+        std::fprintf(stderr, "actor %s: learner stop: %s%s\n", id.c_str(),
+                     stop_message->reason().c_str(),
+                     stop_message->run_finished() ? " (run finished)" : "");
+        if (stop_message->run_finished()) {
+          // Drop the finished run; keep the market for the next one.
+          rollout_->env.reset();
+          rollout_->policy.reset();
+          rollout_->assignment_bytes.clear();
+          current_version_.store(-1);
+          // Ask for new work at once, but only after a run we worked on:
+          // "no run" answers are retried with backoff.
+          retry_now = assigned;
+        }
+        break;
+      case SessionEnd::kStreamClosed:
+      case SessionEnd::kNone:
+        std::fprintf(stderr, "actor %s: stream to %s ended: %s\n", id.c_str(),
+                     options_.learner_address.c_str(),
+                     FromGrpc(final_status).ToString().c_str());
+        break;
+    }
+    if (retry_now) continue;
+    std::fprintf(stderr, "actor %s: reconnecting in %s\n", id.c_str(),
+                 Millis(backoff).c_str());
+    {
+      absl::MutexLock lock(&mu_);
+      absl::Time wake = absl::Now() + backoff;
+      if (options_.exit_when_idle && idle_since_.has_value()) {
+        wake = std::min(wake, *idle_since_ + options_.idle_timeout);
+      }
+      while (!stop_ && absl::Now() < wake) cv_.WaitWithDeadline(&mu_, wake);
+    }
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+}
+
+grpc::Status Actor::RunSession() {
+  grpc::ClientContext ctx;
+  v1::ActorMessage hello_message;
+  {
+    absl::MutexLock lock(&mu_);
+    session_end_ = SessionEnd::kNone;
+    session_error_ = absl::OkStatus();
+    session_assigned_ = false;
+    learner_stop_.reset();
+    unacked_.clear();
+    window_ = options_.max_inflight;
+    if (stop_) return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
+    stream_ctx_ = &ctx;
+    v1::Hello* hello = hello_message.mutable_hello();
+    hello->set_actor_id(options_.actor_id);
+    hello->set_env_copies(options_.num_envs);
+    hello->set_host(host_);
+    const bool rejoin = assignment_.has_value() && !idle_since_.has_value();
+    hello->set_want_run_id(rejoin ? assignment_->run_id() : "");
+    hello->set_have_version(rejoin ? have_version_ : -1);
+  }
+  stub_ = NewStub();
+  std::unique_ptr<Stream> stream = stub_->Act(&ctx);
+  grpc::Status status;
+  if (stream->Write(hello_message)) {
+    std::thread reader([this, &stream] { ReaderLoop(stream.get()); });
+    std::thread rollout([this, &stream] { RolloutLoop(stream.get()); });
+    {
+      absl::MutexLock lock(&mu_);
+      while (session_end_ == SessionEnd::kNone && !stop_) {
+        if (options_.exit_when_idle && idle_since_.has_value()) {
+          const absl::Time deadline = *idle_since_ + options_.idle_timeout;
+          if (absl::Now() >= deadline) {
+            session_end_ = SessionEnd::kIdle;
+            break;
+          }
+          cv_.WaitWithDeadline(&mu_, deadline);
+        } else {
+          cv_.Wait(&mu_);
+        }
+      }
+      // Wake the rollout thread if it waits for work or credit, and abandon
+      // a dataset fetch (the next session starts it again).
+      cv_.SignalAll();
+      if (fetch_ctx_ != nullptr) fetch_ctx_->TryCancel();
+      // A stream the learner closed keeps its status for Finish(); any
+      // other end cancels the call (Stop() may still cancel it later).
+      if (session_end_ != SessionEnd::kStreamClosed) ctx.TryCancel();
+    }
+    reader.join();
+    rollout.join();
+  } else {
+    EndSession(SessionEnd::kStreamClosed, absl::OkStatus());
+  }
+  status = stream->Finish();
+  absl::MutexLock lock(&mu_);
+  stream_ctx_ = nullptr;
+  return status;
+}
+
+void Actor::ReaderLoop(Stream* stream) {
+  v1::LearnerMessage message;
+  while (stream->Read(&message)) {
+    switch (message.kind_case()) {
+      case v1::LearnerMessage::kAssignment:
+        HandleAssignment(message.assignment());
+        break;
+      case v1::LearnerMessage::kWeights:
+        HandleWeights(message.weights());
+        break;
+      case v1::LearnerMessage::kAck:
+        HandleAck(message.ack());
+        break;
+      case v1::LearnerMessage::kStop:
+        HandleStop(message.stop());
+        break;
+      case v1::LearnerMessage::KIND_NOT_SET:
+        break;  // a newer learner's message kind: ignore
+    }
+    absl::MutexLock lock(&mu_);
+    if (session_end_ != SessionEnd::kNone || stop_) break;
+  }
+  EndSession(SessionEnd::kStreamClosed, absl::OkStatus());
+}
+
+void Actor::HandleAssignment(const v1::RunAssignment& a) {
+  absl::Status problem;
+  if (a.run_id().empty() || !IsHexId(a.dataset_id()) || a.rollout_steps() < 1 ||
+      a.episode_steps() < 1) {
+    problem = absl::InvalidArgumentError(absl::StrCat(
+        "assignment: run_id '", a.run_id(), "', dataset_id '", a.dataset_id(),
+        "' (64 hex digits), rollout_steps ", a.rollout_steps(),
+        " and episode_steps ", a.episode_steps(), " must all be set"));
+  }
+  absl::StatusOr<learner::PolicyContract> contract =
+      learner::PolicyContract::FromJson(a.contract_json());
+  if (problem.ok() && !contract.ok()) {
+    problem = Annotate(
+        contract.status(),
+        absl::StrCat("assignment of run ", a.run_id(), ": contract_json"));
+  }
+  if (!problem.ok()) {
+    EndSession(SessionEnd::kError, problem);
+    return;
+  }
+  std::fprintf(stderr,
+               "actor %s: assigned run %s (dataset %.12s, T=%d, B=%d, "
+               "obs=%d, actions=%d)\n",
+               options_.actor_id.c_str(), a.run_id().c_str(),
+               a.dataset_id().c_str(), a.rollout_steps(), options_.num_envs,
+               contract->obs_size, contract->action_size);
+  absl::MutexLock lock(&mu_);
+  if (!assignment_.has_value() || assignment_->run_id() != a.run_id()) {
+    pending_policy_.reset();
+    have_version_ = -1;
+    last_resync_version_ = -2;
+  }
+  assignment_ = a;
+  contract_ = *std::move(contract);
+  ++assignment_gen_;
+  session_assigned_ = true;
+  idle_since_.reset();
+  cv_.SignalAll();
+}
+
+void Actor::HandleWeights(const v1::WeightVersion& w) {
+  learner::PolicyContract contract;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!assignment_.has_value() || assignment_->run_id() != w.run_id()) {
+      return;  // weights of a run we no longer (or not yet) work on
+    }
+    if (w.version() <= have_version_) return;  // already held
+    contract = *contract_;
+  }
+  auto policy = std::make_shared<Policy>();
+  policy->run_id = w.run_id();
+  policy->version = w.version();
+  try {
+    learner::ActorCritic model(contract.obs_size, contract.action_size,
+                               contract.network);
+    std::istringstream in(w.state());
+    torch::load(model, in);
+    model->eval();
+    policy->model = model;
+  } catch (const std::exception& e) {
+    // c10::Error included: the weights do not fit the contract's network.
+    EndSession(SessionEnd::kError,
+               absl::FailedPreconditionError(absl::StrCat(
+                   "weights of run ", w.run_id(), " version ", w.version(),
+                   " do not load into the contract's network: ", e.what())));
+    return;
+  }
+  weight_versions_received_.fetch_add(1);
+  absl::MutexLock lock(&mu_);
+  if (assignment_.has_value() && assignment_->run_id() == w.run_id() &&
+      w.version() > have_version_) {
+    pending_policy_ = std::move(policy);
+    have_version_ = w.version();
+    cv_.SignalAll();
+  }
+}
+
+void Actor::HandleAck(const v1::ChunkAck& ack) {
+  absl::MutexLock lock(&mu_);
+  // credits = chunks we may have unacknowledged; 0 (unset) keeps the window
+  // (a zero window could never reopen: acks only answer chunks).
+  if (ack.credits() > 0) window_ = std::min(ack.credits(), 1024);
+  auto it = unacked_.find(ack.sequence());
+  if (it == unacked_.end()) {
+    // Not one of our chunks (e.g. sequence -1: a rejected Hello).
+    if (ack.code() != 0) {
+      std::fprintf(stderr, "actor %s: learner error %d: %s\n",
+                   options_.actor_id.c_str(), ack.code(),
+                   ack.message().c_str());
+    }
+    return;
+  }
+  const int64_t version = it->second;
+  unacked_.erase(it);
+  cv_.SignalAll();
+  if (ack.code() == 0) {
+    chunks_acked_ok_.fetch_add(1);
+    return;
+  }
+  chunks_rejected_.fetch_add(1);
+  const int64_t n = ++rejected_by_code_[ack.code()];
+  if (n <= 3) {
+    std::fprintf(stderr, "actor %s: chunk %lld rejected (code %d): %s\n",
+                 options_.actor_id.c_str(),
+                 static_cast<long long>(ack.sequence()), ack.code(),
+                 ack.message().c_str());
+  }
+  // INVALID_ARGUMENT for a chunk of the newest version we hold means that
+  // version is from the learner's future: it restarted from an older
+  // checkpoint and, told our have_version, sends nothing older. Re-register
+  // without a version, once per version (a real encoding bug must not loop
+  // forever). Chunks of versions we already replaced are ignored.
+  if (ack.code() == static_cast<int>(absl::StatusCode::kInvalidArgument) &&
+      version == have_version_ && version != last_resync_version_ &&
+      session_end_ == SessionEnd::kNone) {
+    last_resync_version_ = version;
+    have_version_ = -1;
+    pending_policy_.reset();
+    session_end_ = SessionEnd::kResync;
+  }
+}
+
+void Actor::HandleStop(const v1::Stop& stop) {
+  absl::MutexLock lock(&mu_);
+  learner_stop_ = stop;
+  if (stop.run_finished()) {
+    if (!idle_since_.has_value()) idle_since_ = absl::Now();
+    pending_policy_.reset();
+    have_version_ = -1;
+  }
+  if (session_end_ == SessionEnd::kNone)
+    session_end_ = SessionEnd::kLearnerStop;
+  cv_.SignalAll();
+}
+
+void Actor::RolloutLoop(Stream* stream) {
+  absl::Status status;
+  try {
+    status = RolloutChunks(stream);
+  } catch (const std::exception& e) {
+    // LibTorch (c10::Error) or allocation failures: retry from scratch.
+    status = absl::InternalError(absl::StrCat("rollout: ", e.what()));
+  }
+  if (!status.ok()) EndSession(SessionEnd::kError, status);
+}
+
+absl::Status Actor::RolloutChunks(Stream* stream) {
+  Rollout& r = *rollout_;
+  const int B = options_.num_envs;
+  while (true) {
+    // Wait for a new assignment to apply, or an env with weights.
+    std::optional<v1::RunAssignment> todo;
+    learner::PolicyContract contract;
+    int64_t gen = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        const bool new_weights =
+            pending_policy_ != nullptr &&
+            pending_policy_->run_id == r.assignment.run_id();
+        return stop_ || session_end_ != SessionEnd::kNone ||
+               assignment_gen_ != r.applied_gen ||
+               (r.env != nullptr && (r.policy != nullptr || new_weights));
+      };
+      while (!ready()) cv_.Wait(&mu_);
+      if (stop_ || session_end_ != SessionEnd::kNone) return absl::OkStatus();
+      if (assignment_gen_ != r.applied_gen) {
+        todo = *assignment_;
+        contract = *contract_;
+        gen = assignment_gen_;
+      } else if (pending_policy_ != nullptr &&
+                 pending_policy_->run_id == r.assignment.run_id()) {
+        // Chunk boundary: the only place the acting policy changes.
+        r.policy = std::move(pending_policy_);
+        pending_policy_.reset();
+      }
+    }
+    if (todo.has_value()) {
+      RETURN_IF_ERROR(ApplyAssignment(*todo, contract));
+      r.applied_gen = gen;
+      continue;
+    }
+    if (r.policy == nullptr) continue;  // weights of another run pending
+    current_version_.store(r.policy->version);
+
+    // T steps × B copies with one policy version (as the trainer's rollout).
+    learner::TrajectoryChunk& chunk = r.chunk;
+    const int T = chunk.steps, D = chunk.obs_size, A = chunk.action_size;
+    chunk.policy_version = r.policy->version;
+    chunk.final_obs.clear();
+    int t = 0;
+    {
+      torch::NoGradGuard no_grad;
+      for (; t < T; ++t) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (stop_ || session_end_ != SessionEnd::kNone) break;
+        }
+        for (float& z : r.noise) z = static_cast<float>(r.noise_rng.Normal());
+        float* obs_t = chunk.obs.data() + static_cast<size_t>(t) * B * D;
+        const torch::Tensor x =
+            torch::from_blob(obs_t, {B, D}, torch::kFloat32);
+        const torch::Tensor z =
+            torch::from_blob(r.noise.data(), {B, A}, torch::kFloat32);
+        const learner::PolicySample s =
+            learner::SampleActions(r.policy->model, x, z, false);
+        std::memcpy(chunk.actions.data() + static_cast<size_t>(t) * B * A,
+                    s.u.data_ptr<float>(), sizeof(float) * B * A);
+        std::memcpy(chunk.log_probs.data() + static_cast<size_t>(t) * B,
+                    s.log_prob.data_ptr<float>(), sizeof(float) * B);
+        std::memcpy(r.actions.data(), s.action.data_ptr<float>(),
+                    sizeof(float) * B * A);
+        env::StepOutput out;
+        out.obs = obs_t + static_cast<size_t>(B) * D;
+        out.reward = chunk.rewards.data() + static_cast<size_t>(t) * B;
+        out.done = chunk.dones.data() + static_cast<size_t>(t) * B;
+        out.final_obs = r.final_obs.data();
+        const absl::Status step = r.env->Step(r.actions.data(), out);
+        if (!step.ok()) {
+          // NaN actions from diverged weights: retry with fresh weights.
+          return absl::AbortedError(absl::StrCat("env step: ", step.message()));
+        }
+        for (int b = 0; b < B; ++b) {
+          if (out.done[b]) {
+            chunk.final_obs.insert(chunk.final_obs.end(),
+                                   r.final_obs.begin() + int64_t{b} * D,
+                                   r.final_obs.begin() + int64_t{b + 1} * D);
+          }
+        }
+      }
+    }
+    v1::ActorMessage message;
+    if (t == T) learner::ChunkToProto(chunk, 0, message.mutable_chunk());
+    // The next chunk starts from the envs' current observation (row t);
+    // an abandoned partial chunk is dropped, the envs carry on.
+    if (t > 0) {
+      std::memcpy(chunk.obs.data(),
+                  chunk.obs.data() + static_cast<size_t>(t) * B * D,
+                  sizeof(float) * B * D);
+    }
+    if (t < T) return absl::OkStatus();
+
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stop_ && session_end_ == SessionEnd::kNone &&
+             static_cast<int>(unacked_.size()) >= window_) {
+        cv_.Wait(&mu_);
+      }
+      if (stop_ || session_end_ != SessionEnd::kNone) return absl::OkStatus();
+      unacked_[next_sequence_] = chunk.policy_version;
+    }
+    message.mutable_chunk()->set_sequence(next_sequence_);
+    if (!stream->Write(message)) {
+      // The call is over. The reader ends the session once it has drained
+      // what the learner sent before (possibly a Stop that says why).
+      return absl::OkStatus();
+    }
+    ++next_sequence_;
+    chunks_sent_.fetch_add(1);
+    env_steps_sent_.fetch_add(int64_t{T} * B);
+  }
+}
+
+absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
+                                    const learner::PolicyContract& contract) {
+  Rollout& r = *rollout_;
+  std::string bytes = a.SerializeAsString();
+  if (r.env != nullptr && bytes == r.assignment_bytes) {
+    return absl::OkStatus();  // the same run came back: keep env and policy
+  }
+  const bool same_run = r.env != nullptr && r.assignment.run_id() == a.run_id();
+  r.env.reset();
+  r.assignment_bytes.clear();
+  if (!same_run) {
+    r.policy.reset();
+    current_version_.store(-1);
+  }
+  const std::string context = absl::StrCat("run ", a.run_id());
+  if (r.market == nullptr || r.market_id != a.dataset_id()) {
+    r.market.reset();
+    ASSIGN_OR_RETURN(env::Dataset dataset, EnsureDataset(a.dataset_id()));
+    absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
+        env::MarketData::FromDataset(dataset);
+    if (!market.ok()) return Annotate(market.status(), context);
+    r.market = *std::move(market);
+    r.market_id = a.dataset_id();
+  }
+  if (static_cast<int>(r.market->assets.size()) !=
+      static_cast<int>(contract.asset_symbols.size())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(context, ": the contract has ",
+                     contract.asset_symbols.size(), " assets but dataset ",
+                     a.dataset_id(), " has ", r.market->assets.size()));
+  }
+  for (size_t i = 0; i < contract.asset_symbols.size(); ++i) {
+    if (r.market->assets[i].symbol != contract.asset_symbols[i]) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(context, ": asset ", i, " is ",
+                       contract.asset_symbols[i], " in the contract but ",
+                       r.market->assets[i].symbol, " in the dataset"));
+    }
+  }
+
+  const uint64_t seed = a.seed() ^ Fnv1a(options_.actor_id) ^
+                        (options_.seed * 0x9e3779b97f4a7c15ULL);
+  env::VectorEnvOptions vopts;
+  vopts.env = contract.env;
+  vopts.num_copies = options_.num_envs;
+  vopts.mode = env::EpisodeMode::kTrain;
+  vopts.episode_steps = a.episode_steps();
+  for (const v1::Domain& d : a.train_domains()) {
+    vopts.domains.push_back(env::Domain{d.begin(), d.end()});
+  }
+  vopts.seed = seed;
+  absl::StatusOr<std::unique_ptr<env::VectorEnv>> env =
+      env::VectorEnv::Create(r.market, vopts);
+  if (!env.ok()) return Annotate(env.status(), context);
+  if ((*env)->observation_size() != contract.obs_size ||
+      (*env)->action_size() != contract.action_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(context, ": the env gives observations of ",
+                     (*env)->observation_size(), " and actions of ",
+                     (*env)->action_size(), " values but the contract says ",
+                     contract.obs_size, " and ", contract.action_size));
+  }
+  r.env = *std::move(env);
+
+  const int T = a.rollout_steps(), B = options_.num_envs;
+  const int D = contract.obs_size, A = contract.action_size;
+  learner::TrajectoryChunk& chunk = r.chunk;
+  chunk.run_id = a.run_id();
+  chunk.actor_id = options_.actor_id;
+  chunk.steps = T;
+  chunk.copies = B;
+  chunk.obs_size = D;
+  chunk.action_size = A;
+  chunk.obs.assign(static_cast<size_t>(T + 1) * B * D, 0.0f);
+  chunk.actions.assign(static_cast<size_t>(T) * B * A, 0.0f);
+  chunk.log_probs.assign(static_cast<size_t>(T) * B, 0.0f);
+  chunk.rewards.assign(static_cast<size_t>(T) * B, 0.0f);
+  chunk.dones.assign(static_cast<size_t>(T) * B, 0);
+  chunk.final_obs.clear();
+  r.noise.assign(static_cast<size_t>(B) * A, 0.0f);
+  r.actions.assign(static_cast<size_t>(B) * A, 0.0f);
+  r.final_obs.assign(static_cast<size_t>(B) * D, 0.0f);
+  r.noise_rng.Seed(seed ^ 0xa5a5a5a5ULL);
+  r.env->Reset(chunk.obs.data());
+  r.assignment = a;
+  r.assignment_bytes = std::move(bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<env::Dataset> Actor::EnsureDataset(const std::string& id) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options_.cache_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create the dataset cache ", options_.cache_dir,
+                     ": ", ec.message()));
+  }
+  const std::string path =
+      (fs::path(options_.cache_dir) / (id + ".rds")).string();
+  if (fs::exists(path, ec)) {
+    absl::StatusOr<env::Dataset> cached = env::ReadDataset(path);
+    if (cached.ok() && cached->ComputeId() == id) return cached;
+    std::fprintf(stderr, "actor %s: cached %s is unusable (%s); fetching\n",
+                 options_.actor_id.c_str(), path.c_str(),
+                 cached.ok() ? "wrong id" : cached.status().ToString().c_str());
+    fs::remove(path, ec);
+  }
+  std::fprintf(stderr, "actor %s: fetching dataset %s into %s\n",
+               options_.actor_id.c_str(), id.c_str(), path.c_str());
+  RETURN_IF_ERROR(FetchDataset(id, path));
+  absl::StatusOr<env::Dataset> dataset = env::ReadDataset(path);
+  if (dataset.ok() && dataset->ComputeId() == id) return dataset;
+  fs::remove(path, ec);
+  if (!dataset.ok() &&
+      dataset.status().code() == absl::StatusCode::kUnimplemented) {
+    return Annotate(dataset.status(), absl::StrCat("dataset ", id));
+  }
+  return absl::DataLossError(absl::StrCat(
+      "fetched dataset ", id, " does not verify: ",
+      dataset.ok()
+          ? absl::StrCat("its content hashes to ", dataset->ComputeId())
+          : dataset.status().ToString()));
+}
+
+absl::Status Actor::FetchDataset(const std::string& id,
+                                 const std::string& path) {
+  namespace fs = std::filesystem;
+  // A per-process temporary: actors sharing a cache never write one file.
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_ || session_end_ != SessionEnd::kNone) {
+      return absl::UnavailableError("the session ended before the fetch");
+    }
+    fetch_ctx_ = &ctx;
+  }
+  absl::Status status;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      status =
+          absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
+    } else {
+      v1::FetchDatasetRequest request;
+      request.set_dataset_id(id);
+      std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+          stub_->FetchDataset(&ctx, request);
+      v1::DatasetPiece piece;
+      int64_t written = 0, total = -1;
+      bool last = false;
+      while (status.ok() && reader->Read(&piece)) {
+        if (last || piece.offset() != written ||
+            (total >= 0 && piece.total_size() != total) ||
+            written + static_cast<int64_t>(piece.data().size()) >
+                piece.total_size()) {
+          status = absl::DataLossError(
+              absl::StrCat("dataset piece at offset ", piece.offset(), " of ",
+                           piece.total_size(), " bytes does not follow ",
+                           written, " bytes received"));
+          ctx.TryCancel();
+          break;
+        }
+        total = piece.total_size();
+        out.write(piece.data().data(),
+                  static_cast<std::streamsize>(piece.data().size()));
+        written += static_cast<int64_t>(piece.data().size());
+        last = piece.last();
+      }
+      const grpc::Status finish = reader->Finish();
+      out.close();
+      if (status.ok() && !finish.ok()) {
+        // Server-side failures (absent dataset, learner gone) are retried.
+        status = absl::UnavailableError(absl::StrCat(
+            "FetchDataset ", id, ": ", FromGrpc(finish).ToString()));
+      } else if (status.ok() && (!last || written != total)) {
+        status = absl::DataLossError(absl::StrCat(
+            "dataset ", id, " ended after ", written, " of ", total, " bytes"));
+      } else if (status.ok() && !out) {
+        status = absl::InternalError(absl::StrCat("writing ", tmp, " failed"));
+      }
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    fetch_ctx_ = nullptr;
+  }
+  std::error_code ec;
+  if (status.ok()) {
+    fs::rename(tmp, path, ec);
+    if (ec) {
+      status = absl::InternalError(
+          absl::StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
+    }
+  }
+  if (!status.ok()) fs::remove(tmp, ec);
+  return status;
+}
+
+}  // namespace ristretto::actor

@@ -1,0 +1,224 @@
+// Actor: a CPU worker that streams experience to one learner. It connects
+// (retrying with exponential backoff), receives a run assignment, fetches and
+// caches the run's dataset by content hash, steps B env copies with the
+// newest policy weights it has received and sends T × B trajectory chunks
+// under ack-credit flow control (../shared/design/system.md, "Processes").
+// Thread-safe: Stop() and the counters may be called from any thread while
+// one thread is inside Run().
+//
+// Threads: Run()'s caller is the supervisor. For each connection it starts
+// and joins two threads: a reader (reads LearnerMessages, decodes weights,
+// updates the shared state) and a rollout thread (applies assignments, steps
+// the envs, writes chunks). Shutdown order: the supervisor cancels the
+// stream, joins the reader and the rollout thread, then finishes the call;
+// nothing outlives Run().
+#ifndef RISTRETTO_ACTOR_ACTOR_H_
+#define RISTRETTO_ACTOR_ACTOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "env/dataset.h"
+#include "learner/contract.h"
+#include "proto/ristretto.grpc.pb.h"
+
+namespace grpc {
+class ClientContext;
+}  // namespace grpc
+
+namespace ristretto::actor {
+
+struct ActorOptions {
+  // Learner address, HOST:PORT (required).
+  std::string learner_address;
+  // Env copies B stepped together, >= 1.
+  int num_envs = 16;
+  // Unique id of this actor; empty = "<hostname>-<pid>".
+  std::string actor_id;
+  // Dataset cache directory (files <dataset id>.rds); empty =
+  // $RISTRETTO_CACHE if set, else ~/.cache/ristretto/datasets.
+  std::string cache_dir;
+  // Mixed into the env and noise seeds of every assignment (0 = none).
+  uint64_t seed = 0;
+  // Reconnect backoff: starts here, doubles per attempt, capped at
+  // max_backoff; reset by a session that got an assignment and no error.
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+  // Largest gRPC message sent or received, bytes.
+  int max_message_bytes = 64 << 20;
+  // Deadline of unary and server-streaming calls (GetStatus, FetchDataset).
+  absl::Duration rpc_deadline = absl::Seconds(60);
+  // Chunks sent and not yet acknowledged, at most (until a ChunkAck's
+  // `credits` replaces it), >= 1.
+  int max_inflight = 4;
+  // When the learner says the run finished: return from Run() (OK) if no
+  // new assignment arrives within `idle_timeout`; otherwise wait forever.
+  bool exit_when_idle = false;
+  absl::Duration idle_timeout = absl::Seconds(2);
+};
+
+// The default dataset cache directory (see ActorOptions::cache_dir).
+std::string DefaultCacheDir();
+
+class Actor {
+ public:
+  // Validates the options and fills in the defaults (actor id, cache dir);
+  // connects only in Run(). Sets LibTorch to one intra-op thread for the
+  // process. Errors: kInvalidArgument for an empty address, num_envs < 1,
+  // max_inflight < 1 or a bad backoff/message limit.
+  static absl::StatusOr<std::unique_ptr<Actor>> Create(
+      const ActorOptions& options);
+  // Stops; Run() must have returned (its caller owns the threads it joins).
+  ~Actor();
+
+  Actor(const Actor&) = delete;
+  Actor& operator=(const Actor&) = delete;
+
+  // Connects and works until Stop() (or, with exit_when_idle, until the
+  // learner finished the run and nothing new came within idle_timeout);
+  // returns OK then. Stream errors and learner restarts are retried with
+  // backoff, keeping the env and weights if the same run comes back.
+  // Errors (not retried, Run returns them): kInvalidArgument /
+  // kFailedPrecondition when an assignment cannot be run here (bad contract
+  // JSON, env options the env refuses, contract and dataset or env sizes
+  // that differ, weights that do not load into the contract's network, an
+  // unwritable cache); kUnimplemented for a newer dataset format. Call once.
+  absl::Status Run();
+
+  // Makes Run() return promptly: cancels the stream and any dataset fetch
+  // in flight. Idempotent; callable before, during or after Run().
+  void Stop();
+
+  // Calls Learner.GetStatus (rpc_deadline). Errors: the call's status
+  // (kUnavailable when the learner is unreachable, kDeadlineExceeded).
+  absl::StatusOr<v1::LearnerStatus> GetLearnerStatus();
+
+  const std::string& actor_id() const { return options_.actor_id; }
+  const ActorOptions& options() const { return options_; }
+
+  // Counters since Create(). Env steps count one step of one env copy.
+  int64_t env_steps_sent() const { return env_steps_sent_.load(); }
+  int64_t chunks_sent() const { return chunks_sent_.load(); }
+  int64_t chunks_acked_ok() const { return chunks_acked_ok_.load(); }
+  int64_t chunks_rejected() const { return chunks_rejected_.load(); }
+  // Connection attempts after the first.
+  int64_t reconnects() const { return reconnects_.load(); }
+  int64_t weight_versions_received() const {
+    return weight_versions_received_.load();
+  }
+  // Version of the policy acting now; -1 before the first weights.
+  int64_t current_version() const { return current_version_.load(); }
+  // Rejected chunks by ChunkAck code (google.rpc code).
+  std::map<int, int64_t> rejected_by_code() const;
+
+ private:
+  struct Policy;   // decoded weights of one version (LibTorch)
+  struct Rollout;  // env, buffers and policy; owned by the rollout thread
+  // A session ends with at most one of these (first writer wins).
+  enum class SessionEnd {
+    kNone,
+    kStreamClosed,  // read/write failed or the learner closed the stream
+    kLearnerStop,   // the learner sent Stop
+    kResync,        // weights from the learner's future: re-register
+    kError,         // session_error_ says why
+    kIdle,          // exit_when_idle and nothing to do
+  };
+
+  explicit Actor(const ActorOptions& options);
+  // A stub on a new channel of its own (message limits, no shared
+  // subchannels, so its first call makes a real connection attempt).
+  std::unique_ptr<v1::Learner::Stub> NewStub() const;
+
+  // One connection: Hello, reader + rollout threads, until the session ends.
+  // Returns the learner's final status (for logging).
+  grpc::Status RunSession();
+  void ReaderLoop(
+      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
+  void RolloutLoop(
+      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
+  void HandleAssignment(const v1::RunAssignment& assignment);
+  void HandleWeights(const v1::WeightVersion& weights);
+  void HandleAck(const v1::ChunkAck& ack);
+  void HandleStop(const v1::Stop& stop);
+  // Ends the current session (first call wins); wakes every waiter.
+  void EndSession(SessionEnd end, absl::Status error);
+
+  // Rollout thread. Returns OK when the session ends; errors end it.
+  absl::Status RolloutChunks(
+      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
+  // Builds the env for an assignment (kept if it is the one applied).
+  // Errors: kFailedPrecondition / kInvalidArgument when the dataset, env
+  // and contract disagree; EnsureDataset's errors.
+  absl::Status ApplyAssignment(const v1::RunAssignment& assignment,
+                               const learner::PolicyContract& contract);
+  // The verified dataset from the cache, fetched first if absent or bad.
+  // Errors: kUnavailable (fetch failed), kDataLoss (content does not hash
+  // to the id), kFailedPrecondition (cache not writable), kUnimplemented.
+  absl::StatusOr<env::Dataset> EnsureDataset(const std::string& dataset_id);
+  // Streams the dataset to `path` (temporary file, then rename).
+  absl::Status FetchDataset(const std::string& dataset_id,
+                            const std::string& path);
+
+  ActorOptions options_;
+  std::string host_;
+
+  // Touched only by the rollout thread, and by the supervisor while no
+  // rollout thread runs (thread start/join order the accesses).
+  // A fresh channel per connection attempt: gRPC's own reconnect backoff
+  // must not stack on ours (a fail-fast call on a channel in backoff fails
+  // without trying, so an actor could miss a learner that is back).
+  std::unique_ptr<v1::Learner::Stub> stub_;
+  std::unique_ptr<Rollout> rollout_;
+  int64_t next_sequence_ = 0;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // any change below
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  // Contexts to cancel on Stop(): the Act stream and a dataset fetch.
+  grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  grpc::ClientContext* fetch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The newest assignment and its parsed contract; `assignment_gen_` counts
+  // assignments so the rollout thread sees every new one.
+  std::optional<v1::RunAssignment> assignment_ ABSL_GUARDED_BY(mu_);
+  std::optional<learner::PolicyContract> contract_ ABSL_GUARDED_BY(mu_);
+  int64_t assignment_gen_ ABSL_GUARDED_BY(mu_) = 0;
+  // Newest decoded weights for assignment_'s run, not yet adopted.
+  std::shared_ptr<Policy> pending_policy_ ABSL_GUARDED_BY(mu_);
+  // Newest version held for assignment_'s run (pending or acting), -1 none.
+  int64_t have_version_ ABSL_GUARDED_BY(mu_) = -1;
+  // Flow control of the current session.
+  // Unacknowledged chunks: sequence -> policy version.
+  std::map<int64_t, int64_t> unacked_ ABSL_GUARDED_BY(mu_);
+  int window_ ABSL_GUARDED_BY(mu_) = 4;
+  // Current session's outcome.
+  SessionEnd session_end_ ABSL_GUARDED_BY(mu_) = SessionEnd::kNone;
+  absl::Status session_error_ ABSL_GUARDED_BY(mu_);
+  bool session_assigned_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<v1::Stop> learner_stop_ ABSL_GUARDED_BY(mu_);
+  // Set when the learner finished our run; cleared by a new assignment.
+  std::optional<absl::Time> idle_since_ ABSL_GUARDED_BY(mu_);
+  std::map<int, int64_t> rejected_by_code_ ABSL_GUARDED_BY(mu_);
+  // Version that caused the last resync (-2 = none): one per version.
+  int64_t last_resync_version_ ABSL_GUARDED_BY(mu_) = -2;
+
+  std::atomic<int64_t> env_steps_sent_{0};
+  std::atomic<int64_t> chunks_sent_{0};
+  std::atomic<int64_t> chunks_acked_ok_{0};
+  std::atomic<int64_t> chunks_rejected_{0};
+  std::atomic<int64_t> reconnects_{0};
+  std::atomic<int64_t> weight_versions_received_{0};
+  std::atomic<int64_t> current_version_{-1};
+};
+
+}  // namespace ristretto::actor
+
+#endif  // RISTRETTO_ACTOR_ACTOR_H_

@@ -1,0 +1,157 @@
+// ristretto-actor: one CPU actor process. Connects to a learner (retrying
+// with backoff until it answers), steps --envs env copies of the run it is
+// assigned and streams trajectory chunks until SIGTERM/SIGINT (or, with
+// --exit-when-idle, until the learner's runs have finished).
+//
+// At exit prints one line that integration tests parse:
+//   actor <id>: env_steps_sent=<n> chunks_sent=<n> chunks_rejected=<n>
+//   reconnects=<n> versions=<n>
+// Exit status: 0 after a signal or an idle exit, 1 on a fatal error, 2 for
+// bad flags.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "actor/actor.h"
+#include "cli/args.h"
+#include "common/status_macros.h"
+
+namespace ristretto::actor {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: ristretto-actor --learner HOST:PORT [--envs B (16)]\n"
+    "         [--actor-id ID (hostname-pid)] [--cache-dir DIR]\n"
+    "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n";
+
+// Self-pipe: the handler only writes one byte (async-signal-safe); a watcher
+// thread turns it into Actor::Stop(). Libraries (OpenBLAS, gRPC) may start
+// threads before main, so masking + sigwait would not cover them all.
+int g_signal_pipe[2] = {-1, -1};
+constexpr char kSignalByte = 's';
+constexpr char kExitByte = 'x';
+
+void OnSignal(int /*sig*/) {
+  const char byte = kSignalByte;
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
+absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
+  ASSIGN_OR_RETURN(cli::Args args,
+                   cli::Args::Parse(argc, argv, 1, {"exit-when-idle", "help"}));
+  RETURN_IF_ERROR(
+      args.CheckKnown({"learner", "envs", "actor-id", "cache-dir", "seed",
+                       "max-inflight", "exit-when-idle", "help"}));
+  if (args.Has("help")) return absl::CancelledError("help");
+  if (!args.positional().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", args.positional().front(), "'"));
+  }
+  ActorOptions options;
+  ASSIGN_OR_RETURN(options.learner_address, args.RequiredString("learner"));
+  ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", options.num_envs));
+  ASSIGN_OR_RETURN(options.actor_id, args.String("actor-id", ""));
+  ASSIGN_OR_RETURN(options.cache_dir, args.String("cache-dir", ""));
+  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 0));
+  ASSIGN_OR_RETURN(int64_t inflight,
+                   args.Int("max-inflight", options.max_inflight));
+  if (envs < 1 || envs > (1 << 20) || inflight < 1 || inflight > 1024) {
+    return absl::InvalidArgumentError(
+        "--envs must be in [1, 1048576] and --max-inflight in [1, 1024]");
+  }
+  options.num_envs = static_cast<int>(envs);
+  options.seed = static_cast<uint64_t>(seed);
+  options.max_inflight = static_cast<int>(inflight);
+  options.exit_when_idle = args.Has("exit-when-idle");
+  return options;
+}
+
+int Main(int argc, char** argv) {
+  if (pipe(g_signal_pipe) != 0) {
+    std::perror("ristretto-actor: pipe");
+    return 1;
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  absl::StatusOr<ActorOptions> options = ParseFlags(argc, argv);
+  if (!options.ok() &&
+      options.status().code() == absl::StatusCode::kCancelled) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!options.ok()) {
+    std::fprintf(stderr, "ristretto-actor: %s\n%s",
+                 options.status().ToString().c_str(), kUsage);
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<Actor>> created = Actor::Create(*options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "ristretto-actor: %s\n%s",
+                 created.status().ToString().c_str(), kUsage);
+    return 2;
+  }
+  Actor& actor = **created;
+  std::fprintf(stderr, "actor %s: learner %s, %d envs, cache %s\n",
+               actor.actor_id().c_str(),
+               actor.options().learner_address.c_str(),
+               actor.options().num_envs, actor.options().cache_dir.c_str());
+
+  // Owned here: started before Run(), woken with kExitByte and joined after.
+  std::thread watcher([&actor] {
+    int signals = 0;
+    while (true) {
+      char byte = 0;
+      const ssize_t n = read(g_signal_pipe[0], &byte, 1);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || byte == kExitByte) return;
+      if (++signals == 1) {
+        std::fprintf(stderr, "actor %s: signal received; stopping\n",
+                     actor.actor_id().c_str());
+        actor.Stop();
+      } else {
+        std::fprintf(stderr, "actor %s: second signal; exiting now\n",
+                     actor.actor_id().c_str());
+        std::_Exit(1);
+      }
+    }
+  });
+
+  const absl::Status status = actor.Run();
+
+  const char byte = kExitByte;
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+  watcher.join();
+
+  std::printf(
+      "actor %s: env_steps_sent=%lld chunks_sent=%lld chunks_rejected=%lld "
+      "reconnects=%lld versions=%lld\n",
+      actor.actor_id().c_str(), static_cast<long long>(actor.env_steps_sent()),
+      static_cast<long long>(actor.chunks_sent()),
+      static_cast<long long>(actor.chunks_rejected()),
+      static_cast<long long>(actor.reconnects()),
+      static_cast<long long>(actor.weight_versions_received()));
+  std::fflush(stdout);
+  if (!status.ok()) {
+    std::fprintf(stderr, "actor %s: %s\n", actor.actor_id().c_str(),
+                 status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ristretto::actor
+
+int main(int argc, char** argv) { return ristretto::actor::Main(argc, argv); }

@@ -1,0 +1,325 @@
+// The distributed actor–learner service with real processes on 127.0.0.1:
+// a ristretto-learner and ristretto-actor processes, real gRPC, real files.
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "learner/chunk_codec.h"
+#include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/process.h"
+
+namespace ristretto {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ristretto::testing::Process;
+using namespace std::chrono_literals;
+
+// Reads `key=<integer>` from the first line of `log` that contains
+// `line_marker`; -1 if absent.
+int64_t Field(const std::string& log, const std::string& line_marker,
+              const std::string& key) {
+  size_t pos = log.find(line_marker);
+  if (pos == std::string::npos) return -1;
+  const size_t end = log.find('\n', pos);
+  const std::string line = log.substr(pos, end - pos);
+  std::smatch m;
+  if (!std::regex_search(line, m, std::regex(key + "=(-?[0-9]+)"))) return -1;
+  int64_t v = 0;
+  return absl::SimpleAtoi(m[1].str(), &v) ? v : -1;
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ristretto_dist_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::unique_ptr<Process> StartLearner(int port,
+                                        std::vector<std::string> extra) {
+    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY,
+                                     "--port",
+                                     absl::StrCat(port),
+                                     "--run-dir",
+                                     dir_ + "/runs",
+                                     "--synthetic-rows",
+                                     "1200",
+                                     "--synthetic-assets",
+                                     "3",
+                                     "--policy-hidden",
+                                     "32,32",
+                                     "--samples-per-update",
+                                     "1024",
+                                     "--rollout",
+                                     "32",
+                                     "--episode",
+                                     "200",
+                                     "--epochs",
+                                     "2",
+                                     "--minibatch",
+                                     "512"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<Process>(
+        argv, absl::StrCat(dir_, "/learner-", learners_++, ".log"));
+    EXPECT_TRUE(p->WaitForLog("listening on", 60s)) << p->Log();
+    return p;
+  }
+
+  std::unique_ptr<Process> StartActor(int port, const std::string& id) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{RISTRETTO_ACTOR_BINARY, "--learner",
+                                 absl::StrCat("127.0.0.1:", port), "--envs",
+                                 "8", "--actor-id", id, "--cache-dir",
+                                 dir_ + "/cache-" + id, "--exit-when-idle"},
+        dir_ + "/" + id + ".log");
+  }
+
+  std::string dir_;
+  int learners_ = 0;
+};
+
+TEST_F(DistributedTest,
+       ThreeActorsTrainOneRunToItsBudgetWithExactStepAccounting) {
+  const int port = FreePort();
+  auto learner = StartLearner(port, {"--budget", "40000", "--exit-when-done"});
+  std::vector<std::unique_ptr<Process>> actors;
+  for (int i = 0; i < 3; ++i) {
+    actors.push_back(StartActor(port, absl::StrCat("actor", i)));
+  }
+  ASSERT_EQ(learner->Wait(180s), 0) << learner->Log();
+  int64_t sent = 0;
+  for (auto& a : actors) {
+    ASSERT_EQ(a->Wait(30s), 0) << a->Log();
+    const int64_t s = Field(a->Log(), "env_steps_sent=", "env_steps_sent");
+    ASSERT_GE(s, 0) << a->Log();
+    EXPECT_GT(s, 0) << "every actor contributed";
+    sent += s;
+  }
+  const std::string log = learner->Log();
+  const int64_t version = Field(log, "learner: run run-0", "version");
+  const int64_t received = Field(log, "learner: run run-0", "received");
+  const int64_t trained = Field(log, "learner: run run-0", "trained");
+  const int64_t dropped = Field(log, "learner: run run-0", "dropped");
+  EXPECT_GE(version, 5) << log;
+  EXPECT_GE(trained, 40000) << log;
+  EXPECT_EQ(received, trained + dropped) << log;
+  EXPECT_EQ(sent, received) << log;
+  EXPECT_EQ(Field(log, "learner: run run-0", "finished"), 1);
+}
+
+TEST_F(DistributedTest, TwoRunsInOneLearnerEachGetActorsAndReachTheirBudgets) {
+  const int port = FreePort();
+  auto learner = StartLearner(
+      port, {"--budget", "6000", "--runs", "2", "--exit-when-done"});
+  std::vector<std::unique_ptr<Process>> actors;
+  for (int i = 0; i < 2; ++i) {
+    actors.push_back(StartActor(port, absl::StrCat("actor", i)));
+  }
+  ASSERT_EQ(learner->Wait(180s), 0) << learner->Log();
+  const std::string log = learner->Log();
+  for (const char* run : {"learner: run run-0", "learner: run run-1"}) {
+    EXPECT_GE(Field(log, run, "trained"), 6000) << log;
+    EXPECT_GE(Field(log, run, "version"), 2) << log;
+    EXPECT_EQ(Field(log, run, "finished"), 1) << log;
+  }
+  for (auto& a : actors) EXPECT_EQ(a->Wait(30s), 0) << a->Log();
+}
+
+TEST_F(DistributedTest, KilledActorIsReplacedAndTheRunStillFinishes) {
+  const int port = FreePort();
+  auto learner = StartLearner(port, {"--budget", "250000", "--exit-when-done"});
+  auto first = StartActor(port, "victim");
+  auto second = StartActor(port, "survivor");
+  ASSERT_TRUE(first->WaitForLog("assigned", 60s)) << first->Log();
+  std::this_thread::sleep_for(500ms);
+  first->Signal(SIGKILL);
+  ASSERT_EQ(first->Wait(10s), 128 + SIGKILL);
+  auto rejoined = StartActor(port, "rejoined");
+  ASSERT_EQ(learner->Wait(180s), 0) << learner->Log();
+  const std::string log = learner->Log();
+  EXPECT_EQ(Field(log, "learner: run run-0", "finished"), 1) << log;
+  EXPECT_GE(Field(log, "learner: run run-0", "trained"), 250000) << log;
+  EXPECT_EQ(second->Wait(30s), 0) << second->Log();
+  EXPECT_EQ(rejoined->Wait(30s), 0) << rejoined->Log();
+  EXPECT_GT(Field(rejoined->Log(), "env_steps_sent=", "env_steps_sent"), 0)
+      << rejoined->Log();
+}
+
+TEST_F(DistributedTest,
+       LearnerRestartResumesFromItsCheckpointAndActorsReconnect) {
+  const int port = FreePort();
+  auto learner = StartLearner(port, {"--budget", "40000"});
+  auto actor = StartActor(port, "steady");
+  // Let it train a few versions, then stop the learner (it checkpoints).
+  std::this_thread::sleep_for(6s);
+  learner->Signal(SIGTERM);
+  ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
+  const int64_t trained_before =
+      Field(learner->Log(), "learner: run run-0", "trained");
+  ASSERT_GT(trained_before, 0) << learner->Log();
+  // Same port, same run directory: resumes from the checkpoint.
+  auto restarted =
+      StartLearner(port, {"--budget", "40000", "--exit-when-done"});
+  ASSERT_EQ(restarted->Wait(240s), 0) << restarted->Log();
+  const std::string log = restarted->Log();
+  EXPECT_GE(Field(log, "learner: run run-0", "trained"), 40000) << log;
+  // Steps trained by the second process alone: no more than budget − before
+  // plus one update's worth (nothing was lost or counted twice).
+  EXPECT_EQ(actor->Wait(60s), 0) << actor->Log();
+  EXPECT_GE(Field(actor->Log(), "reconnects=", "reconnects"), 1)
+      << actor->Log();
+}
+
+// A raw client speaking the protocol badly: every bad chunk gets its exact
+// status code, and the learner keeps serving.
+TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
+  const int port = FreePort();
+  auto learner =
+      StartLearner(port, {"--budget", "100000", "--max-message-mb", "1"});
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1::Learner::NewStub(channel);
+  grpc::ClientContext context;
+  auto stream = stub->Act(&context);
+  v1::ActorMessage hello;
+  hello.mutable_hello()->set_actor_id("raw");
+  hello.mutable_hello()->set_env_copies(2);
+  hello.mutable_hello()->set_have_version(-1);
+  ASSERT_TRUE(stream->Write(hello));
+  v1::LearnerMessage in;
+  ASSERT_TRUE(stream->Read(&in));
+  ASSERT_TRUE(in.has_assignment());
+  const std::string run_id = in.assignment().run_id();
+  ASSERT_TRUE(stream->Read(&in));
+  ASSERT_TRUE(in.has_weights());
+  EXPECT_EQ(in.weights().version(), 0);
+
+  // A well-formed chunk for this run: T = 2, B = 2, D = 1 + 3 + 3·14, A = 3.
+  const int D = 1 + 3 + 3 * 14, A = 3;
+  learner::TrajectoryChunk good;
+  good.run_id = run_id;
+  good.actor_id = "raw";
+  good.steps = 2;
+  good.copies = 2;
+  good.obs_size = D;
+  good.action_size = A;
+  good.obs.assign(3 * 2 * D, 0.5f);
+  good.actions.assign(2 * 2 * A, 0.1f);
+  good.log_probs.assign(4, -1.0f);
+  good.rewards.assign(4, 0.0f);
+  good.dones.assign(4, 0);
+  auto send = [&](const learner::TrajectoryChunk& c, int64_t seq) {
+    v1::ActorMessage m;
+    learner::ChunkToProto(c, seq, m.mutable_chunk());
+    EXPECT_TRUE(stream->Write(m));
+    v1::LearnerMessage ack;
+    while (stream->Read(&ack)) {
+      if (ack.has_ack()) return ack.ack();
+    }
+    ADD_FAILURE() << "stream ended";
+    return v1::ChunkAck();
+  };
+  EXPECT_EQ(send(good, 0).code(), 0);
+
+  learner::TrajectoryChunk wrong_shape = good;
+  wrong_shape.obs_size = D + 1;
+  wrong_shape.obs.assign(3 * 2 * (D + 1), 0.5f);
+  v1::ChunkAck ack = send(wrong_shape, 1);
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(ack.message(), ::testing::HasSubstr("chunk.observations"));
+
+  learner::TrajectoryChunk nan_reward = good;
+  nan_reward.rewards[1] = std::numeric_limits<float>::quiet_NaN();
+  ack = send(nan_reward, 2);
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(ack.message(), ::testing::HasSubstr("rewards[1]"));
+
+  learner::TrajectoryChunk unknown = good;
+  unknown.run_id = "no-such-run";
+  ack = send(unknown, 3);
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::NOT_FOUND));
+
+  learner::TrajectoryChunk future = good;
+  future.policy_version = 1000;
+  ack = send(future, 4);
+  EXPECT_EQ(ack.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(ack.message(), ::testing::HasSubstr("newer than the run"));
+
+  // Still serving on the same stream.
+  EXPECT_EQ(send(good, 5).code(), 0);
+  stream->WritesDone();
+  context.TryCancel();
+  stream->Finish();
+
+  // An oversized message (> 1 MiB) fails that call with RESOURCE_EXHAUSTED.
+  {
+    grpc::ClientContext big_context;
+    auto big_stream = stub->Act(&big_context);
+    big_stream->Write(hello);
+    learner::TrajectoryChunk big = good;
+    big.steps = 400;
+    big.copies = 20;
+    big.obs.assign(401 * 20 * D, 0.5f);
+    big.actions.assign(400 * 20 * A, 0.1f);
+    big.log_probs.assign(8000, -1.0f);
+    big.rewards.assign(8000, 0.0f);
+    big.dones.assign(8000, 0);
+    v1::ActorMessage m;
+    learner::ChunkToProto(big, 0, m.mutable_chunk());
+    ASSERT_GT(m.ByteSizeLong(), 1u << 20);
+    big_stream->Write(m);
+    big_stream->WritesDone();
+    v1::LearnerMessage drain;
+    while (big_stream->Read(&drain)) {
+    }
+    EXPECT_EQ(big_stream->Finish().error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+
+  // The learner keeps serving: a status call works and counts the rejects.
+  grpc::ClientContext status_context;
+  status_context.set_deadline(std::chrono::system_clock::now() + 10s);
+  v1::LearnerStatus status;
+  ASSERT_TRUE(
+      stub->GetStatus(&status_context, v1::StatusRequest(), &status).ok());
+  EXPECT_EQ(status.chunks_rejected(), 4);
+  ASSERT_EQ(status.runs_size(), 1);
+  EXPECT_EQ(status.runs(0).env_steps_received(), 8);  // two good chunks
+  learner->Signal(SIGTERM);
+  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+}
+
+}  // namespace
+}  // namespace ristretto
