@@ -48,7 +48,10 @@ int FreePort() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return 0;
+  }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   const int port = ntohs(addr.sin_port);
@@ -115,6 +118,7 @@ TEST_F(DistributedTest,
   const int port = FreePort();
   auto learner = StartLearner(port, {"--budget", "40000", "--exit-when-done"});
   std::vector<std::unique_ptr<Process>> actors;
+  actors.reserve(3);
   for (int i = 0; i < 3; ++i) {
     actors.push_back(StartActor(port, absl::StrCat("actor", i)));
   }
@@ -144,6 +148,7 @@ TEST_F(DistributedTest, TwoRunsInOneLearnerEachGetActorsAndReachTheirBudgets) {
   auto learner = StartLearner(
       port, {"--budget", "6000", "--runs", "2", "--exit-when-done"});
   std::vector<std::unique_ptr<Process>> actors;
+  actors.reserve(3);
   for (int i = 0; i < 2; ++i) {
     actors.push_back(StartActor(port, absl::StrCat("actor", i)));
   }

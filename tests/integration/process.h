@@ -29,6 +29,7 @@ class Process {
       dup2(fd, 1);
       dup2(fd, 2);
       std::vector<char*> args;
+      args.reserve(argv.size() + 1);
       for (std::string& a : argv) args.push_back(a.data());
       args.push_back(nullptr);
       execv(args[0], args.data());
