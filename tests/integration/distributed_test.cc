@@ -194,9 +194,24 @@ TEST_F(DistributedTest,
   const int64_t trained_before =
       Field(learner->Log(), "learner: run run-0", "trained");
   ASSERT_GT(trained_before, 0) << learner->Log();
-  // Same port, same run directory: resumes from the checkpoint.
+  // Same port, same run directory: resumes from the checkpoint with the
+  // step count it had (nothing lost, nothing counted twice).
   auto restarted =
       StartLearner(port, {"--budget", "40000", "--exit-when-done"});
+  {
+    auto stub = v1::Learner::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::LearnerStatus status;
+    ASSERT_TRUE(stub->GetStatus(&context, v1::StatusRequest(), &status).ok());
+    ASSERT_EQ(status.runs_size(), 1);
+    // Training may already have resumed: at least the checkpointed count,
+    // and the version it stopped at.
+    EXPECT_GE(status.runs(0).env_steps_trained(), trained_before);
+    EXPECT_GE(status.runs(0).policy_version(),
+              Field(learner->Log(), "learner: run run-0", "version"));
+  }
   ASSERT_EQ(restarted->Wait(240s), 0) << restarted->Log();
   const std::string log = restarted->Log();
   EXPECT_GE(Field(log, "learner: run run-0", "trained"), 40000) << log;
