@@ -8,28 +8,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
+#include "cli/run_flags.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
-#include "env/synthetic.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/trainer.h"
 
 namespace ristretto::cli {
 namespace {
-
-absl::StatusOr<std::vector<int>> ParseWidths(const std::string& text) {
-  std::vector<int> widths;
-  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    int w = 0;
-    if (!absl::SimpleAtoi(part, &w) || w < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad layer width '", part, "' in '", text, "'"));
-    }
-    widths.push_back(w);
-  }
-  return widths;
-}
 
 void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
   std::printf(
@@ -78,20 +65,7 @@ absl::Status Train(const Args& args) {
                                    "log-prob",
                                    "max-grad-norm",
                                    "quiet"}));
-  env::Dataset dataset;
-  if (args.Has("dataset")) {
-    ASSIGN_OR_RETURN(std::string path, args.RequiredString("dataset"));
-    ASSIGN_OR_RETURN(dataset, env::ReadDataset(path));
-  } else {
-    env::SyntheticMarketOptions synth;
-    ASSIGN_OR_RETURN(synth.num_rows, args.Int("synthetic-rows", 8678));
-    ASSIGN_OR_RETURN(int64_t assets, args.Int("synthetic-assets", 7));
-    synth.num_assets = static_cast<int>(assets);
-    ASSIGN_OR_RETURN(int64_t seed, args.Int("synthetic-seed", 1));
-    synth.seed = static_cast<uint64_t>(seed);
-    ASSIGN_OR_RETURN(synth.predictability, args.Double("predictability", 0.0));
-    ASSIGN_OR_RETURN(dataset, env::GenerateSyntheticDataset(synth));
-  }
+  ASSIGN_OR_RETURN(env::Dataset dataset, DatasetFromArgs(args, 8678, nullptr));
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
   learner::TrainerOptions o;

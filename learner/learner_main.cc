@@ -23,9 +23,9 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "cli/args.h"
+#include "cli/run_flags.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
-#include "env/synthetic.h"
 #include "grpcpp/grpcpp.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
@@ -33,24 +33,6 @@
 
 namespace ristretto::learner {
 namespace {
-
-absl::StatusOr<std::vector<int>> Widths(const std::string& text) {
-  std::vector<int> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string part = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
-    int w = 0;
-    if (!absl::SimpleAtoi(part, &w) || w < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("bad width '", part, "'"));
-    }
-    out.push_back(w);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 // Self-pipe: the handler only writes one byte (async-signal-safe); a
 // watcher thread turns it into a notification. Libraries (OpenBLAS, gRPC)
@@ -111,19 +93,9 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(std::string run_root,
                    args.String("run-dir", "/tmp/ristretto-learner"));
   std::string dataset_path;
-  env::Dataset dataset;
-  if (args.Has("dataset")) {
-    ASSIGN_OR_RETURN(dataset_path, args.RequiredString("dataset"));
-    ASSIGN_OR_RETURN(dataset, env::ReadDataset(dataset_path));
-  } else {
-    env::SyntheticMarketOptions synth;
-    ASSIGN_OR_RETURN(synth.num_rows, args.Int("synthetic-rows", 4000));
-    ASSIGN_OR_RETURN(int64_t assets, args.Int("synthetic-assets", 7));
-    synth.num_assets = static_cast<int>(assets);
-    ASSIGN_OR_RETURN(int64_t sseed, args.Int("synthetic-seed", 1));
-    synth.seed = static_cast<uint64_t>(sseed);
-    ASSIGN_OR_RETURN(synth.predictability, args.Double("predictability", 0.0));
-    ASSIGN_OR_RETURN(dataset, env::GenerateSyntheticDataset(synth));
+  ASSIGN_OR_RETURN(env::Dataset dataset,
+                   cli::DatasetFromArgs(args, 4000, &dataset_path));
+  if (dataset_path.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(run_root, ec);
     dataset_path = run_root + "/dataset.rds";
@@ -143,7 +115,7 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(std::string reward, args.String("reward", "shaped"));
   RETURN_IF_ERROR(env::ParseRewardMode(reward, &base.env.reward_mode));
   ASSIGN_OR_RETURN(std::string hidden, args.String("policy-hidden", "64,64"));
-  ASSIGN_OR_RETURN(base.network.policy_hidden, Widths(hidden));
+  ASSIGN_OR_RETURN(base.network.policy_hidden, cli::ParseWidths(hidden));
   base.network.value_hidden = base.network.policy_hidden;
   ASSIGN_OR_RETURN(base.ppo.learning_rate, args.Double("lr", 3e-4));
   ASSIGN_OR_RETURN(int64_t epochs, args.Int("epochs", 4));
