@@ -5,10 +5,10 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/file_util.h"
 #include "common/sha256.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -250,14 +250,6 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& path) {
 
 namespace {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 absl::Status CheckHeader(const std::string& path, const std::string& bytes) {
   if (bytes.size() < kHeaderBytes ||
       std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
@@ -292,7 +284,7 @@ absl::StatusOr<std::string> ReadDatasetId(const std::string& path) {
 }
 
 absl::StatusOr<Dataset> ReadDataset(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadWholeFile(path);
+  absl::StatusOr<std::string> bytes = ReadFileToString(path);
   if (!bytes.ok()) return bytes.status();
   absl::Status ok = CheckHeader(path, *bytes);
   if (!ok.ok()) return ok;

@@ -5,27 +5,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "env/cv_split.h"
 
 namespace ristretto::env {
-namespace {
-
-// Intersects `blocks` with the market's domains, keeping pieces of at least
-// `min_rows` rows.
-std::vector<Domain> Intersect(const std::vector<Domain>& blocks,
-                              const std::vector<Domain>& market_domains,
-                              int64_t min_rows) {
-  std::vector<Domain> out;
-  for (const Domain& b : blocks) {
-    for (const Domain& m : market_domains) {
-      const Domain piece{std::max(b.begin, m.begin), std::min(b.end, m.end)};
-      if (piece.size() >= min_rows) out.push_back(piece);
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
     std::shared_ptr<const MarketData> market, const VectorEnvOptions& options) {
   if (market == nullptr) return absl::InvalidArgumentError("market is null");
@@ -60,9 +42,9 @@ absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
           ") is empty or outside the market's ", market->num_rows, " rows"));
     }
   }
-  std::vector<Domain> domains =
-      Intersect(options.domains.empty() ? market->domains : options.domains,
-                market->domains, min_rows);
+  std::vector<Domain> domains = IntersectDomains(
+      options.domains.empty() ? market->domains : options.domains,
+      market->domains, min_rows, nullptr);
   if (domains.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no contiguous domain has the ", min_rows,

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/file_util.h"
 #include "nlohmann/json.hpp"
 
 namespace ristretto::learner {
@@ -41,15 +41,6 @@ absl::Status WriteFileAtomically(const fs::path& path,
         absl::StrCat("cannot rename into ", path.string(), ": ", ec.message()));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 std::string StateToJson(const CheckpointState& s) {
@@ -162,7 +153,8 @@ absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
 }
 
 absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir) {
-  absl::StatusOr<std::string> name = ReadFile(fs::path(run_dir) / kLatest);
+  absl::StatusOr<std::string> name =
+      ReadFileToString((fs::path(run_dir) / kLatest).string());
   if (!name.ok()) {
     return absl::NotFoundError(absl::StrCat("no checkpoint in ", run_dir));
   }
@@ -179,7 +171,7 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir) {
 absl::StatusOr<PolicyContract> ReadCheckpointContract(
     const std::string& checkpoint_dir) {
   absl::StatusOr<std::string> text =
-      ReadFile(fs::path(checkpoint_dir) / "contract.json");
+      ReadFileToString((fs::path(checkpoint_dir) / "contract.json").string());
   if (!text.ok()) return text.status();
   return PolicyContract::FromJson(*text);
 }
@@ -195,7 +187,7 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(
                         absl::StrCat(checkpoint_dir, ": ", s.message()));
   }
   absl::StatusOr<std::string> state_text =
-      ReadFile(fs::path(checkpoint_dir) / "state.json");
+      ReadFileToString((fs::path(checkpoint_dir) / "state.json").string());
   if (!state_text.ok()) return state_text.status();
   absl::StatusOr<CheckpointState> state = StateFromJson(*state_text);
   if (!state.ok()) return state.status();

@@ -20,30 +20,18 @@
 #include "learner/contract.h"
 #include "learner/torch/ppo.h"
 #include "learner/trajectory.h"
+#include "tests/learner/torch/learner_test_util.h"
 
 namespace ristretto::learner {
 namespace {
 
+using testing::kActions;
+using testing::kObs;
+using testing::SmallNetwork;
+using testing::SmallPpo;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-constexpr int kObs = 5;
-constexpr int kActions = 2;
-
-NetworkOptions SmallNetwork() {
-  NetworkOptions net;
-  net.policy_hidden = {16, 16};
-  net.value_hidden = {16, 16};
-  return net;
-}
-
-PpoOptions SmallPpo() {
-  PpoOptions ppo;
-  ppo.learning_rate = 1e-3;
-  ppo.epochs = 2;
-  ppo.minibatch_size = 8;
-  return ppo;
-}
 
 // 2 assets × 1 feature, lookback 1: obs_size = 1 + 2 + 2·1·1 = 5, 2 actions.
 PolicyContract MakeContract(const NetworkOptions& net = SmallNetwork()) {
@@ -52,34 +40,11 @@ PolicyContract MakeContract(const NetworkOptions& net = SmallNetwork()) {
   return PolicyContract::Make(env, net, {"BTC", "ETH"}, {"rsi"}, "sha-test");
 }
 
-// A T × B chunk of finite synthetic experience; every fifth sample ends an
-// episode and has a final obs.
+// Chunks with per-column offsets, so the observation statistics that a
+// checkpoint must restore are non-trivial.
 TrajectoryChunk MakeChunk(int64_t version, int steps, int copies,
                           uint64_t seed) {
-  Rng rng(seed);
-  auto uniform = [&](double lo, double hi) {
-    return static_cast<float>(lo + (hi - lo) * rng.Uniform());
-  };
-  TrajectoryChunk c;
-  c.policy_version = version;
-  c.steps = steps;
-  c.copies = copies;
-  c.obs_size = kObs;
-  c.action_size = kActions;
-  const int n = steps * copies;
-  for (int i = 0; i < (steps + 1) * copies * kObs; ++i) {
-    c.obs.push_back(uniform(-2.0, 2.0) + 0.5f * static_cast<float>(i % kObs));
-  }
-  for (int i = 0; i < n * kActions; ++i) c.actions.push_back(uniform(-1, 1));
-  for (int i = 0; i < n; ++i) {
-    c.log_probs.push_back(uniform(-1.2, -0.8));
-    c.rewards.push_back(uniform(-0.1, 0.1));
-    c.dones.push_back(i % 5 == 4 ? 1 : 0);
-    if (c.dones.back()) {
-      for (int d = 0; d < kObs; ++d) c.final_obs.push_back(uniform(-2, 2));
-    }
-  }
-  return c;
+  return testing::MakeChunk(version, steps, copies, seed, kObs, 0.5f);
 }
 
 std::unique_ptr<PpoLearner> MakeLearner(

@@ -13,67 +13,24 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "learner/trajectory.h"
+#include "tests/learner/torch/learner_test_util.h"
 
 namespace ristretto::learner {
 namespace {
 
-using ::testing::HasSubstr;
+using testing::kActions;
+using testing::kObs;
+using testing::MakeChunk;
+using testing::SmallNetwork;
+using testing::SmallPpo;
 
-constexpr int kObs = 5;
-constexpr int kActions = 2;
+using ::testing::HasSubstr;
 
 torch::Tensor F64(const std::vector<double>& v) {
   return torch::tensor(v, torch::kFloat64);
 }
 
 double Scalar(const torch::Tensor& t) { return t.item<double>(); }
-
-NetworkOptions SmallNetwork() {
-  NetworkOptions net;
-  net.policy_hidden = {16, 16};
-  net.value_hidden = {16, 16};
-  return net;
-}
-
-PpoOptions SmallPpo() {
-  PpoOptions ppo;
-  ppo.learning_rate = 1e-3;
-  ppo.epochs = 2;
-  ppo.minibatch_size = 8;
-  return ppo;
-}
-
-// A T × B chunk of finite synthetic experience (D = 5, A = 2) acted by
-// `version`; every fifth sample ends an episode and has a final obs.
-TrajectoryChunk MakeChunk(int64_t version, int steps, int copies, uint64_t seed,
-                          int obs_size = kObs) {
-  Rng rng(seed);
-  auto uniform = [&](double lo, double hi) {
-    return static_cast<float>(lo + (hi - lo) * rng.Uniform());
-  };
-  TrajectoryChunk c;
-  c.run_id = "run";
-  c.actor_id = "actor-" + std::to_string(seed);
-  c.policy_version = version;
-  c.steps = steps;
-  c.copies = copies;
-  c.obs_size = obs_size;
-  c.action_size = kActions;
-  const int n = steps * copies;
-  for (int i = 0; i < (steps + 1) * copies * obs_size; ++i) {
-    c.obs.push_back(uniform(-2.0, 2.0));
-  }
-  for (int i = 0; i < n * kActions; ++i) c.actions.push_back(uniform(-1, 1));
-  for (int i = 0; i < n; ++i) {
-    c.log_probs.push_back(uniform(-1.2, -0.8));
-    c.rewards.push_back(uniform(-0.1, 0.1));
-    c.dones.push_back(i % 5 == 4 ? 1 : 0);
-    if (c.dones.back()) {
-      for (int d = 0; d < obs_size; ++d) c.final_obs.push_back(uniform(-2, 2));
-    }
-  }
-  return c;
-}
 
 std::unique_ptr<PpoLearner> MakeLearner(const PpoOptions& ppo,
                                         uint64_t seed = 1, int64_t budget = 0) {
