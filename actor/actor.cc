@@ -23,6 +23,7 @@
 #include "env/market_data.h"
 #include "env/vector_env.h"
 #include "learner/chunk_codec.h"
+#include "learner/dataset_cache.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
 
@@ -727,46 +728,16 @@ absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
 }
 
 absl::StatusOr<env::Dataset> Actor::EnsureDataset(const std::string& id) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(options_.cache_dir, ec);
-  if (ec) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create the dataset cache ", options_.cache_dir,
-                     ": ", ec.message()));
-  }
-  const std::string path =
-      (fs::path(options_.cache_dir) / (id + ".rds")).string();
-  if (fs::exists(path, ec)) {
-    absl::StatusOr<env::Dataset> cached = env::ReadDataset(path);
-    if (cached.ok() && cached->ComputeId() == id) return cached;
-    std::fprintf(stderr, "actor %s: cached %s is unusable (%s); fetching\n",
-                 options_.actor_id.c_str(), path.c_str(),
-                 cached.ok() ? "wrong id" : cached.status().ToString().c_str());
-    fs::remove(path, ec);
-  }
-  std::fprintf(stderr, "actor %s: fetching dataset %s into %s\n",
-               options_.actor_id.c_str(), id.c_str(), path.c_str());
-  RETURN_IF_ERROR(FetchDataset(id, path));
-  absl::StatusOr<env::Dataset> dataset = env::ReadDataset(path);
-  if (dataset.ok() && dataset->ComputeId() == id) return dataset;
-  fs::remove(path, ec);
-  if (!dataset.ok() &&
-      dataset.status().code() == absl::StatusCode::kUnimplemented) {
-    return Annotate(dataset.status(), absl::StrCat("dataset ", id));
-  }
-  return absl::DataLossError(absl::StrCat(
-      "fetched dataset ", id, " does not verify: ",
-      dataset.ok()
-          ? absl::StrCat("its content hashes to ", dataset->ComputeId())
-          : dataset.status().ToString()));
+  std::fprintf(stderr, "actor %s: dataset %s (cache %s)\n",
+               options_.actor_id.c_str(), id.c_str(),
+               options_.cache_dir.c_str());
+  return learner::LoadOrFetchDataset(
+      options_.cache_dir, id,
+      [this, &id](const std::string& path) { return FetchDataset(id, path); });
 }
 
 absl::Status Actor::FetchDataset(const std::string& id,
                                  const std::string& path) {
-  namespace fs = std::filesystem;
-  // A per-process temporary: actors sharing a cache never write one file.
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   grpc::ClientContext ctx;
   ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
   {
@@ -776,65 +747,16 @@ absl::Status Actor::FetchDataset(const std::string& id,
     }
     fetch_ctx_ = &ctx;
   }
-  absl::Status status;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      status =
-          absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-    } else {
-      v1::FetchDatasetRequest request;
-      request.set_dataset_id(id);
-      std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-          stub_->FetchDataset(&ctx, request);
-      v1::DatasetPiece piece;
-      int64_t written = 0, total = -1;
-      bool last = false;
-      while (status.ok() && reader->Read(&piece)) {
-        if (last || piece.offset() != written ||
-            (total >= 0 && piece.total_size() != total) ||
-            written + static_cast<int64_t>(piece.data().size()) >
-                piece.total_size()) {
-          status = absl::DataLossError(
-              absl::StrCat("dataset piece at offset ", piece.offset(), " of ",
-                           piece.total_size(), " bytes does not follow ",
-                           written, " bytes received"));
-          ctx.TryCancel();
-          break;
-        }
-        total = piece.total_size();
-        out.write(piece.data().data(),
-                  static_cast<std::streamsize>(piece.data().size()));
-        written += static_cast<int64_t>(piece.data().size());
-        last = piece.last();
-      }
-      const grpc::Status finish = reader->Finish();
-      out.close();
-      if (status.ok() && !finish.ok()) {
-        // Server-side failures (absent dataset, learner gone) are retried.
-        status = absl::UnavailableError(absl::StrCat(
-            "FetchDataset ", id, ": ", FromGrpc(finish).ToString()));
-      } else if (status.ok() && (!last || written != total)) {
-        status = absl::DataLossError(absl::StrCat(
-            "dataset ", id, " ended after ", written, " of ", total, " bytes"));
-      } else if (status.ok() && !out) {
-        status = absl::InternalError(absl::StrCat("writing ", tmp, " failed"));
-      }
-    }
-  }
+  v1::FetchDatasetRequest request;
+  request.set_dataset_id(id);
+  std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+      stub_->FetchDataset(&ctx, request);
+  absl::Status status =
+      learner::ReceiveDatasetFile(reader.get(), &ctx, id, path);
   {
     absl::MutexLock lock(&mu_);
     fetch_ctx_ = nullptr;
   }
-  std::error_code ec;
-  if (status.ok()) {
-    fs::rename(tmp, path, ec);
-    if (ec) {
-      status = absl::InternalError(
-          absl::StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
-    }
-  }
-  if (!status.ok()) fs::remove(tmp, ec);
   return status;
 }
 

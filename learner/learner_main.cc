@@ -1,6 +1,10 @@
-// ristretto-learner: hosts K runs on one device and serves actors over
-// gRPC. Until the coordinator (issue 5) assigns runs, the runs come from
-// the command line: K runs of the same dataset with seeds seed..seed+K−1.
+// ristretto-learner: hosts runs on one device and serves actors over gRPC.
+// With --coordinator HOST:PORT it registers --slots and leases runs from the
+// coordinator (CoordinatorAgent); without, the runs come from the command
+// line: K runs of the same dataset with seeds seed..seed+K−1.
+// Every run's memory estimate is admitted against --memory-mb (default: half
+// the machine's RAM); on CUDA, --gpu-memory-fraction caps LibTorch's caching
+// allocator.
 //
 // Prints "listening on HOST:PORT" once serving; on SIGTERM/SIGINT (or, with
 // --exit-when-done, once every run has reached its budget) it stops
@@ -13,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -27,7 +32,9 @@
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
+#include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_service.h"
+#include "learner/torch/device_memory.h"
 #include "learner/service/run_host.h"
 #include "learner/torch/checkpoint.h"
 
@@ -42,6 +49,129 @@ int g_signal_pipe[2] = {-1, -1};
 void OnSignal(int /*sig*/) {
   const char byte = 1;
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
+struct Listening {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // HOST:PORT actually bound
+};
+
+// Starts the gRPC server (--address, --port; 0 = any free port) and prints
+// "listening on HOST:PORT".
+absl::StatusOr<Listening> Listen(const cli::Args& args, grpc::Service* service,
+                                 int64_t max_message_bytes) {
+  ASSIGN_OR_RETURN(std::string address, args.String("address", "127.0.0.1"));
+  ASSIGN_OR_RETURN(int64_t port, args.Int("port", 0));
+  int bound_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(address, ":", port),
+                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(max_message_bytes));
+  builder.RegisterService(service);
+  Listening out;
+  out.server = builder.BuildAndStart();
+  if (out.server == nullptr || bound_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address, ":", port));
+  }
+  out.address = absl::StrCat(address, ":", bound_port);
+  std::printf("listening on %s\n", out.address.c_str());
+  std::fflush(stdout);
+  return out;
+}
+
+// Blocks until SIGTERM/SIGINT or until `done()` (polled every 100 ms).
+void WaitForStop(const std::function<bool()>& done) {
+  absl::Notification stop;
+  std::thread signal_thread([&stop] {
+    char byte = 0;
+    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    if (!stop.HasBeenNotified()) stop.Notify();
+  });
+  while (!stop.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+    if (done()) break;
+  }
+  if (!stop.HasBeenNotified()) OnSignal(0);  // wake the watcher to join it
+  signal_thread.join();
+}
+
+// Streams end when their actors half-close after the Stop message (so
+// chunks in flight are still counted); give them time, then cancel.
+void ShutDown(grpc::Server* server) {
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+}
+
+void PrintRun(const std::string& run_id, const RunCounters& c,
+              const std::string& outcome) {
+  std::printf(
+      "learner: run %s version=%lld received=%lld trained=%lld dropped=%lld "
+      "rejected=%lld finished=%d score=%.4f%s%s\n",
+      run_id.c_str(), static_cast<long long>(c.policy_version),
+      static_cast<long long>(c.env_steps_received),
+      static_cast<long long>(c.env_steps_trained),
+      static_cast<long long>(c.env_steps_dropped),
+      static_cast<long long>(c.chunks_rejected), c.finished ? 1 : 0,
+      c.last_score, outcome.empty() ? "" : " outcome=", outcome.c_str());
+}
+
+// Half of the machine's physical memory, in MiB.
+absl::StatusOr<int64_t> DefaultMemoryMb() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) {
+    return absl::InternalError("cannot read the machine's memory size");
+  }
+  return static_cast<int64_t>(pages) * page_size / 2 >> 20;
+}
+
+// The largest chunk a message of `max_message_bytes` can carry, in env steps.
+int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
+                        int action_size) {
+  return max_message_bytes / ((obs_size + 2 * int64_t{action_size} + 4) * 4);
+}
+
+// Coordinator mode: lease runs from --coordinator until SIGTERM.
+absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
+                              int64_t max_message_bytes) {
+  LearnerService service({}, LearnerServiceOptions{});
+  ASSIGN_OR_RETURN(Listening listening,
+                   Listen(args, &service, max_message_bytes));
+  AgentOptions options;
+  ASSIGN_OR_RETURN(options.coordinator_address, args.String("coordinator", ""));
+  ASSIGN_OR_RETURN(options.advertise_address,
+                   args.String("advertise", listening.address));
+  ASSIGN_OR_RETURN(options.member_id,
+                   args.String("member-id",
+                               absl::StrCat("learner-", listening.address)));
+  ASSIGN_OR_RETURN(options.token, args.String("token", ""));
+  ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", 2));
+  if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
+  options.slots = static_cast<int>(slots);
+  options.memory_budget_bytes = budget_bytes;
+  ASSIGN_OR_RETURN(options.device, args.String("device", "cpu"));
+  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
+  options.cpu_threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(std::string run_root,
+                   args.String("run-dir", "/tmp/ristretto-learner"));
+  ASSIGN_OR_RETURN(options.cache_dir,
+                   args.String("cache-dir", run_root + "/datasets"));
+  // Chunks are bounded by the message cap; assume the smallest observation.
+  options.max_chunk_samples = MaxChunkSamples(max_message_bytes, 8, 1);
+  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 8));
+  options.queue_capacity = static_cast<int>(queue);
+  CoordinatorAgent agent(options, &service);
+  agent.Start();
+  WaitForStop([] { return false; });
+  agent.Stop();  // checkpoints, completes or releases every run
+  ShutDown(listening.server.get());
+  for (const AgentRunSummary& r : agent.summaries()) {
+    PrintRun(r.run_name, r.counters, r.outcome);
+  }
+  std::printf("learner: wire_rejected=%lld\n",
+              static_cast<long long>(service.chunks_rejected()));
+  return absl::OkStatus();
 }
 
 absl::Status Main(int argc, char** argv) {
@@ -86,7 +216,32 @@ absl::Status Main(int argc, char** argv) {
                                    "queue",
                                    "max-policy-lag",
                                    "device",
-                                   "threads"}));
+                                   "threads",
+                                   "coordinator",
+                                   "slots",
+                                   "member-id",
+                                   "advertise",
+                                   "token",
+                                   "cache-dir",
+                                   "memory-mb",
+                                   "gpu-memory-fraction"}));
+  ASSIGN_OR_RETURN(int64_t default_mb, DefaultMemoryMb());
+  ASSIGN_OR_RETURN(int64_t memory_mb, args.Int("memory-mb", default_mb));
+  if (memory_mb < 1) {
+    return absl::InvalidArgumentError("--memory-mb must be >= 1");
+  }
+  const int64_t budget_bytes = memory_mb << 20;
+  ASSIGN_OR_RETURN(int64_t max_mb, args.Int("max-message-mb", 64));
+  if (max_mb < 1 || max_mb > 1024) {
+    return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
+  }
+  const int64_t max_message_bytes = max_mb << 20;
+  ASSIGN_OR_RETURN(double gpu_fraction, args.Double("gpu-memory-fraction", 0));
+  ASSIGN_OR_RETURN(std::string device, args.String("device", "cpu"));
+  RETURN_IF_ERROR(CapDeviceMemory(device, gpu_fraction));
+  if (args.Has("coordinator")) {
+    return ServeCoordinated(args, budget_bytes, max_message_bytes);
+  }
 
   // Dataset: a file, or a synthetic market written next to the runs so
   // actors can fetch it by id.
@@ -128,7 +283,7 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(int64_t lag,
                    args.Int("max-policy-lag", base.ppo.max_policy_lag));
   base.ppo.max_policy_lag = static_cast<int>(lag);
-  ASSIGN_OR_RETURN(base.ppo.device, args.String("device", "cpu"));
+  base.ppo.device = device;
   ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
   base.ppo.cpu_threads = static_cast<int>(threads);
   ASSIGN_OR_RETURN(base.budget_env_steps, args.Int("budget", 100000));
@@ -142,12 +297,14 @@ absl::Status Main(int argc, char** argv) {
   base.train_domains = {env::Domain{0, split}};
   base.validation_domains = {env::Domain{split, T}};
 
+  ASSIGN_OR_RETURN(int64_t rollout, args.Int("rollout", 128));
+  base.rollout_steps = static_cast<int>(rollout);
   ASSIGN_OR_RETURN(int64_t num_runs, args.Int("runs", 1));
   ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
   ASSIGN_OR_RETURN(int64_t samples, args.Int("samples-per-update", 1024));
   ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 8));
-  std::vector<std::unique_ptr<RunHost>> hosts;
-  std::vector<RunHost*> runs;
+  std::vector<std::shared_ptr<RunHost>> runs;
+  int64_t bytes_in_use = 0;
   for (int64_t k = 0; k < num_runs; ++k) {
     RunSpec spec;
     spec.run_id = absl::StrCat("run-", k);
@@ -156,71 +313,47 @@ absl::Status Main(int argc, char** argv) {
     spec.trainer.run_dir = RunDirectory(run_root, "local", spec.run_id, 0);
     spec.samples_per_update = samples;
     spec.queue_capacity = static_cast<int>(queue);
+    const int obs_size =
+        1 + market->num_assets + market->num_features * base.env.lookback;
+    const int64_t bytes =
+        EstimateRunBytes(spec, obs_size, market->num_assets,
+                         MaxChunkSamples(max_message_bytes, obs_size,
+                                         market->num_assets));
+    if (bytes_in_use + bytes > budget_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "run ", spec.run_id, " needs about ", bytes >> 20,
+          " MiB; the memory budget is ", memory_mb, " MiB with ",
+          bytes_in_use >> 20, " MiB taken by ", k,
+          " run(s) (raise --memory-mb or host fewer --runs)"));
+    }
+    bytes_in_use += bytes;
     ASSIGN_OR_RETURN(std::unique_ptr<RunHost> host,
                      RunHost::Create(spec, market));
-    runs.push_back(host.get());
-    hosts.push_back(std::move(host));
+    runs.push_back(std::move(host));
   }
+  std::fprintf(stderr, "learner: %lld run(s), ~%lld MiB of %lld MiB budget\n",
+               static_cast<long long>(num_runs),
+               static_cast<long long>(bytes_in_use >> 20),
+               static_cast<long long>(memory_mb));
 
   LearnerServiceOptions service_options;
   service_options.dataset_path = dataset_path;
   service_options.dataset_id = dataset_id;
-  service_options.episode_steps = static_cast<int>(base.episode_steps);
-  ASSIGN_OR_RETURN(int64_t rollout, args.Int("rollout", 128));
-  service_options.rollout_steps = static_cast<int>(rollout);
   LearnerService service(runs, service_options);
 
-  ASSIGN_OR_RETURN(std::string address, args.String("address", "127.0.0.1"));
-  ASSIGN_OR_RETURN(int64_t port, args.Int("port", 0));
-  ASSIGN_OR_RETURN(int64_t max_mb, args.Int("max-message-mb", 64));
-  int bound_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(address, ":", port),
-                           grpc::InsecureServerCredentials(), &bound_port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(max_mb << 20));
-  builder.SetMaxSendMessageSize(static_cast<int>(max_mb << 20));
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || bound_port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", address, ":", port));
-  }
-  std::printf("listening on %s:%d\n", address.c_str(), bound_port);
-  std::fflush(stdout);
-
-  absl::Notification stop;
-  std::thread signal_thread([&stop] {
-    char byte = 0;
-    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    if (!stop.HasBeenNotified()) stop.Notify();
-  });
+  ASSIGN_OR_RETURN(Listening listening,
+                   Listen(args, &service, max_message_bytes));
   const bool exit_when_done = args.Has("exit-when-done");
-  while (!stop.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
-    if (!exit_when_done) continue;
+  WaitForStop([&] {
+    if (!exit_when_done) return false;
     bool all = true;
-    for (RunHost* run : runs) all = all && run->counters().finished;
-    if (all) break;
-  }
+    for (const auto& run : runs) all = all && run->counters().finished;
+    return all;
+  });
   // Let finished runs' Stop messages reach the actors, then shut down.
-  for (auto& host : hosts) host->Stop();
-  // Streams end when their actors half-close after the Stop message (so
-  // chunks in flight are still counted); give them time, then cancel.
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  if (!stop.HasBeenNotified()) OnSignal(0);  // wake the watcher to join it
-  signal_thread.join();
-  for (RunHost* run : runs) {
-    const RunCounters c = run->counters();
-    std::printf(
-        "learner: run %s version=%lld received=%lld trained=%lld dropped=%lld "
-        "rejected=%lld finished=%d score=%.4f\n",
-        run->run_id().c_str(), static_cast<long long>(c.policy_version),
-        static_cast<long long>(c.env_steps_received),
-        static_cast<long long>(c.env_steps_trained),
-        static_cast<long long>(c.env_steps_dropped),
-        static_cast<long long>(c.chunks_rejected), c.finished ? 1 : 0,
-        c.last_score);
-  }
+  for (auto& host : runs) host->Stop();
+  ShutDown(listening.server.get());
+  for (const auto& run : runs) PrintRun(run->run_id(), run->counters(), "");
   std::printf("learner: wire_rejected=%lld\n",
               static_cast<long long>(service.chunks_rejected()));
   return absl::OkStatus();

@@ -15,7 +15,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread libopenblas-dev
   libgoogle-glog-dev
   # metrics, database
-  prometheus-cpp-dev libpqxx-dev libpq-dev postgresql
+  prometheus-cpp-dev libpqxx-dev libpq-dev postgresql libyaml-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # helpers used by scripts

@@ -93,7 +93,7 @@ class ActorReactor final
     }
     if (run_ != nullptr) {
       run_->Unsubscribe(listener_);
-      service_->ReleaseRun(run_);
+      service_->ReleaseRun(run_.get());
     }
     delete this;
   }
@@ -180,7 +180,7 @@ class ActorReactor final
     auto assignment = std::make_shared<v1::LearnerMessage>();
     v1::RunAssignment* a = assignment->mutable_assignment();
     a->set_run_id(spec.run_id);
-    a->set_dataset_id(service_->options().dataset_id);
+    a->set_dataset_id(spec.trainer.dataset_id);
     a->set_contract_json(run_->contract().ToJson());
     const std::vector<env::Domain>& domains = spec.trainer.train_domains;
     for (const env::Domain& d : domains) {
@@ -189,7 +189,7 @@ class ActorReactor final
       out->set_end(d.end);
     }
     a->set_episode_steps(spec.trainer.episode_steps);
-    a->set_rollout_steps(service_->options().rollout_steps);
+    a->set_rollout_steps(spec.trainer.rollout_steps);
     a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
     Send(std::move(assignment));
     std::shared_ptr<ReactorLink> link = link_;
@@ -246,7 +246,9 @@ class ActorReactor final
   LearnerService* const service_;
   const std::shared_ptr<ReactorLink> link_;
   v1::ActorMessage in_;
-  RunHost* run_ = nullptr;  // set once by the first Hello (reactor thread)
+  // Set once by the first Hello (reactor thread); shared so a run removed
+  // from the service stays valid until its last stream ends.
+  std::shared_ptr<RunHost> run_;
   int listener_ = -1;
 
   absl::Mutex mu_;
@@ -262,15 +264,16 @@ class ActorReactor final
 // Streams the dataset file in 1 MiB pieces.
 class DatasetReactor final : public grpc::ServerWriteReactor<v1::DatasetPiece> {
  public:
-  DatasetReactor(const LearnerServiceOptions& options,
+  // `path` empty: the dataset is not served here (NOT_FOUND).
+  DatasetReactor(const std::string& path,
                  const v1::FetchDatasetRequest& request) {
-    if (request.dataset_id() != options.dataset_id) {
+    if (path.empty()) {
       Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
                           absl::StrCat("dataset '", request.dataset_id(),
                                        "' is not served here")));
       return;
     }
-    in_.open(options.dataset_path, std::ios::binary | std::ios::ate);
+    in_.open(path, std::ios::binary | std::ios::ate);
     if (!in_) {
       Finish(grpc::Status(grpc::StatusCode::INTERNAL,
                           "cannot open the dataset file"));
@@ -317,9 +320,18 @@ class DatasetReactor final : public grpc::ServerWriteReactor<v1::DatasetPiece> {
 
 }  // namespace
 
-LearnerService::LearnerService(std::vector<RunHost*> runs,
+grpc::ServerWriteReactor<v1::DatasetPiece>* ServeDatasetFile(
+    const std::string& path, const v1::FetchDatasetRequest& request) {
+  return new DatasetReactor(path, request);
+}
+
+LearnerService::LearnerService(std::vector<std::shared_ptr<RunHost>> runs,
                                LearnerServiceOptions options)
-    : runs_(std::move(runs)), options_(std::move(options)) {}
+    : options_(std::move(options)), runs_(std::move(runs)) {
+  if (!options_.dataset_id.empty()) {
+    datasets_[options_.dataset_id] = options_.dataset_path;
+  }
+}
 
 grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>*
 LearnerService::Act(grpc::CallbackServerContext* /*context*/) {
@@ -329,13 +341,19 @@ LearnerService::Act(grpc::CallbackServerContext* /*context*/) {
 grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
     grpc::CallbackServerContext* /*context*/,
     const v1::FetchDatasetRequest* request) {
-  return new DatasetReactor(options_, *request);
+  std::string path;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = datasets_.find(request->dataset_id());
+    if (it != datasets_.end()) path = it->second;
+  }
+  return ServeDatasetFile(path, *request);
 }
 
 grpc::ServerUnaryReactor* LearnerService::GetStatus(
     grpc::CallbackServerContext* context, const v1::StatusRequest* /*request*/,
     v1::LearnerStatus* response) {
-  for (RunHost* run : runs_) {
+  for (const std::shared_ptr<RunHost>& run : runs()) {
     const RunCounters c = run->counters();
     v1::RunStatus* s = response->add_runs();
     s->set_run_id(run->run_id());
@@ -353,10 +371,37 @@ grpc::ServerUnaryReactor* LearnerService::GetStatus(
   return reactor;
 }
 
-RunHost* LearnerService::AssignRun(const std::string& want_run_id) {
+void LearnerService::AddRun(std::shared_ptr<RunHost> run) {
   absl::MutexLock lock(&mu_);
-  RunHost* best = nullptr;
-  for (RunHost* run : runs_) {
+  runs_.push_back(std::move(run));
+}
+
+void LearnerService::RemoveRun(const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = runs_.begin(); it != runs_.end(); ++it) {
+    if ((*it)->run_id() == run_id) {
+      runs_.erase(it);
+      return;
+    }
+  }
+}
+
+void LearnerService::AddDataset(const std::string& id,
+                                const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  datasets_[id] = path;
+}
+
+std::vector<std::shared_ptr<RunHost>> LearnerService::runs() const {
+  absl::MutexLock lock(&mu_);
+  return runs_;
+}
+
+std::shared_ptr<RunHost> LearnerService::AssignRun(
+    const std::string& want_run_id) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<RunHost> best;
+  for (const std::shared_ptr<RunHost>& run : runs_) {
     if (run->counters().finished) continue;
     if (run->run_id() == want_run_id) {
       best = run;
@@ -375,8 +420,10 @@ void LearnerService::ReleaseRun(RunHost* run) {
   --actors_[run->run_id()];
 }
 
-RunHost* LearnerService::FindRun(const std::string& run_id) const {
-  for (RunHost* run : runs_) {
+std::shared_ptr<RunHost> LearnerService::FindRun(
+    const std::string& run_id) const {
+  absl::MutexLock lock(&mu_);
+  for (const std::shared_ptr<RunHost>& run : runs_) {
     if (run->run_id() == run_id) return run;
   }
   return nullptr;

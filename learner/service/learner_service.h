@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,16 +27,24 @@ namespace ristretto::learner {
 struct LearnerServiceOptions {
   ChunkLimits limits;        // largest chunk accepted (T, B)
   int credits = 4;           // chunks an actor may have unacknowledged
-  std::string dataset_path;  // file served by FetchDataset
-  std::string dataset_id;    // its id
-  int episode_steps = 1024;  // sent in assignments
-  int rollout_steps = 128;   // T per chunk, sent in assignments
+  // A dataset file served by FetchDataset from the start (more can be
+  // added with AddDataset). Assignments carry each run's own dataset id,
+  // episode length and rollout length (RunSpec::trainer).
+  std::string dataset_path;
+  std::string dataset_id;
 };
+
+// A server-streaming reactor sending the file at `path` in 1 MiB pieces
+// (NOT_FOUND when `path` is empty). Shared by the learner and coordinator.
+grpc::ServerWriteReactor<v1::DatasetPiece>* ServeDatasetFile(
+    const std::string& path, const v1::FetchDatasetRequest& request);
 
 class LearnerService final : public v1::Learner::CallbackService {
  public:
-  // `runs` must outlive the service.
-  LearnerService(std::vector<RunHost*> runs, LearnerServiceOptions options);
+  // Runs may be added and removed while serving (coordinator mode); a
+  // removed run lives on until its last actor stream has ended.
+  LearnerService(std::vector<std::shared_ptr<RunHost>> runs,
+                 LearnerServiceOptions options);
 
   grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>* Act(
       grpc::CallbackServerContext* context) override;
@@ -49,19 +58,26 @@ class LearnerService final : public v1::Learner::CallbackService {
   // Chunks rejected on the wire (malformed, unknown run, stale, finished).
   int64_t chunks_rejected() const { return chunks_rejected_.load(); }
 
-  // Used by the reactors.
-  RunHost* AssignRun(const std::string& want_run_id);
+  void AddRun(std::shared_ptr<RunHost> run);
+  void RemoveRun(const std::string& run_id);
+  void AddDataset(const std::string& id, const std::string& path);
+  std::vector<std::shared_ptr<RunHost>> runs() const;
+
+  // Used by the reactors: the unfinished run with the fewest actors (or
+  // `want_run_id` if it is still training); nullptr if none.
+  std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id);
   void ReleaseRun(RunHost* run);
   void CountRejected() { chunks_rejected_.fetch_add(1); }
   const LearnerServiceOptions& options() const { return options_; }
-  RunHost* FindRun(const std::string& run_id) const;
+  std::shared_ptr<RunHost> FindRun(const std::string& run_id) const;
   int ActorsOn(const std::string& run_id) const;
 
  private:
-  const std::vector<RunHost*> runs_;
   const LearnerServiceOptions options_;
   std::atomic<int64_t> chunks_rejected_{0};
   mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<RunHost>> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> datasets_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> actors_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,5 +1,6 @@
 #include "learner/service/run_host.h"
 
+#include <algorithm>
 #include <sstream>
 #include <utility>
 
@@ -184,8 +185,13 @@ absl::Status RunHost::EvaluateAndCheckpoint() {
                      EvaluatePolicy(learner_->model(), market_, o.env,
                                     o.validation_domains));
     state.last_score = eval.score;
-    absl::MutexLock lock(&mu_);
-    counters_.last_score = eval.score;
+    eval.at_env_steps = state.env_steps;
+    {
+      absl::MutexLock lock(&mu_);
+      counters_.last_score = eval.score;
+      last_evaluation_ = eval;
+    }
+    if (spec_.on_evaluation) spec_.on_evaluation(eval);
   }
   if (o.run_dir.empty()) return absl::OkStatus();
   state.policy_version = learner_->version();
@@ -244,8 +250,16 @@ void RunHost::TrainLoop() {
     }
     if (stats.ok()) (void)Publish();
     const int64_t steps = counters().env_steps_trained;
+    if (!stats.ok() && stats.status().code() != absl::StatusCode::kFailedPrecondition) {
+      absl::MutexLock lock(&mu_);
+      failure_ = Annotate(stats.status(), "PPO update failed");
+    }
     if (finished || steps >= next_eval_) {
-      (void)EvaluateAndCheckpoint();
+      absl::Status evaluated = EvaluateAndCheckpoint();
+      if (!evaluated.ok()) {
+        absl::MutexLock lock(&mu_);
+        failure_ = Annotate(evaluated, "evaluation or checkpoint failed");
+      }
       while (next_eval_ <= steps) {
         next_eval_ += o.eval_every_env_steps > 0 ? o.eval_every_env_steps
                                                  : o.budget_env_steps;
@@ -260,7 +274,13 @@ void RunHost::TrainLoop() {
   }
   // Stopped before the budget: keep what was trained (the final update and
   // evaluation already checkpointed a finished run).
-  if (!finished_now) (void)EvaluateAndCheckpoint();
+  if (!finished_now) {
+    absl::Status evaluated = EvaluateAndCheckpoint();
+    if (!evaluated.ok()) {
+      absl::MutexLock lock(&mu_);
+      failure_ = Annotate(evaluated, "final checkpoint failed");
+    }
+  }
   // Finished or stopping: whatever is still queued or parked will not be
   // trained; count it as dropped so received = trained + dropped.
   std::vector<std::function<void()>> to_resume;
@@ -283,6 +303,55 @@ void RunHost::TrainLoop() {
   }
   for (auto& cb : to_resume) cb();
   for (const Listener& l : listeners) l(nullptr);
+}
+
+absl::Status RunHost::Export(const std::string& out_dir) {
+  Stop();  // the training thread has exited: learner_ is ours again
+  return ExportPolicy(learner_->model(), contract_, out_dir);
+}
+
+std::optional<EvaluationResult> RunHost::last_evaluation() const {
+  absl::MutexLock lock(&mu_);
+  return last_evaluation_;
+}
+
+absl::Status RunHost::failure() const {
+  absl::MutexLock lock(&mu_);
+  return failure_;
+}
+
+int64_t EstimateRunBytes(const RunSpec& spec, int obs_size, int action_size,
+                         int64_t max_chunk_samples) {
+  const NetworkOptions& n = spec.trainer.network;
+  auto mlp = [](int in, const std::vector<int>& hidden, int out) {
+    int64_t params = 0;
+    int64_t prev = in;
+    for (int h : hidden) {
+      params += prev * h + h;
+      prev = h;
+    }
+    return params + prev * out + out;
+  };
+  const int64_t params = mlp(obs_size, n.policy_hidden, action_size) +
+                         mlp(obs_size, n.value_hidden, 1) + action_size +
+                         2 * static_cast<int64_t>(obs_size);  // log-std, norm
+  constexpr int64_t kFloat = 4;
+  // weights + gradients + Adam m and v; serialised weights, current + next.
+  const int64_t model = params * kFloat * (4 + 2);
+  // One env step of a chunk: obs, bootstrap share, action, log-prob,
+  // reward, done, truncated, value/advantage/return in the update.
+  const int64_t per_sample = (obs_size + 2 * action_size + 8) * kFloat;
+  const int64_t queue =
+      (spec.queue_capacity + 1) * std::max<int64_t>(max_chunk_samples, 1) *
+      per_sample;
+  // The update batch, its tensor copy and the minibatch activations.
+  int64_t widest = 1;
+  for (int h : n.policy_hidden) widest = std::max<int64_t>(widest, h);
+  for (int h : n.value_hidden) widest = std::max<int64_t>(widest, h);
+  const int64_t batch =
+      spec.samples_per_update * per_sample * 3 +
+      int64_t{spec.trainer.ppo.minibatch_size} * widest * kFloat * 8;
+  return model + queue + batch;
 }
 
 }  // namespace ristretto::learner

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -37,7 +38,18 @@ struct RunSpec {
   int64_t samples_per_update = 1024;
   // Chunks the ingest queue holds before actors are held back.
   int queue_capacity = 8;
+  // Called on the training thread after every evaluation on the validation
+  // slice (at each eval interval and at the end of the budget).
+  std::function<void(const EvaluationResult&)> on_evaluation;
 };
+
+// Host memory a run is expected to need at most, in bytes: parameters,
+// gradients and Adam moments of both networks, the serialised weights
+// (current and one in flight), the ingest queue at capacity with chunks of
+// `max_chunk_samples` env steps, and the update batch with its derived
+// tensors. The market data is shared by the process and not included.
+int64_t EstimateRunBytes(const RunSpec& spec, int obs_size, int action_size,
+                         int64_t max_chunk_samples);
 
 // Counters of one run; env steps are counted per env copy.
 struct RunCounters {
@@ -85,8 +97,16 @@ class RunHost {
   void Unsubscribe(int id);
 
   RunCounters counters() const;
+  // The newest evaluation (nullopt before the first one).
+  std::optional<EvaluationResult> last_evaluation() const;
+  // OK, or why the run could not go on (evaluation or checkpoint failed,
+  // or every update failed with a LibTorch error).
+  absl::Status failure() const;
   // Stops training (idempotent): no more chunks; checkpoint; join.
   void Stop();
+  // Exports the deterministic policy (TorchScript + contract.json, see
+  // ExportPolicy) to `out_dir`. Stops the run first if it is still training.
+  absl::Status Export(const std::string& out_dir);
   // Blocks until the run has finished or `timeout_ms` passed.
   bool WaitFinished(int64_t timeout_ms);
 
@@ -111,6 +131,8 @@ class RunHost {
   std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;
   RunCounters counters_ ABSL_GUARDED_BY(mu_);
+  std::optional<EvaluationResult> last_evaluation_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -1,0 +1,400 @@
+#include "coordinator/service/scheduler.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/core/objective.h"
+#include "env/market_data.h"
+#include "learner/run_options_json.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+FoldMetrics ToMetrics(const v1::Evaluation& e) {
+  FoldMetrics m;
+  m.sharpe = e.sharpe();
+  m.benchmark_sharpe = e.benchmark_sharpe();
+  m.sortino = e.sortino();
+  m.max_drawdown = e.max_drawdown();
+  m.calmar = e.calmar();
+  m.total_return = e.total_return();
+  m.benchmark_return = e.benchmark_return();
+  m.trades = e.trades();
+  m.env_steps = e.env_steps();
+  return m;
+}
+
+// Sharpe values must be finite to be scored or compared.
+absl::Status CheckFinite(const v1::Evaluation& e) {
+  if (!std::isfinite(e.sharpe()) || !std::isfinite(e.benchmark_sharpe())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("evaluation has a non-finite Sharpe (", e.sharpe(), ", ",
+                     e.benchmark_sharpe(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Scheduler::Scheduler(std::unique_ptr<Store> store, SchedulerOptions options)
+    : options_(std::move(options)), store_(std::move(store)) {}
+
+SchedulerCounters Scheduler::counters() const {
+  absl::MutexLock lock(&mu_);
+  return counters_;
+}
+
+absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
+  auto it = studies_.find(row.id);
+  if (it != studies_.end()) return it->second.get();
+  auto cache = std::make_unique<StudyCache>();
+  ASSIGN_OR_RETURN(cache->config, ParseStudyConfig(row.config_text));
+  ASSIGN_OR_RETURN(cache->sampler, MakeSampler(cache->config.sampler,
+                                               cache->config.space));
+  ASSIGN_OR_RETURN(cache->pruner, MakePruner(cache->config.pruner));
+  // Resolve the dataset.
+  const DatasetSpec& spec = cache->config.dataset;
+  std::optional<env::Dataset> dataset;
+  if (spec.synthetic) {
+    ASSIGN_OR_RETURN(env::Dataset generated,
+                     env::GenerateSyntheticDataset(SyntheticOptions(spec)));
+    const std::string id = generated.ComputeId();
+    absl::StatusOr<DatasetRow> known = store_->GetDataset(id);
+    if (!known.ok() || !std::filesystem::exists(known->path)) {
+      std::error_code ec;
+      std::filesystem::create_directories(options_.data_dir + "/datasets", ec);
+      const std::string path =
+          absl::StrCat(options_.data_dir, "/datasets/", id, ".rds");
+      RETURN_IF_ERROR(env::WriteDataset(generated, path));
+      DatasetRow put;
+      put.id = id;
+      put.path = std::filesystem::absolute(path).string();
+      for (const env::AssetMeta& a : generated.assets) {
+        put.symbols += (put.symbols.empty() ? "" : ",") + a.symbol;
+      }
+      put.rows = generated.num_rows();
+      put.interval_seconds = generated.interval_seconds;
+      RETURN_IF_ERROR(store_->PutDataset(put));
+    }
+    dataset = std::move(generated);
+  } else {
+    absl::StatusOr<DatasetRow> known = store_->GetDataset(spec.id);
+    if (!known.ok()) {
+      return absl::NotFoundError(absl::StrCat(
+          "dataset ", spec.id,
+          " is not registered (ristretto dataset import --db …)"));
+    }
+    ASSIGN_OR_RETURN(dataset, env::ReadDataset(known->path));
+  }
+  cache->dataset.id = dataset->ComputeId();
+  cache->dataset.num_rows = dataset->num_rows();
+  cache->dataset.domains = dataset->domains;
+  cache->dataset.feature_names = dataset->feature_names;
+  StudyCache* out = cache.get();
+  studies_[row.id] = std::move(cache);
+  return out;
+}
+
+absl::Status Scheduler::Tick() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(std::vector<StudyRow> studies, store_->ListStudies());
+  int max_attempts = 3;
+  for (const StudyRow& row : studies) {
+    auto it = studies_.find(row.id);
+    if (it != studies_.end()) {
+      max_attempts = std::max(max_attempts, it->second->config.max_attempts);
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> expired,
+                   store_->ExpireLeases(absl::Now(), max_attempts));
+  counters_.leases_expired += static_cast<int64_t>(expired.size());
+  for (int64_t run_id : expired) {
+    std::fprintf(stderr, "coordinator: lease of run %lld expired\n",
+                 static_cast<long long>(run_id));
+  }
+  for (const StudyRow& row : studies) {
+    if (row.state != kStudyRunning) continue;
+    absl::Status s = AdvanceStudy(row);
+    if (!s.ok()) {
+      if (s.code() == absl::StatusCode::kUnavailable) return s;
+      if (broken_.count(row.id) == 0) {
+        std::fprintf(stderr, "coordinator: study %s cannot run: %s\n",
+                     row.name.c_str(), std::string(s.message()).c_str());
+        broken_[row.id] = std::string(s.message());
+      }
+      RETURN_IF_ERROR(store_->SetStudyState(row.id, kStudyStopped));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
+  ASSIGN_OR_RETURN(StudyCache * study, Study(row));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store_->ListTrials(row.id));
+  // Recovery: a trial whose runs all finished while the coordinator was
+  // away (or between two transactions) is completed now.
+  int running = 0;
+  for (const TrialRow& t : trials) {
+    if (t.state != kTrialRunning) continue;
+    RETURN_IF_ERROR(MaybeCompleteTrial(t.id));
+    ASSIGN_OR_RETURN(TrialRow now, store_->GetTrial(t.id));
+    if (now.state == kTrialRunning) ++running;
+  }
+  int64_t created = static_cast<int64_t>(trials.size());
+  while (running < study->config.concurrency &&
+         created < study->config.max_trials) {
+    std::vector<TrialHistory> history;
+    ASSIGN_OR_RETURN(trials, store_->ListTrials(row.id));
+    for (const TrialRow& t : trials) {
+      TrialHistory h;
+      h.number = t.number;
+      for (const ParamRow& p : t.params) h.params[p.name] = p.value;
+      h.state = t.state;
+      h.score = t.score;
+      history.push_back(std::move(h));
+    }
+    ASSIGN_OR_RETURN(Params params, study->sampler->Sample(created, history));
+    ASSIGN_OR_RETURN(std::vector<learner::TrainerOptions> runs,
+                     BuildRunOptions(study->config, params, study->dataset));
+    std::vector<std::string> configs;
+    for (const learner::TrainerOptions& o : runs) {
+      configs.push_back(learner::TrainerOptionsToJson(o));
+    }
+    std::vector<ParamRow> param_rows;
+    for (const auto& [name, value] : params) param_rows.push_back({name, value});
+    ASSIGN_OR_RETURN(TrialRow trial,
+                     store_->CreateTrial(row.id, param_rows, configs,
+                                         options_.data_dir + "/runs"));
+    ++counters_.trials_created;
+    std::fprintf(stderr, "coordinator: %s trial %lld started (%zu runs)\n",
+                 row.name.c_str(), static_cast<long long>(trial.number),
+                 configs.size());
+    ++running;
+    ++created;
+  }
+  if (running == 0 && created >= study->config.max_trials) {
+    RETURN_IF_ERROR(store_->SetStudyState(row.id, kStudyDone));
+    std::fprintf(stderr, "coordinator: study %s done\n", row.name.c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
+  ASSIGN_OR_RETURN(std::vector<RunRow> runs, store_->ListRuns(trial_id));
+  for (const RunRow& r : runs) {
+    if (r.state != kRunDone) return absl::OkStatus();
+  }
+  if (runs.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
+                   store_->ListFoldMetrics(trial_id));
+  std::vector<FoldScore> scores;
+  for (const FoldMetrics& m : folds) {
+    scores.push_back(FoldScore{m.sharpe, m.benchmark_sharpe});
+  }
+  const double score = TrialScore(scores);
+  absl::Status s = store_->CompleteTrial(trial_id, score);
+  if (s.code() == absl::StatusCode::kFailedPrecondition) {
+    return absl::OkStatus();  // already finished (pruned, failed, done)
+  }
+  RETURN_IF_ERROR(s);
+  ++counters_.trials_completed;
+  std::fprintf(stderr, "coordinator: trial %lld complete, score %.4f\n",
+               static_cast<long long>(trial_id), score);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CheckMember(const std::string& member_id) {
+  if (learners_.count(member_id) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("learner ", member_id, " is not registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
+    const v1::RegisterLearnerRequest& request) {
+  absl::MutexLock lock(&mu_);
+  if (!options_.token.empty() && request.token() != options_.token) {
+    return absl::PermissionDeniedError("wrong registration token");
+  }
+  if (request.member_id().empty() || request.address().empty() ||
+      request.slots() < 1) {
+    return absl::InvalidArgumentError(
+        "member_id, address and slots >= 1 are required");
+  }
+  MemberRow member;
+  member.id = request.member_id();
+  member.kind = "learner";
+  member.address = request.address();
+  member.capacity_json =
+      absl::StrCat("{\"slots\":", request.slots(), ",\"memory_mb\":",
+                   request.memory_budget_mb(), ",\"device\":\"",
+                   request.device(), "\"}");
+  RETURN_IF_ERROR(store_->UpsertMember(member));
+  learners_[request.member_id()] = request.address();
+  std::fprintf(stderr, "coordinator: learner %s at %s (%d slots)\n",
+               request.member_id().c_str(), request.address().c_str(),
+               request.slots());
+  v1::RegisterLearnerResponse response;
+  response.set_lease_ttl_ms(absl::ToInt64Milliseconds(options_.lease_ttl));
+  response.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.lease_ttl / 6));
+  return response;
+}
+
+absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
+    const v1::LeaseRunRequest& request) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckMember(request.member_id()));
+  v1::LeaseRunResponse response;
+  ASSIGN_OR_RETURN(std::optional<RunRow> run,
+                   store_->LeaseRun(request.member_id(), options_.lease_ttl));
+  if (!run.has_value()) return response;
+  ASSIGN_OR_RETURN(TrialRow trial, store_->GetTrial(run->trial_id));
+  ASSIGN_OR_RETURN(StudyRow study, store_->GetStudyById(run->study_id));
+  ASSIGN_OR_RETURN(learner::TrainerOptions options,
+                   learner::TrainerOptionsFromJson(run->config_json));
+  v1::RunLease* lease = response.mutable_lease();
+  lease->set_run_id(run->id);
+  lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
+                                   "/fold-", run->fold));
+  lease->set_study_id(run->study_id);
+  lease->set_trial_id(run->trial_id);
+  lease->set_trial_number(trial.number);
+  lease->set_fold(run->fold);
+  lease->set_trainer_options_json(run->config_json);
+  lease->set_dataset_id(options.dataset_id);
+  lease->set_checkpoint_dir(run->checkpoint_dir);
+  lease->set_attempt(run->attempts);
+  response.set_has_run(true);
+  ++counters_.runs_leased;
+  std::fprintf(stderr, "coordinator: leased %s to %s (attempt %d)\n",
+               lease->run_name().c_str(), request.member_id().c_str(),
+               run->attempts);
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckMember(request.member_id()));
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  for (const v1::RunProgress& p : request.runs()) {
+    steps.emplace_back(p.run_id(), p.env_steps());
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> lost,
+                   store_->Heartbeat(request.member_id(), options_.lease_ttl,
+                                     steps));
+  v1::HeartbeatResponse response;
+  for (int64_t id : lost) response.add_stop_run_ids(id);
+  return response;
+}
+
+absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
+    const v1::ReportEvaluationRequest& request) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFinite(request.evaluation()));
+  const v1::Evaluation& e = request.evaluation();
+  const double value = e.sharpe() - e.benchmark_sharpe();
+  RETURN_IF_ERROR(store_->ReportIntermediate(
+      request.run_id(), request.member_id(), e.env_steps(), value));
+  v1::ReportEvaluationResponse response;
+  ASSIGN_OR_RETURN(RunRow run, store_->GetRun(request.run_id()));
+  ASSIGN_OR_RETURN(StudyRow study_row, store_->GetStudyById(run.study_id));
+  ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
+  ASSIGN_OR_RETURN(std::vector<IntermediateRow> rows,
+                   store_->ListIntermediates(run.study_id));
+  std::vector<IntermediateValue> all;
+  for (const IntermediateRow& r : rows) {
+    all.push_back(IntermediateValue{r.trial_id, r.fold, r.step, r.value});
+  }
+  // The final evaluation of a run is not a pruning point: the run is done.
+  const bool final_step = e.env_steps() >= study->config.budget_env_steps;
+  if (!final_step && study->pruner->ShouldPrune(run.trial_id, all)) {
+    absl::Status pruned = store_->PruneTrial(run.trial_id);
+    if (pruned.ok()) {
+      ++counters_.trials_pruned;
+      std::fprintf(stderr, "coordinator: trial %lld pruned at %lld steps\n",
+                   static_cast<long long>(run.trial_id),
+                   static_cast<long long>(e.env_steps()));
+    } else if (pruned.code() != absl::StatusCode::kFailedPrecondition) {
+      return pruned;
+    }
+    response.set_prune(true);
+  }
+  return response;
+}
+
+absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
+  ASSIGN_OR_RETURN(RunRow run, store_->GetRun(request.run_id()));
+  std::vector<ArtifactRow> artifacts;
+  for (const v1::Artifact& a : request.artifacts()) {
+    if (a.kind() != "policy" && a.kind() != "checkpoint") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown artifact kind '", a.kind(), "'"));
+    }
+    ArtifactRow row;
+    row.study_id = run.study_id;
+    row.trial_id = run.trial_id;
+    row.run_id = run.id;
+    row.kind = a.kind();
+    row.path = a.path();
+    row.sha256 = a.sha256();
+    artifacts.push_back(std::move(row));
+  }
+  ASSIGN_OR_RETURN(bool all_done,
+                   store_->CompleteRun(request.run_id(), request.member_id(),
+                                       ToMetrics(request.final_evaluation()),
+                                       artifacts));
+  ++counters_.runs_completed;
+  if (all_done) RETURN_IF_ERROR(MaybeCompleteTrial(run.trial_id));
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(store_->FailRun(request.run_id(), request.member_id(),
+                                  request.reason()));
+  ++counters_.trials_failed;
+  std::fprintf(stderr, "coordinator: run %lld failed: %s\n",
+               static_cast<long long>(request.run_id()),
+               request.reason().c_str());
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Release(const v1::ReleaseRequest& request) {
+  absl::MutexLock lock(&mu_);
+  learners_.erase(request.member_id());
+  return store_->ReleaseLeases(request.member_id());
+}
+
+absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
+    const v1::FindLearnerRequest& request) {
+  absl::MutexLock lock(&mu_);
+  v1::FindLearnerResponse response;
+  if (learners_.empty()) return response;
+  auto it = learners_.begin();
+  std::advance(it, next_learner_++ % static_cast<int64_t>(learners_.size()));
+  response.set_learner_address(it->second);
+  MemberRow member;
+  member.id = request.actor_id();
+  member.kind = "actor";
+  member.address = "";
+  member.capacity_json = "{}";
+  if (!member.id.empty()) RETURN_IF_ERROR(store_->UpsertMember(member));
+  return response;
+}
+
+absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(DatasetRow row, store_->GetDataset(id));
+  return row.path;
+}
+
+}  // namespace ristretto::coordinator

@@ -1,0 +1,110 @@
+// Scheduler: the coordinator's brain. It turns running studies into trials
+// (sampler), trials into runs (one per CV fold), leases runs to learners,
+// takes their reports (pruner, fold metrics, trial score) and recovers from
+// failures (lease expiry, restarts). All state lives in PostgreSQL through
+// Store; the scheduler keeps only caches (parsed study files, samplers,
+// pruners, dataset files) that it rebuilds after a restart, so a restarted
+// coordinator resumes every study with nothing lost or duplicated.
+//
+// Thread-safe: every public method takes one mutex (coordinator operations
+// are short database transactions; one connection serves them in order).
+#ifndef RISTRETTO_COORDINATOR_SERVICE_SCHEDULER_H_
+#define RISTRETTO_COORDINATOR_SERVICE_SCHEDULER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "coordinator/core/study_config.h"
+#include "coordinator/store/store.h"
+#include "proto/coordinator.pb.h"
+
+namespace ristretto::coordinator {
+
+struct SchedulerOptions {
+  std::string data_dir;  // datasets/<id>.rds, runs/<study>/trial-N/fold-K
+  absl::Duration lease_ttl = absl::Seconds(30);
+  std::string token;  // learners must present it (empty = none)
+};
+
+// Counters for logs and metrics.
+struct SchedulerCounters {
+  int64_t trials_created = 0;
+  int64_t runs_leased = 0;
+  int64_t leases_expired = 0;
+  int64_t runs_completed = 0;
+  int64_t trials_completed = 0;
+  int64_t trials_pruned = 0;
+  int64_t trials_failed = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(std::unique_ptr<Store> store, SchedulerOptions options);
+
+  // One scheduling pass: expire leases, finish trials whose runs are all
+  // done, fail trials that cannot go on, start trials up to each running
+  // study's concurrency, mark studies done. Called periodically.
+  absl::Status Tick();
+
+  // --- learner RPCs ---
+  absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
+      const v1::RegisterLearnerRequest& request);
+  absl::StatusOr<v1::LeaseRunResponse> LeaseRun(
+      const v1::LeaseRunRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  absl::StatusOr<v1::ReportEvaluationResponse> ReportEvaluation(
+      const v1::ReportEvaluationRequest& request);
+  absl::Status CompleteRun(const v1::CompleteRunRequest& request);
+  absl::Status FailRun(const v1::FailRunRequest& request);
+  absl::Status Release(const v1::ReleaseRequest& request);
+  // --- actor RPCs ---
+  absl::StatusOr<v1::FindLearnerResponse> FindLearner(
+      const v1::FindLearnerRequest& request);
+  // The dataset file to serve for `id` (kNotFound if unknown).
+  absl::StatusOr<std::string> DatasetPath(const std::string& id);
+
+  SchedulerCounters counters() const;
+
+ private:
+  struct StudyCache {
+    StudyConfig config;
+    std::unique_ptr<Sampler> sampler;
+    std::unique_ptr<Pruner> pruner;
+    DatasetInfo dataset;
+  };
+
+  // Parses the study (once) and resolves its dataset: a synthetic one is
+  // generated into data_dir and registered; an id must be registered.
+  absl::StatusOr<StudyCache*> Study(const StudyRow& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AdvanceStudy(const StudyRow& row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Completes the trial if every run is done (score from fold metrics).
+  absl::Status MaybeCompleteTrial(int64_t trial_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckMember(const std::string& member_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const SchedulerOptions options_;
+  mutable absl::Mutex mu_;
+  std::unique_ptr<Store> store_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::unique_ptr<StudyCache>> studies_ ABSL_GUARDED_BY(mu_);
+  // Studies whose file cannot be run (reason logged once).
+  std::map<int64_t, std::string> broken_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> learners_ ABSL_GUARDED_BY(mu_);  // id → address
+  int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;
+  SchedulerCounters counters_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_SERVICE_SCHEDULER_H_

@@ -1,0 +1,400 @@
+#include "learner/service/coordinator_agent.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_util.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "env/dataset.h"
+#include "learner/dataset_cache.h"
+#include "learner/run_options_json.h"
+#include "learner/torch/checkpoint.h"
+
+namespace ristretto::learner {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+void ToProto(const EvaluationResult& e, v1::Evaluation* out) {
+  out->set_sharpe(e.sharpe);
+  out->set_benchmark_sharpe(e.benchmark_sharpe);
+  out->set_sortino(e.sortino);
+  out->set_max_drawdown(e.max_drawdown);
+  out->set_calmar(e.calmar);
+  out->set_total_return(e.total_return);
+  out->set_benchmark_return(e.benchmark_return);
+  out->set_trades(e.trades);
+  out->set_env_steps(e.at_env_steps);
+}
+
+int64_t Mib(int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
+
+}  // namespace
+
+absl::StatusOr<std::string> PolicyDirectorySha256(const std::string& dir) {
+  Sha256 hash;
+  for (const char* name : {"contract.json", "policy.pt"}) {
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ReadFileToString(absl::StrCat(dir, "/", name)));
+    hash.Update(bytes);
+  }
+  return Sha256::ToHex(hash.Finish());
+}
+
+CoordinatorAgent::CoordinatorAgent(AgentOptions options,
+                                   LearnerService* service)
+    : options_(std::move(options)), service_(service) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  stub_ = v1::Coordinator::NewStub(grpc::CreateCustomChannel(
+      options_.coordinator_address, grpc::InsecureChannelCredentials(), args));
+}
+
+CoordinatorAgent::~CoordinatorAgent() { Stop(); }
+
+void CoordinatorAgent::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void CoordinatorAgent::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<AgentRunSummary> CoordinatorAgent::summaries() const {
+  absl::MutexLock lock(&mu_);
+  return summaries_;
+}
+
+std::unique_ptr<grpc::ClientContext> CoordinatorAgent::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(options_.rpc_deadline));
+  return ctx;
+}
+
+void CoordinatorAgent::Loop() {
+  absl::Duration backoff = absl::Milliseconds(100);
+  while (!stop_.HasBeenNotified()) {
+    if (!registered_ && !Register()) {
+      stop_.WaitForNotificationWithTimeout(backoff);
+      backoff = std::min(backoff * 2, absl::Seconds(5));
+      continue;
+    }
+    backoff = absl::Milliseconds(100);
+    SendReports();
+    Reap(/*shutting_down=*/false);
+    HeartbeatOnce();
+    Admit();
+    stop_.WaitForNotificationWithTimeout(options_.poll_interval);
+  }
+  // Shutdown: runs that reached their budget are completed; the others are
+  // checkpointed by RunHost::Stop and handed back.
+  for (auto& [id, h] : runs_) {
+    if (h.host != nullptr) h.host->Stop();
+  }
+  SendReports();
+  Reap(/*shutting_down=*/true);
+  v1::ReleaseRequest request;
+  request.set_member_id(options_.member_id);
+  v1::ReleaseResponse response;
+  (void)stub_->Release(Context().get(), request, &response);
+}
+
+bool CoordinatorAgent::Register() {
+  v1::RegisterLearnerRequest request;
+  request.set_member_id(options_.member_id);
+  request.set_address(options_.advertise_address);
+  request.set_slots(options_.slots);
+  request.set_memory_budget_mb(options_.memory_budget_bytes >> 20);
+  request.set_device(options_.device);
+  request.set_token(options_.token);
+  v1::RegisterLearnerResponse response;
+  const grpc::Status s =
+      stub_->RegisterLearner(Context().get(), request, &response);
+  if (!s.ok()) {
+    std::fprintf(stderr, "learner: cannot register with %s: %s\n",
+                 options_.coordinator_address.c_str(),
+                 s.error_message().c_str());
+    return false;
+  }
+  if (response.lease_ttl_ms() > 0) {
+    lease_ttl_ = absl::Milliseconds(response.lease_ttl_ms());
+  }
+  registered_ = true;
+  std::fprintf(stderr, "learner: registered with %s as %s (%d slots)\n",
+               options_.coordinator_address.c_str(),
+               options_.member_id.c_str(), options_.slots);
+  return true;
+}
+
+void CoordinatorAgent::SendReports() {
+  std::vector<std::pair<int64_t, EvaluationResult>> reports;
+  {
+    absl::MutexLock lock(&mu_);
+    reports.swap(reports_);
+  }
+  for (const auto& [run_id, eval] : reports) {
+    v1::ReportEvaluationRequest request;
+    request.set_member_id(options_.member_id);
+    request.set_run_id(run_id);
+    ToProto(eval, request.mutable_evaluation());
+    v1::ReportEvaluationResponse response;
+    const grpc::Status s =
+        stub_->ReportEvaluation(Context().get(), request, &response);
+    auto it = runs_.find(run_id);
+    if (s.ok() && response.prune() && it != runs_.end()) it->second.prune = true;
+  }
+}
+
+void CoordinatorAgent::Record(const Hosted& h, const std::string& outcome) {
+  AgentRunSummary summary;
+  summary.run_name = h.lease.run_name();
+  summary.outcome = outcome;
+  if (h.host != nullptr) summary.counters = h.host->counters();
+  std::fprintf(stderr, "learner: run %s %s\n", summary.run_name.c_str(),
+               outcome.c_str());
+  absl::MutexLock lock(&mu_);
+  summaries_.push_back(std::move(summary));
+}
+
+void CoordinatorAgent::Fail(const Hosted& h, const std::string& reason) {
+  v1::FailRunRequest request;
+  request.set_member_id(options_.member_id);
+  request.set_run_id(h.lease.run_id());
+  request.set_reason(reason);
+  v1::FailRunResponse response;
+  (void)stub_->FailRun(Context().get(), request, &response);
+  Record(h, absl::StrCat("failed: ", reason));
+}
+
+void CoordinatorAgent::Reap(bool shutting_down) {
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    Hosted& h = it->second;
+    bool erase = false;
+    if (h.prune) {
+      if (h.host != nullptr) h.host->Stop();
+      Record(h, "pruned");
+      erase = true;
+    } else if (h.host != nullptr && !h.host->failure().ok()) {
+      h.host->Stop();
+      Fail(h, std::string(h.host->failure().message()));
+      erase = true;
+    } else if (h.host != nullptr && h.host->counters().finished) {
+      const std::string policy_dir = h.options.run_dir + "/policy";
+      absl::Status exported = h.host->Export(policy_dir);
+      absl::StatusOr<std::string> sha =
+          exported.ok() ? PolicyDirectorySha256(policy_dir)
+                        : absl::StatusOr<std::string>(exported);
+      const std::optional<EvaluationResult> eval = h.host->last_evaluation();
+      if (!sha.ok()) {
+        Fail(h, absl::StrCat("exporting the policy failed: ",
+                             sha.status().message()));
+        erase = true;
+      } else if (!eval.has_value()) {
+        Fail(h, "the run has no validation result (no validation slice)");
+        erase = true;
+      } else {
+        v1::CompleteRunRequest request;
+        request.set_member_id(options_.member_id);
+        request.set_run_id(h.lease.run_id());
+        ToProto(*eval, request.mutable_final_evaluation());
+        v1::Artifact* policy = request.add_artifacts();
+        policy->set_kind("policy");
+        policy->set_path(std::filesystem::absolute(policy_dir).string());
+        policy->set_sha256(*sha);
+        absl::StatusOr<std::string> checkpoint =
+            LatestCheckpoint(h.options.run_dir);
+        if (checkpoint.ok()) {
+          v1::Artifact* c = request.add_artifacts();
+          c->set_kind("checkpoint");
+          c->set_path(std::filesystem::absolute(*checkpoint).string());
+        }
+        v1::CompleteRunResponse response;
+        const grpc::Status s =
+            stub_->CompleteRun(Context().get(), request, &response);
+        if (s.ok()) {
+          Record(h, "completed");
+          erase = true;
+        } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+                   s.error_code() == grpc::StatusCode::NOT_FOUND) {
+          Record(h, absl::StrCat("dropped: ", s.error_message()));
+          erase = true;
+        }  // else: the coordinator is unreachable; retried next tick
+      }
+    } else if (shutting_down) {
+      Record(h, "released");
+      erase = true;
+    }
+    if (erase) {
+      if (h.host != nullptr) service_->RemoveRun(h.host->run_id());
+      it = runs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void CoordinatorAgent::HeartbeatOnce() {
+  v1::HeartbeatRequest request;
+  request.set_member_id(options_.member_id);
+  for (const auto& [id, h] : runs_) {
+    v1::RunProgress* p = request.add_runs();
+    p->set_run_id(id);
+    p->set_env_steps(h.host != nullptr ? h.host->counters().env_steps_trained
+                                       : 0);
+  }
+  v1::HeartbeatResponse response;
+  const grpc::Status s = stub_->Heartbeat(Context().get(), request, &response);
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
+    return;
+  }
+  for (int64_t id : response.stop_run_ids()) {
+    auto it = runs_.find(id);
+    if (it == runs_.end()) continue;
+    if (it->second.host != nullptr) {
+      it->second.host->Stop();
+      service_->RemoveRun(it->second.host->run_id());
+    }
+    Record(it->second, "stopped by the coordinator");
+    runs_.erase(it);
+  }
+}
+
+int64_t CoordinatorAgent::BytesInUse() const {
+  int64_t bytes = 0;
+  for (const auto& [id, h] : runs_) {
+    if (h.host != nullptr) bytes += h.bytes;
+  }
+  return bytes;
+}
+
+absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
+    const std::string& dataset_id) {
+  auto it = markets_.find(dataset_id);
+  if (it != markets_.end()) return it->second;
+  std::string cached_path;
+  ASSIGN_OR_RETURN(
+      env::Dataset dataset,
+      LoadOrFetchDataset(
+          options_.cache_dir, dataset_id,
+          [this, &dataset_id](const std::string& path) {
+            v1::FetchDatasetRequest request;
+            request.set_dataset_id(dataset_id);
+            auto ctx = std::make_unique<grpc::ClientContext>();
+            ctx->set_deadline(std::chrono::system_clock::now() +
+                              std::chrono::seconds(120));
+            auto reader = stub_->FetchDataset(ctx.get(), request);
+            return ReceiveDatasetFile(reader.get(), ctx.get(), dataset_id,
+                                      path);
+          }));
+  ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
+                   env::MarketData::FromDataset(dataset));
+  service_->AddDataset(dataset_id, absl::StrCat(options_.cache_dir, "/",
+                                                dataset_id, ".rds"));
+  markets_[dataset_id] = market;
+  return market;
+}
+
+absl::Status CoordinatorAgent::Build(Hosted& h) {
+  ASSIGN_OR_RETURN(h.options,
+                   TrainerOptionsFromJson(h.lease.trainer_options_json()));
+  h.options.ppo.device = options_.device;
+  h.options.ppo.cpu_threads = options_.cpu_threads;
+  h.options.run_dir = h.lease.checkpoint_dir();
+  h.options.resume = true;
+  ASSIGN_OR_RETURN(h.market, Market(h.lease.dataset_id()));
+  const int obs_size = 1 + h.market->num_assets +
+                       h.market->num_features * h.options.env.lookback;
+  RunSpec spec;
+  spec.run_id = h.lease.run_name();
+  spec.trainer = h.options;
+  spec.samples_per_update =
+      int64_t{h.options.num_envs} * h.options.rollout_steps;
+  spec.queue_capacity = options_.queue_capacity;
+  h.bytes = EstimateRunBytes(spec, obs_size, h.market->num_assets,
+                             options_.max_chunk_samples);
+  return absl::OkStatus();
+}
+
+void CoordinatorAgent::Admit() {
+  // Runs waiting for memory first, then new leases while slots are free.
+  for (auto& [id, h] : runs_) {
+    if (h.host != nullptr) continue;
+    if (BytesInUse() + h.bytes > options_.memory_budget_bytes) continue;
+    RunSpec spec;
+    spec.run_id = h.lease.run_name();
+    spec.trainer = h.options;
+    spec.samples_per_update =
+        int64_t{h.options.num_envs} * h.options.rollout_steps;
+    spec.queue_capacity = options_.queue_capacity;
+    const int64_t run_id = id;
+    spec.on_evaluation = [this, run_id](const EvaluationResult& e) {
+      absl::MutexLock lock(&mu_);
+      reports_.emplace_back(run_id, e);
+    };
+    absl::StatusOr<std::unique_ptr<RunHost>> host =
+        RunHost::Create(spec, h.market);
+    if (!host.ok()) {
+      h.prune = false;
+      Fail(h, std::string(host.status().message()));
+      h.lease.set_run_id(-1);  // marks it for removal below
+      continue;
+    }
+    h.host = std::shared_ptr<RunHost>(std::move(*host));
+    service_->AddRun(h.host);
+    std::fprintf(stderr,
+                 "learner: hosting %s (attempt %d, ~%lld MiB of %lld MiB)\n",
+                 h.lease.run_name().c_str(), h.lease.attempt(),
+                 static_cast<long long>(Mib(h.bytes)),
+                 static_cast<long long>(Mib(options_.memory_budget_bytes)));
+  }
+  for (auto it = runs_.begin(); it != runs_.end();) {
+    if (it->second.lease.run_id() < 0) {
+      it = runs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  while (static_cast<int>(runs_.size()) < options_.slots &&
+         !stop_.HasBeenNotified()) {
+    v1::LeaseRunRequest request;
+    request.set_member_id(options_.member_id);
+    v1::LeaseRunResponse response;
+    const grpc::Status s = stub_->LeaseRun(Context().get(), request, &response);
+    if (!s.ok()) {
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
+      return;
+    }
+    if (!response.has_run()) return;
+    Hosted h;
+    h.lease = response.lease();
+    absl::Status built = Build(h);
+    if (!built.ok()) {
+      Fail(h, std::string(built.message()));
+      continue;
+    }
+    if (h.bytes > options_.memory_budget_bytes) {
+      Fail(h, absl::StrCat("the run needs about ", Mib(h.bytes),
+                           " MiB but the learner's memory budget is ",
+                           Mib(options_.memory_budget_bytes),
+                           " MiB (--memory-mb)"));
+      continue;
+    }
+    const int64_t id = h.lease.run_id();
+    runs_.emplace(id, std::move(h));
+    Admit();  // builds it now if it fits
+    return;
+  }
+}
+
+}  // namespace ristretto::learner
