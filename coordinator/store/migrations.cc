@@ -1,0 +1,176 @@
+#include "coordinator/store/migrations.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+// Version 1: every table, with the constraints that keep the state machine
+// of store.h honest even against hand-written SQL: states are CHECKed, a
+// leased run has a holder and an expiry and nothing else has, a finished
+// trial has a finish time, trial numbers are unique per study, a run has at
+// most one fold_metrics row and at most one open lease.
+constexpr char kInitialSchema[] = R"sql(
+CREATE TABLE datasets (
+  id               text PRIMARY KEY CHECK (id <> ''),
+  path             text NOT NULL,
+  symbols          text NOT NULL DEFAULT '',
+  rows             bigint NOT NULL CHECK (rows >= 0),
+  interval_seconds bigint NOT NULL CHECK (interval_seconds >= 0),
+  created_at       timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE studies (
+  id          bigserial PRIMARY KEY,
+  name        text NOT NULL UNIQUE CHECK (name <> ''),
+  config_text text NOT NULL,
+  state       text NOT NULL DEFAULT 'created'
+              CHECK (state IN ('created', 'running', 'stopped', 'done')),
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  updated_at  timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE trials (
+  id          bigserial PRIMARY KEY,
+  study_id    bigint NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  number      bigint NOT NULL CHECK (number >= 0),
+  state       text NOT NULL DEFAULT 'running'
+              CHECK (state IN ('running', 'complete', 'pruned', 'failed')),
+  score       double precision,
+  fail_reason text NOT NULL DEFAULT '',
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  UNIQUE (study_id, number),
+  CHECK ((state = 'complete') = (score IS NOT NULL)),
+  CHECK ((state = 'running') = (finished_at IS NULL)),
+  CHECK (state <> 'failed' OR fail_reason <> '')
+);
+
+CREATE TABLE params (
+  trial_id bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  position int NOT NULL CHECK (position >= 0),
+  name     text NOT NULL CHECK (name <> ''),
+  value    text NOT NULL,
+  PRIMARY KEY (trial_id, name),
+  UNIQUE (trial_id, position)
+);
+
+CREATE TABLE members (
+  id            text PRIMARY KEY CHECK (id <> ''),
+  kind          text NOT NULL CHECK (kind IN ('learner', 'actor')),
+  address       text NOT NULL DEFAULT '',
+  capacity_json text NOT NULL DEFAULT '{}',
+  first_seen    timestamptz NOT NULL DEFAULT now(),
+  last_seen     timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE runs (
+  id               bigserial PRIMARY KEY,
+  trial_id         bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  study_id         bigint NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  fold             int NOT NULL CHECK (fold >= 0),
+  state            text NOT NULL DEFAULT 'queued'
+                   CHECK (state IN ('queued', 'leased', 'done', 'failed',
+                                    'cancelled')),
+  config_json      text NOT NULL,
+  attempts         int NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+  member_id        text REFERENCES members (id),
+  lease_expires_at timestamptz,
+  env_steps        bigint NOT NULL DEFAULT 0 CHECK (env_steps >= 0),
+  checkpoint_dir   text NOT NULL,
+  last_error       text NOT NULL DEFAULT '',
+  created_at       timestamptz NOT NULL DEFAULT now(),
+  updated_at       timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (trial_id, fold),
+  CHECK ((state = 'leased') = (member_id IS NOT NULL)),
+  CHECK ((state = 'leased') = (lease_expires_at IS NOT NULL))
+);
+
+-- Lease history: one row per lease granted; released_at/outcome are set
+-- when it ends (done, failed, expired, released, cancelled).
+CREATE TABLE leases (
+  id          bigserial PRIMARY KEY,
+  run_id      bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  member_id   text NOT NULL REFERENCES members (id),
+  attempt     int NOT NULL CHECK (attempt >= 1),
+  granted_at  timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL,
+  released_at timestamptz,
+  outcome     text CHECK (outcome IN ('done', 'failed', 'expired', 'released',
+                                      'cancelled')),
+  UNIQUE (run_id, attempt),
+  CHECK ((released_at IS NULL) = (outcome IS NULL))
+);
+
+CREATE TABLE intermediate_values (
+  run_id      bigint NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  trial_id    bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  study_id    bigint NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  step        bigint NOT NULL CHECK (step >= 0),
+  value       double precision NOT NULL,
+  reported_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (run_id, step)
+);
+
+CREATE TABLE fold_metrics (
+  run_id           bigint PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  trial_id         bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  fold             int NOT NULL,
+  sharpe           double precision NOT NULL,
+  benchmark_sharpe double precision NOT NULL,
+  sortino          double precision NOT NULL,
+  max_drawdown     double precision NOT NULL,
+  calmar           double precision NOT NULL,
+  total_return     double precision NOT NULL,
+  benchmark_return double precision NOT NULL,
+  trades           bigint NOT NULL CHECK (trades >= 0),
+  env_steps        bigint NOT NULL CHECK (env_steps >= 0),
+  created_at       timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (trial_id, fold)
+);
+
+-- Checkpoints and exported policies, scoped by study and trial id and
+-- identified by content hash.
+CREATE TABLE artifacts (
+  id         bigserial PRIMARY KEY,
+  study_id   bigint NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  trial_id   bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  run_id     bigint REFERENCES runs (id) ON DELETE CASCADE,
+  kind       text NOT NULL CHECK (kind IN ('checkpoint', 'policy')),
+  path       text NOT NULL CHECK (path <> ''),
+  sha256     text NOT NULL CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (trial_id, kind, path)
+);
+)sql";
+
+// Version 2: indexes for the hot queries. The partial indexes stay small:
+// only queued runs (LeaseRun's oldest-first scan), only leased runs
+// (ExpireLeases by expiry, Heartbeat by holder), only open leases.
+constexpr char kIndexes[] = R"sql(
+CREATE INDEX runs_queued_idx ON runs (id) WHERE state = 'queued';
+CREATE INDEX runs_leased_expiry_idx ON runs (lease_expires_at)
+  WHERE state = 'leased';
+CREATE INDEX runs_leased_member_idx ON runs (member_id)
+  WHERE state = 'leased';
+CREATE INDEX trials_study_state_idx ON trials (study_id, state);
+CREATE UNIQUE INDEX leases_one_open_per_run_idx ON leases (run_id)
+  WHERE released_at IS NULL;
+CREATE INDEX leases_open_member_idx ON leases (member_id)
+  WHERE released_at IS NULL;
+CREATE INDEX intermediate_values_study_idx
+  ON intermediate_values (study_id, trial_id);
+CREATE INDEX artifacts_trial_idx ON artifacts (trial_id);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& Migrations() {
+  static const auto* const kMigrations = new std::vector<Migration>{
+      {1, "initial schema", kInitialSchema},
+      {2, "indexes for leasing, expiry and listings", kIndexes},
+  };
+  return *kMigrations;
+}
+
+int LatestSchemaVersion() { return Migrations().back().version; }
+
+}  // namespace ristretto::coordinator

@@ -1,0 +1,1337 @@
+// Store on libpqxx 6.4. Every public method is one transaction run through
+// Impl::Transact, which owns the retry policy:
+//  * connection lost (pqxx::broken_connection, SQLSTATE class 08, 57P01-03)
+//    → reconnect with exponential backoff and rerun the whole transaction;
+//  * deadlock / serialization failure → rerun;
+//  * COMMIT lost with the connection ("in doubt") → reconnect and ask the
+//    server with txid_status(txid) whether that transaction committed: if it
+//    did, the result computed before COMMIT is returned, otherwise the
+//    transaction is rerun. So no retry ever applies a change twice;
+//  * anything else → kInternal with the server's message.
+//
+// Lock order (avoids deadlocks; a deadlock would still only cost a retry):
+// study row, then trial row, then run rows in ascending id. Row locks are
+// FOR NO KEY UPDATE, which unlike FOR UPDATE does not block the foreign-key
+// checks of concurrent inserts into child tables.
+#include "coordinator/store/store.h"
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <pqxx/pqxx>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+#include "coordinator/store/migrations.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+// pg_advisory_xact_lock key serialising migrators ("ristre" in ASCII).
+constexpr int64_t kMigrationLockKey = 0x726973747265;
+
+// Server-side timestamps are read as microseconds since the Unix epoch:
+// (EXTRACT(EPOCH FROM col) * 1000000)::bigint.
+constexpr char kStudyColumns[] =
+    "s.id, s.name, s.config_text, s.state, "
+    "(EXTRACT(EPOCH FROM s.created_at) * 1000000)::bigint, "
+    "(EXTRACT(EPOCH FROM s.updated_at) * 1000000)::bigint";
+constexpr char kTrialColumns[] =
+    "t.id, t.study_id, t.number, t.state, t.score, t.fail_reason, "
+    "(EXTRACT(EPOCH FROM t.created_at) * 1000000)::bigint, "
+    "(EXTRACT(EPOCH FROM t.finished_at) * 1000000)::bigint";
+constexpr char kRunColumns[] =
+    "r.id, r.trial_id, r.study_id, r.fold, r.state, r.config_json, "
+    "r.attempts, COALESCE(r.member_id, ''), "
+    "(EXTRACT(EPOCH FROM r.lease_expires_at) * 1000000)::bigint, "
+    "r.env_steps, r.checkpoint_dir, r.last_error";
+constexpr char kDatasetColumns[] =
+    "d.id, d.path, d.symbols, d.rows, d.interval_seconds, "
+    "(EXTRACT(EPOCH FROM d.created_at) * 1000000)::bigint";
+constexpr char kMemberColumns[] =
+    "m.id, m.kind, m.address, m.capacity_json, "
+    "(EXTRACT(EPOCH FROM m.first_seen) * 1000000)::bigint, "
+    "(EXTRACT(EPOCH FROM m.last_seen) * 1000000)::bigint";
+constexpr char kFoldMetricsColumns[] =
+    "f.sharpe, f.benchmark_sharpe, f.sortino, f.max_drawdown, f.calmar, "
+    "f.total_return, f.benchmark_return, f.trades, f.env_steps";
+
+// SQL for "parameter $n (microseconds since the epoch) as timestamptz".
+std::string TsParam(int n) {
+  return absl::StrCat("(TIMESTAMPTZ 'epoch' + $", n,
+                      "::bigint * INTERVAL '1 microsecond')");
+}
+
+int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
+
+absl::Time TimeField(const pqxx::field& f) {
+  return absl::FromUnixMicros(f.as<int64_t>());
+}
+
+std::optional<absl::Time> OptionalTimeField(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return TimeField(f);
+}
+
+StudyRow ParseStudy(const pqxx::row& r) {
+  StudyRow s;
+  s.id = r[0].as<int64_t>();
+  s.name = r[1].as<std::string>();
+  s.config_text = r[2].as<std::string>();
+  s.state = r[3].as<std::string>();
+  s.created_at = TimeField(r[4]);
+  s.updated_at = TimeField(r[5]);
+  return s;
+}
+
+TrialRow ParseTrial(const pqxx::row& r) {
+  TrialRow t;
+  t.id = r[0].as<int64_t>();
+  t.study_id = r[1].as<int64_t>();
+  t.number = r[2].as<int64_t>();
+  t.state = r[3].as<std::string>();
+  if (!r[4].is_null()) t.score = r[4].as<double>();
+  t.fail_reason = r[5].as<std::string>();
+  t.created_at = TimeField(r[6]);
+  t.finished_at = OptionalTimeField(r[7]);
+  return t;
+}
+
+RunRow ParseRun(const pqxx::row& r) {
+  RunRow run;
+  run.id = r[0].as<int64_t>();
+  run.trial_id = r[1].as<int64_t>();
+  run.study_id = r[2].as<int64_t>();
+  run.fold = r[3].as<int>();
+  run.state = r[4].as<std::string>();
+  run.config_json = r[5].as<std::string>();
+  run.attempts = r[6].as<int>();
+  run.member_id = r[7].as<std::string>();
+  run.lease_expires_at = OptionalTimeField(r[8]);
+  run.env_steps = r[9].as<int64_t>();
+  run.checkpoint_dir = r[10].as<std::string>();
+  run.last_error = r[11].as<std::string>();
+  return run;
+}
+
+DatasetRow ParseDataset(const pqxx::row& r) {
+  DatasetRow d;
+  d.id = r[0].as<std::string>();
+  d.path = r[1].as<std::string>();
+  d.symbols = r[2].as<std::string>();
+  d.rows = r[3].as<int64_t>();
+  d.interval_seconds = r[4].as<int64_t>();
+  d.created_at = TimeField(r[5]);
+  return d;
+}
+
+MemberRow ParseMember(const pqxx::row& r) {
+  MemberRow m;
+  m.id = r[0].as<std::string>();
+  m.kind = r[1].as<std::string>();
+  m.address = r[2].as<std::string>();
+  m.capacity_json = r[3].as<std::string>();
+  m.first_seen = TimeField(r[4]);
+  m.last_seen = TimeField(r[5]);
+  return m;
+}
+
+FoldMetrics ParseFoldMetrics(const pqxx::row& r) {
+  FoldMetrics f;
+  f.sharpe = r[0].as<double>();
+  f.benchmark_sharpe = r[1].as<double>();
+  f.sortino = r[2].as<double>();
+  f.max_drawdown = r[3].as<double>();
+  f.calmar = r[4].as<double>();
+  f.total_return = r[5].as<double>();
+  f.benchmark_return = r[6].as<double>();
+  f.trades = r[7].as<int64_t>();
+  f.env_steps = r[8].as<int64_t>();
+  return f;
+}
+
+bool IsConnectionState(const std::string& sqlstate) {
+  // 08xxx connection exceptions; 57P01 admin shutdown, 57P02 crash
+  // shutdown, 57P03 cannot connect now (server starting or stopping).
+  return absl::StartsWith(sqlstate, "08") || sqlstate == "57P01" ||
+         sqlstate == "57P02" || sqlstate == "57P03";
+}
+
+bool IsTransientState(const std::string& sqlstate) {
+  return sqlstate == "40001" || sqlstate == "40P01";  // serialization, deadlock
+}
+
+std::string Message(const std::exception& e) {
+  return std::string(absl::StripTrailingAsciiWhitespace(e.what()));
+}
+
+bool IsLowerHex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool IsOneOf(const std::string& value,
+             std::initializer_list<absl::string_view> options) {
+  return std::find(options.begin(), options.end(), value) != options.end();
+}
+
+// Describes the server a DSN points at (host, port, database, user) without
+// its password; kInvalidArgument if libpq cannot parse it.
+absl::StatusOr<std::string> DescribeDsn(const std::string& dsn) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), &error);
+  if (options == nullptr) {
+    std::string message = error != nullptr ? error : "out of memory";
+    if (error != nullptr) PQfreemem(error);
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid PostgreSQL connection string: ",
+                     absl::StripTrailingAsciiWhitespace(message)));
+  }
+  std::map<std::string, std::string> values;
+  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val != nullptr && o->val[0] != '\0') values[o->keyword] = o->val;
+  }
+  PQconninfoFree(options);
+  std::vector<std::string> parts;
+  if (values.count("host") != 0) {
+    parts.push_back(absl::StrCat("host=", values["host"]));
+  } else if (values.count("hostaddr") != 0) {
+    parts.push_back(absl::StrCat("hostaddr=", values["hostaddr"]));
+  } else {
+    parts.emplace_back("host=(libpq default)");
+  }
+  for (const char* key : {"port", "dbname", "user"}) {
+    if (values.count(key) != 0) {
+      parts.push_back(absl::StrCat(key, "=", values[key]));
+    }
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+std::string HolderMismatch(int64_t run_id, const std::string& state,
+                           const std::string& holder,
+                           const std::string& member_id) {
+  if (state == kRunLeased) {
+    return absl::StrCat("run ", run_id, " is leased to '", holder,
+                        "', not to '", member_id, "'");
+  }
+  return absl::StrCat("run ", run_id, " is ", state, ", not leased to '",
+                      member_id, "'");
+}
+
+}  // namespace
+
+class Store::Impl {
+ public:
+  template <typename T>
+  using TxnFn = std::function<absl::StatusOr<T>(pqxx::work&)>;
+
+  Impl(std::string dsn, std::string server, RetryPolicy retry)
+      : dsn_(std::move(dsn)), server_(std::move(server)), retry_(retry) {}
+
+  // Runs `fn` in a transaction with the retries described at the top of the
+  // file. `writes`: the transaction may change data, so a COMMIT lost with
+  // the connection is resolved with txid_status before anything is rerun.
+  // A non-OK status from `fn` rolls back and is returned as is.
+  template <typename T>
+  absl::StatusOr<T> Transact(const char* what, bool writes, const TxnFn<T>& fn);
+
+  absl::Status TransactStatus(
+      const char* what, const std::function<absl::Status(pqxx::work&)>& fn) {
+    return Transact<bool>(what, /*writes=*/true,
+                          [&](pqxx::work& txn) -> absl::StatusOr<bool> {
+                            RETURN_IF_ERROR(fn(txn));
+                            return true;
+                          })
+        .status();
+  }
+
+ private:
+  enum class CommitState { kCommitted, kAborted, kUnknown };
+
+  // Opens the connection if there is none.
+  void EnsureConnected();
+  // Runs `body`, mapping exceptions to a status: kUnavailable = connection
+  // lost (reconnect and retry), kAborted = transient (retry), kInternal.
+  absl::Status Guard(const char* what, const std::function<void()>& body);
+  // Asks the server whether transaction `txid` committed.
+  CommitState ResolveCommit(int64_t txid, std::string* error);
+
+  const std::string dsn_;
+  const std::string server_;  // DSN without password, for messages
+  const RetryPolicy retry_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+void Store::Impl::EnsureConnected() {
+  if (conn_ != nullptr && conn_->is_open()) return;
+  conn_.reset();
+  auto conn = std::make_unique<pqxx::connection>(dsn_);
+  // NOTICEs (e.g. "already exists, skipping") would go to stderr.
+  pqxx::nontransaction(*conn).exec("SET client_min_messages TO warning");
+  conn_ = std::move(conn);
+}
+
+absl::Status Store::Impl::Guard(const char* what,
+                                const std::function<void()>& body) {
+  try {
+    body();
+    return absl::OkStatus();
+  } catch (const pqxx::broken_connection& e) {
+    return absl::UnavailableError(Message(e));
+  } catch (const pqxx::sql_error& e) {
+    if (IsConnectionState(e.sqlstate())) {
+      return absl::UnavailableError(Message(e));
+    }
+    if (IsTransientState(e.sqlstate())) return absl::AbortedError(Message(e));
+    return absl::InternalError(
+        absl::StrCat(what, ": ", Message(e), " (SQLSTATE ", e.sqlstate(), ")"));
+  } catch (const pqxx::transaction_rollback& e) {
+    return absl::AbortedError(Message(e));
+  } catch (const pqxx::failure& e) {
+    if (conn_ == nullptr || !conn_->is_open()) {
+      return absl::UnavailableError(Message(e));
+    }
+    return absl::InternalError(absl::StrCat(what, ": ", Message(e)));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", Message(e)));
+  }
+}
+
+Store::Impl::CommitState Store::Impl::ResolveCommit(int64_t txid,
+                                                    std::string* error) {
+  std::string status;
+  bool known = false;
+  const absl::Status guard = Guard("txid_status", [&] {
+    EnsureConnected();
+    pqxx::nontransaction txn(*conn_);
+    const pqxx::row row = txn.exec_params1("SELECT txid_status($1)", txid);
+    known = !row[0].is_null();
+    if (known) status = row[0].as<std::string>();
+  });
+  if (!guard.ok()) {
+    if (absl::IsUnavailable(guard)) conn_.reset();
+    *error = std::string(guard.message());
+    return CommitState::kUnknown;
+  }
+  if (known && status == "committed") return CommitState::kCommitted;
+  if (known && status == "aborted") return CommitState::kAborted;
+  *error = absl::StrCat("outcome of transaction ", txid, " unknown (",
+                        known ? status : "too old", ")");
+  return CommitState::kUnknown;
+}
+
+template <typename T>
+absl::StatusOr<T> Store::Impl::Transact(const char* what, bool writes,
+                                        const TxnFn<T>& fn) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + retry_.give_up_after;
+  absl::Duration backoff = retry_.initial_backoff;
+  std::string last_error;
+  // Set while the outcome of a COMMIT is unknown: its txid and the result
+  // computed before it.
+  bool in_doubt = false;
+  int64_t doubtful_txid = 0;
+  absl::StatusOr<T> doubtful_result;
+  for (int attempt = 1;; ++attempt) {
+    bool retry_now = false;
+    if (in_doubt) {
+      switch (ResolveCommit(doubtful_txid, &last_error)) {
+        case CommitState::kCommitted:
+          return doubtful_result;
+        case CommitState::kAborted:
+          in_doubt = false;
+          retry_now = true;
+          break;
+        case CommitState::kUnknown:
+          break;
+      }
+    } else {
+      std::optional<int64_t> txid;
+      absl::StatusOr<T> result;
+      bool commit_lost = false;
+      const absl::Status guard = Guard(what, [&] {
+        EnsureConnected();
+        pqxx::work txn(*conn_);
+        if (writes) {
+          txid = txn.exec1("SELECT txid_current()")[0].template as<int64_t>();
+        }
+        result = fn(txn);
+        if (!result.ok()) return;  // ~work rolls back
+        try {
+          txn.commit();
+        } catch (const pqxx::in_doubt_error&) {
+          commit_lost = true;
+        } catch (const pqxx::broken_connection&) {
+          commit_lost = true;
+        } catch (const pqxx::statement_completion_unknown&) {
+          commit_lost = true;
+        } catch (const pqxx::sql_error& e) {
+          if (!IsConnectionState(e.sqlstate())) throw;
+          commit_lost = true;
+        }
+      });
+      if (guard.ok() && !commit_lost) return result;
+      if (commit_lost) {
+        conn_.reset();
+        last_error = "connection lost during COMMIT";
+        if (!txid.has_value()) {
+          // Read-only: nothing to resolve, just rerun.
+          retry_now = attempt == 1;
+        } else {
+          in_doubt = true;
+          doubtful_txid = *txid;
+          doubtful_result = std::move(result);
+          retry_now = true;  // ask at once; backoff if the server is away
+        }
+      } else if (absl::IsUnavailable(guard)) {
+        conn_.reset();
+        last_error = std::string(guard.message());
+        retry_now = attempt == 1;  // a stale connection: reconnect at once
+      } else if (absl::IsAborted(guard)) {
+        last_error = std::string(guard.message());
+        retry_now = true;
+      } else {
+        return guard;
+      }
+    }
+    if (retry_now && absl::Now() < deadline) continue;
+    if (absl::Now() + backoff > deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          what, ": PostgreSQL at ", server_, " unavailable for ",
+          absl::FormatDuration(absl::Now() - start), " (", attempt,
+          " attempts, giving up after ",
+          absl::FormatDuration(retry_.give_up_after), "): ", last_error));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, retry_.max_backoff);
+  }
+}
+
+namespace {
+
+absl::Status RequireStudy(pqxx::work& txn, int64_t study_id) {
+  if (txn.exec_params("SELECT 1 FROM studies WHERE id = $1", study_id)
+          .empty()) {
+    return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
+  }
+  return absl::OkStatus();
+}
+
+// Locks the trial row and returns its state; kNotFound if missing.
+absl::StatusOr<std::string> LockTrial(pqxx::work& txn, int64_t trial_id) {
+  const pqxx::result r = txn.exec_params(
+      "SELECT state FROM trials WHERE id = $1 FOR NO KEY UPDATE", trial_id);
+  if (r.empty()) {
+    return absl::NotFoundError(absl::StrCat("no trial with id ", trial_id));
+  }
+  return r[0][0].as<std::string>();
+}
+
+absl::Status RequireTrial(pqxx::work& txn, int64_t trial_id) {
+  if (txn.exec_params("SELECT 1 FROM trials WHERE id = $1", trial_id).empty()) {
+    return absl::NotFoundError(absl::StrCat("no trial with id ", trial_id));
+  }
+  return absl::OkStatus();
+}
+
+// Trial id of a run; kNotFound if missing.
+absl::StatusOr<int64_t> TrialOfRun(pqxx::work& txn, int64_t run_id) {
+  const pqxx::result r =
+      txn.exec_params("SELECT trial_id FROM runs WHERE id = $1", run_id);
+  if (r.empty()) {
+    return absl::NotFoundError(absl::StrCat("no run with id ", run_id));
+  }
+  return r[0][0].as<int64_t>();
+}
+
+// Locks every run of a trial, in id order (the lock order).
+void LockRunsOfTrial(pqxx::work& txn, int64_t trial_id) {
+  txn.exec_params(
+      "SELECT id FROM runs WHERE trial_id = $1 ORDER BY id FOR NO KEY UPDATE",
+      trial_id);
+}
+
+// Cancels the queued and leased runs of a trial and closes their leases.
+// The caller holds the trial lock.
+void CancelRuns(pqxx::work& txn, int64_t trial_id, const std::string& why) {
+  LockRunsOfTrial(txn, trial_id);
+  txn.exec_params(
+      "UPDATE leases SET released_at = now(), outcome = 'cancelled' "
+      "WHERE released_at IS NULL "
+      "AND run_id IN (SELECT id FROM runs WHERE trial_id = $1)",
+      trial_id);
+  txn.exec_params(
+      "UPDATE runs SET state = 'cancelled', member_id = NULL, "
+      "lease_expires_at = NULL, last_error = $2, updated_at = now() "
+      "WHERE trial_id = $1 AND state IN ('queued', 'leased')",
+      trial_id, why);
+}
+
+// running → failed with `reason`, siblings cancelled. The caller holds the
+// trial lock and has checked that the trial is running.
+void FailTrialLocked(pqxx::work& txn, int64_t trial_id,
+                     const std::string& reason) {
+  txn.exec_params(
+      "UPDATE trials SET state = 'failed', fail_reason = $2, "
+      "finished_at = now() WHERE id = $1",
+      trial_id, reason);
+  CancelRuns(txn, trial_id, "trial failed");
+}
+
+absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::work& txn,
+                                                 int64_t trial_id) {
+  std::vector<ParamRow> params;
+  for (const pqxx::row& r :
+       txn.exec_params("SELECT name, value FROM params WHERE trial_id = $1 "
+                       "ORDER BY position",
+                       trial_id)) {
+    params.push_back({r[0].as<std::string>(), r[1].as<std::string>()});
+  }
+  return params;
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& dsn,
+                                                      RetryPolicy retry) {
+  ASSIGN_OR_RETURN(std::string server, DescribeDsn(dsn));
+  auto impl = std::make_unique<Impl>(dsn, std::move(server), retry);
+  RETURN_IF_ERROR(impl->Transact<bool>("Connect", /*writes=*/false,
+                                       [](pqxx::work& txn) {
+                                         txn.exec("SELECT 1");
+                                         return true;
+                                       })
+                      .status());
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+// ---------------------------------------------------------------- schema
+
+absl::Status Store::Migrate() {
+  RETURN_IF_ERROR(impl_->TransactStatus("Migrate", [](pqxx::work& txn) {
+    // Under the lock: two first-time migrators would otherwise race on
+    // CREATE TABLE (a unique violation in pg_type).
+    txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+    txn.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        "  version    int PRIMARY KEY,"
+        "  name       text NOT NULL,"
+        "  applied_at timestamptz NOT NULL DEFAULT now())");
+    return absl::OkStatus();
+  }));
+  for (const Migration& m : Migrations()) {
+    RETURN_IF_ERROR(Annotate(
+        impl_->TransactStatus(
+            "Migrate",
+            [&m](pqxx::work& txn) {
+              txn.exec_params("SELECT pg_advisory_xact_lock($1)",
+                              kMigrationLockKey);
+              if (!txn.exec_params(
+                          "SELECT 1 FROM schema_migrations WHERE version = $1",
+                          m.version)
+                       .empty()) {
+                return absl::OkStatus();  // applied by an earlier run
+              }
+              txn.exec(m.sql);
+              txn.exec_params(
+                  "INSERT INTO schema_migrations (version, name) "
+                  "VALUES ($1, $2)",
+                  m.version, m.name);
+              return absl::OkStatus();
+            }),
+        absl::StrCat("schema migration ", m.version, " (", m.name, ")")));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Store::SchemaVersion() {
+  return impl_->Transact<int>(
+      "SchemaVersion", false, [](pqxx::work& txn) -> absl::StatusOr<int> {
+        if (txn.exec("SELECT to_regclass('schema_migrations')")[0][0]
+                .is_null()) {
+          return 0;
+        }
+        return txn
+            .exec(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations")[0][0]
+            .as<int>();
+      });
+}
+
+// -------------------------------------------------------------- datasets
+
+absl::Status Store::PutDataset(const DatasetRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
+  if (row.rows < 0 || row.interval_seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", row.id, ": negative rows or interval"));
+  }
+  return impl_->TransactStatus("PutDataset", [&](pqxx::work& txn) {
+    txn.exec_params(
+        "INSERT INTO datasets (id, path, symbols, rows, interval_seconds) "
+        "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET "
+        "path = EXCLUDED.path, symbols = EXCLUDED.symbols, "
+        "rows = EXCLUDED.rows, interval_seconds = EXCLUDED.interval_seconds",
+        row.id, row.path, row.symbols, row.rows, row.interval_seconds);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<DatasetRow> Store::GetDataset(const std::string& id) {
+  return impl_->Transact<DatasetRow>(
+      "GetDataset", false, [&](pqxx::work& txn) -> absl::StatusOr<DatasetRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kDatasetColumns,
+                                         " FROM datasets d WHERE d.id = $1"),
+                            id);
+        if (r.empty()) {
+          return absl::NotFoundError(absl::StrCat("no dataset ", id));
+        }
+        return ParseDataset(r[0]);
+      });
+}
+
+absl::StatusOr<std::vector<DatasetRow>> Store::ListDatasets() {
+  return impl_->Transact<std::vector<DatasetRow>>(
+      "ListDatasets", false,
+      [](pqxx::work& txn) -> absl::StatusOr<std::vector<DatasetRow>> {
+        std::vector<DatasetRow> rows;
+        for (const pqxx::row& r :
+             txn.exec(absl::StrCat("SELECT ", kDatasetColumns,
+                                   " FROM datasets d "
+                                   "ORDER BY d.created_at, d.id"))) {
+          rows.push_back(ParseDataset(r));
+        }
+        return rows;
+      });
+}
+
+// --------------------------------------------------------------- studies
+
+absl::StatusOr<StudyRow> Store::CreateStudy(const std::string& name,
+                                            const std::string& config_text) {
+  if (name.empty()) return absl::InvalidArgumentError("study name is empty");
+  return impl_->Transact<StudyRow>(
+      "CreateStudy", true, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+        const pqxx::result r = txn.exec_params(
+            absl::StrCat("INSERT INTO studies AS s (name, config_text) "
+                         "VALUES ($1, $2) ON CONFLICT (name) DO NOTHING "
+                         "RETURNING ",
+                         kStudyColumns),
+            name, config_text);
+        if (r.empty()) {
+          return absl::AlreadyExistsError(
+              absl::StrCat("study '", name, "' already exists"));
+        }
+        return ParseStudy(r[0]);
+      });
+}
+
+absl::StatusOr<StudyRow> Store::GetStudy(const std::string& name) {
+  return impl_->Transact<StudyRow>(
+      "GetStudy", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kStudyColumns,
+                                         " FROM studies s WHERE s.name = $1"),
+                            name);
+        if (r.empty()) {
+          return absl::NotFoundError(
+              absl::StrCat("no study named '", name, "'"));
+        }
+        return ParseStudy(r[0]);
+      });
+}
+
+absl::StatusOr<StudyRow> Store::GetStudyById(int64_t id) {
+  return impl_->Transact<StudyRow>(
+      "GetStudyById", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kStudyColumns,
+                                         " FROM studies s WHERE s.id = $1"),
+                            id);
+        if (r.empty()) {
+          return absl::NotFoundError(absl::StrCat("no study with id ", id));
+        }
+        return ParseStudy(r[0]);
+      });
+}
+
+absl::StatusOr<std::vector<StudyRow>> Store::ListStudies() {
+  return impl_->Transact<std::vector<StudyRow>>(
+      "ListStudies", false,
+      [](pqxx::work& txn) -> absl::StatusOr<std::vector<StudyRow>> {
+        std::vector<StudyRow> rows;
+        for (const pqxx::row& r : txn.exec(absl::StrCat(
+                 "SELECT ", kStudyColumns, " FROM studies s ORDER BY s.id"))) {
+          rows.push_back(ParseStudy(r));
+        }
+        return rows;
+      });
+}
+
+absl::Status Store::SetStudyState(int64_t study_id, const std::string& state) {
+  if (!IsOneOf(state,
+               {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone})) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown study state '", state, "'"));
+  }
+  return impl_->TransactStatus("SetStudyState", [&](pqxx::work& txn) {
+    const pqxx::result r = txn.exec_params(
+        "SELECT state FROM studies WHERE id = $1 FOR NO KEY UPDATE", study_id);
+    if (r.empty()) {
+      return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
+    }
+    const std::string current = r[0][0].as<std::string>();
+    if (current == state) return absl::OkStatus();
+    if (current == kStudyDone || state == kStudyCreated) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "study ", study_id, " cannot go from ", current, " to ", state));
+    }
+    txn.exec_params(
+        "UPDATE studies SET state = $2, updated_at = now() WHERE id = $1",
+        study_id, state);
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------- trials
+
+absl::StatusOr<TrialRow> Store::CreateTrial(
+    int64_t study_id, const std::vector<ParamRow>& params,
+    const std::vector<std::string>& run_configs,
+    const std::string& checkpoint_root) {
+  if (run_configs.empty()) {
+    return absl::InvalidArgumentError("a trial needs at least one run (fold)");
+  }
+  return impl_->Transact<TrialRow>(
+      "CreateTrial", true, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
+        // The study lock serialises numbering within the study.
+        const pqxx::result study = txn.exec_params(
+            "SELECT name, state FROM studies WHERE id = $1 "
+            "FOR NO KEY UPDATE",
+            study_id);
+        if (study.empty()) {
+          return absl::NotFoundError(
+              absl::StrCat("no study with id ", study_id));
+        }
+        const std::string study_name = study[0][0].as<std::string>();
+        if (study[0][1].as<std::string>() == kStudyDone) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("study '", study_name, "' is done"));
+        }
+        const pqxx::row inserted = txn.exec_params1(
+            absl::StrCat("INSERT INTO trials AS t (study_id, number) "
+                         "SELECT $1, COALESCE(MAX(number) + 1, 0) FROM trials "
+                         "WHERE study_id = $1 RETURNING ",
+                         kTrialColumns),
+            study_id);
+        TrialRow trial = ParseTrial(inserted);
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (params[i].name.empty()) {
+            return absl::InvalidArgumentError("parameter name is empty");
+          }
+          try {
+            txn.exec_params(
+                "INSERT INTO params (trial_id, position, name, value) "
+                "VALUES ($1, $2, $3, $4)",
+                trial.id, static_cast<int>(i), params[i].name, params[i].value);
+          } catch (const pqxx::unique_violation&) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("parameter '", params[i].name, "' given twice"));
+          }
+        }
+        trial.params = params;
+        const std::filesystem::path trial_dir =
+            std::filesystem::path(checkpoint_root) / study_name /
+            absl::StrCat("trial-", trial.number);
+        for (size_t k = 0; k < run_configs.size(); ++k) {
+          txn.exec_params(
+              "INSERT INTO runs (trial_id, study_id, fold, config_json, "
+              "checkpoint_dir) VALUES ($1, $2, $3, $4, $5)",
+              trial.id, study_id, static_cast<int>(k), run_configs[k],
+              (trial_dir / absl::StrCat("fold-", k)).string());
+        }
+        return trial;
+      });
+}
+
+absl::StatusOr<std::vector<TrialRow>> Store::ListTrials(int64_t study_id) {
+  return impl_->Transact<std::vector<TrialRow>>(
+      "ListTrials", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<TrialRow>> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        std::vector<TrialRow> trials;
+        std::map<int64_t, size_t> index;
+        for (const pqxx::row& r : txn.exec_params(
+                 absl::StrCat("SELECT ", kTrialColumns,
+                              " FROM trials t WHERE t.study_id = $1 "
+                              "ORDER BY t.number"),
+                 study_id)) {
+          trials.push_back(ParseTrial(r));
+          index[trials.back().id] = trials.size() - 1;
+        }
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT p.trial_id, p.name, p.value FROM params p "
+                 "JOIN trials t ON t.id = p.trial_id WHERE t.study_id = $1 "
+                 "ORDER BY p.trial_id, p.position",
+                 study_id)) {
+          trials[index.at(r[0].as<int64_t>())].params.push_back(
+              {r[1].as<std::string>(), r[2].as<std::string>()});
+        }
+        return trials;
+      });
+}
+
+absl::StatusOr<TrialRow> Store::GetTrial(int64_t trial_id) {
+  return impl_->Transact<TrialRow>(
+      "GetTrial", false, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kTrialColumns,
+                                         " FROM trials t WHERE t.id = $1"),
+                            trial_id);
+        if (r.empty()) {
+          return absl::NotFoundError(
+              absl::StrCat("no trial with id ", trial_id));
+        }
+        TrialRow trial = ParseTrial(r[0]);
+        ASSIGN_OR_RETURN(trial.params, LoadParams(txn, trial_id));
+        return trial;
+      });
+}
+
+absl::StatusOr<TrialCounts> Store::CountTrials(int64_t study_id) {
+  return impl_->Transact<TrialCounts>(
+      "CountTrials", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<TrialCounts> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        TrialCounts counts;
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT state, COUNT(*) FROM trials WHERE study_id = $1 "
+                 "GROUP BY state",
+                 study_id)) {
+          const std::string state = r[0].as<std::string>();
+          const int64_t n = r[1].as<int64_t>();
+          if (state == kTrialRunning) counts.running = n;
+          if (state == kTrialComplete) counts.complete = n;
+          if (state == kTrialPruned) counts.pruned = n;
+          if (state == kTrialFailed) counts.failed = n;
+        }
+        return counts;
+      });
+}
+
+absl::Status Store::CompleteTrial(int64_t trial_id, double score) {
+  return impl_->TransactStatus("CompleteTrial", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+    if (state != kTrialRunning) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
+    }
+    txn.exec_params(
+        "UPDATE trials SET state = 'complete', score = $2, "
+        "finished_at = now() WHERE id = $1",
+        trial_id, score);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::PruneTrial(int64_t trial_id) {
+  return impl_->TransactStatus("PruneTrial", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+    if (state == kTrialPruned) return absl::OkStatus();
+    if (state != kTrialRunning) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
+    }
+    txn.exec_params(
+        "UPDATE trials SET state = 'pruned', finished_at = now() "
+        "WHERE id = $1",
+        trial_id);
+    CancelRuns(txn, trial_id, "trial pruned");
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::FailTrial(int64_t trial_id, const std::string& reason) {
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a failed trial needs a reason");
+  }
+  return impl_->TransactStatus("FailTrial", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+    if (state == kTrialFailed) return absl::OkStatus();  // keeps 1st reason
+    if (state != kTrialRunning) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
+    }
+    FailTrialLocked(txn, trial_id, reason);
+    return absl::OkStatus();
+  });
+}
+
+// ------------------------------------------------------- runs and leases
+
+absl::StatusOr<std::optional<RunRow>> Store::LeaseRun(
+    const std::string& member_id, absl::Duration ttl) {
+  if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease ttl must be positive");
+  }
+  return impl_->Transact<std::optional<RunRow>>(
+      "LeaseRun", true,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::optional<RunRow>> {
+        // A member leasing before it registered is recorded as a learner.
+        txn.exec_params(
+            "INSERT INTO members (id, kind) VALUES ($1, 'learner') "
+            "ON CONFLICT (id) DO UPDATE SET last_seen = now()",
+            member_id);
+        const pqxx::result pick = txn.exec(
+            "SELECT r.id FROM runs r "
+            "JOIN trials t ON t.id = r.trial_id "
+            "JOIN studies s ON s.id = r.study_id "
+            "WHERE r.state = 'queued' AND t.state = 'running' "
+            "AND s.state = 'running' "
+            "ORDER BY r.id LIMIT 1 FOR NO KEY UPDATE OF r SKIP LOCKED");
+        if (pick.empty()) return std::optional<RunRow>();
+        const int64_t run_id = pick[0][0].as<int64_t>();
+        const absl::Time now = absl::Now();
+        const int64_t expires = Micros(now + ttl);
+        RunRow run = ParseRun(txn.exec_params1(
+            absl::StrCat("UPDATE runs r SET state = 'leased', member_id = $2, "
+                         "lease_expires_at = ",
+                         TsParam(3),
+                         ", attempts = attempts + 1, updated_at = now() "
+                         "WHERE r.id = $1 RETURNING ",
+                         kRunColumns),
+            run_id, member_id, expires));
+        txn.exec_params(
+            absl::StrCat("INSERT INTO leases (run_id, member_id, attempt, "
+                         "granted_at, expires_at) VALUES ($1, $2, $3, ",
+                         TsParam(4), ", ", TsParam(5), ")"),
+            run_id, member_id, run.attempts, Micros(now), expires);
+        return std::optional<RunRow>(std::move(run));
+      });
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::Heartbeat(
+    const std::string& member_id, absl::Duration ttl,
+    const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease ttl must be positive");
+  }
+  for (const auto& [run_id, steps] : run_steps) {
+    if (steps < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": negative env steps ", steps));
+    }
+  }
+  return impl_->Transact<std::vector<int64_t>>(
+      "Heartbeat", true,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
+        txn.exec_params("UPDATE members SET last_seen = now() WHERE id = $1",
+                        member_id);
+        std::set<int64_t> held;
+        for (const pqxx::row& r :
+             txn.exec_params("SELECT id FROM runs WHERE state = 'leased' "
+                             "AND member_id = $1 ORDER BY id FOR NO KEY UPDATE",
+                             member_id)) {
+          held.insert(r[0].as<int64_t>());
+        }
+        std::vector<int64_t> lost;
+        if (!held.empty()) {
+          const int64_t expires = Micros(absl::Now() + ttl);
+          txn.exec_params(
+              absl::StrCat("UPDATE runs SET lease_expires_at = ", TsParam(2),
+                           ", updated_at = now() "
+                           "WHERE state = 'leased' AND member_id = $1"),
+              member_id, expires);
+          txn.exec_params(
+              absl::StrCat("UPDATE leases SET expires_at = ", TsParam(2),
+                           " WHERE member_id = $1 AND released_at IS NULL"),
+              member_id, expires);
+        }
+        for (const auto& [run_id, steps] : run_steps) {
+          if (held.count(run_id) == 0) {
+            lost.push_back(run_id);
+            continue;
+          }
+          txn.exec_params("UPDATE runs SET env_steps = $2 WHERE id = $1",
+                          run_id, steps);
+        }
+        return lost;
+      });
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::ExpireLeases(absl::Time now,
+                                                         int max_attempts) {
+  if (max_attempts < 1) {
+    return absl::InvalidArgumentError("max_attempts must be at least 1");
+  }
+  return impl_->Transact<std::vector<int64_t>>(
+      "ExpireLeases", true,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
+        const int64_t now_us = Micros(now);
+        std::map<int64_t, std::vector<int64_t>> by_trial;
+        for (const pqxx::row& r : txn.exec_params(
+                 absl::StrCat("SELECT trial_id, id FROM runs "
+                              "WHERE state = 'leased' AND lease_expires_at < ",
+                              TsParam(1)),
+                 now_us)) {
+          by_trial[r[0].as<int64_t>()].push_back(r[1].as<int64_t>());
+        }
+        std::vector<int64_t> affected;
+        for (auto& [trial_id, run_ids] : by_trial) {
+          ASSIGN_OR_RETURN(std::string trial_state, LockTrial(txn, trial_id));
+          LockRunsOfTrial(txn, trial_id);
+          std::sort(run_ids.begin(), run_ids.end());
+          for (const int64_t run_id : run_ids) {
+            // Re-read under the lock: a heartbeat or completion may have won.
+            const pqxx::row r = txn.exec_params1(
+                absl::StrCat("SELECT state, COALESCE(member_id, ''), attempts, "
+                             "fold, lease_expires_at < ",
+                             TsParam(2), " FROM runs WHERE id = $1"),
+                run_id, now_us);
+            if (r[0].as<std::string>() != kRunLeased || !r[4].as<bool>()) {
+              continue;
+            }
+            const std::string holder = r[1].as<std::string>();
+            const int attempts = r[2].as<int>();
+            const int fold = r[3].as<int>();
+            txn.exec_params(
+                "UPDATE leases SET released_at = now(), outcome = 'expired' "
+                "WHERE run_id = $1 AND released_at IS NULL",
+                run_id);
+            affected.push_back(run_id);
+            if (attempts < max_attempts) {
+              txn.exec_params(
+                  "UPDATE runs SET state = 'queued', member_id = NULL, "
+                  "lease_expires_at = NULL, last_error = $2, "
+                  "updated_at = now() WHERE id = $1",
+                  run_id,
+                  absl::StrCat("lease of '", holder, "' expired (attempt ",
+                               attempts, ")"));
+              continue;
+            }
+            const std::string reason = absl::StrCat(
+                "fold ", fold, " (run ", run_id, "): lease expired after ",
+                attempts, " attempts, last held by '", holder, "'");
+            txn.exec_params(
+                "UPDATE runs SET state = 'failed', member_id = NULL, "
+                "lease_expires_at = NULL, last_error = $2, "
+                "updated_at = now() WHERE id = $1",
+                run_id, reason);
+            if (trial_state == kTrialRunning) {
+              FailTrialLocked(txn, trial_id, reason);
+              trial_state = kTrialFailed;
+            }
+          }
+        }
+        return affected;
+      });
+}
+
+absl::Status Store::ReleaseLeases(const std::string& member_id) {
+  return impl_->TransactStatus("ReleaseLeases", [&](pqxx::work& txn) {
+    txn.exec_params(
+        "SELECT id FROM runs WHERE state = 'leased' AND member_id = $1 "
+        "ORDER BY id FOR NO KEY UPDATE",
+        member_id);
+    txn.exec_params(
+        "UPDATE leases SET released_at = now(), outcome = 'released' "
+        "WHERE member_id = $1 AND released_at IS NULL",
+        member_id);
+    txn.exec_params(
+        "UPDATE runs SET state = 'queued', member_id = NULL, "
+        "lease_expires_at = NULL, updated_at = now() "
+        "WHERE state = 'leased' AND member_id = $1",
+        member_id);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<RunRow> Store::GetRun(int64_t run_id) {
+  return impl_->Transact<RunRow>(
+      "GetRun", false, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kRunColumns,
+                                         " FROM runs r WHERE r.id = $1"),
+                            run_id);
+        if (r.empty()) {
+          return absl::NotFoundError(absl::StrCat("no run with id ", run_id));
+        }
+        return ParseRun(r[0]);
+      });
+}
+
+absl::StatusOr<std::vector<RunRow>> Store::ListRuns(int64_t trial_id) {
+  return impl_->Transact<std::vector<RunRow>>(
+      "ListRuns", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RunRow>> {
+        RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        std::vector<RunRow> runs;
+        for (const pqxx::row& r :
+             txn.exec_params(absl::StrCat("SELECT ", kRunColumns,
+                                          " FROM runs r WHERE r.trial_id = $1 "
+                                          "ORDER BY r.fold"),
+                             trial_id)) {
+          runs.push_back(ParseRun(r));
+        }
+        return runs;
+      });
+}
+
+absl::Status Store::ReportIntermediate(int64_t run_id,
+                                       const std::string& member_id,
+                                       int64_t step, double value) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative step ", step));
+  }
+  return impl_->TransactStatus("ReportIntermediate", [&](pqxx::work& txn) {
+    const pqxx::result r = txn.exec_params(
+        "SELECT state, COALESCE(member_id, ''), trial_id, study_id "
+        "FROM runs WHERE id = $1 FOR SHARE",
+        run_id);
+    if (r.empty()) {
+      return absl::NotFoundError(absl::StrCat("no run with id ", run_id));
+    }
+    const std::string state = r[0][0].as<std::string>();
+    const std::string holder = r[0][1].as<std::string>();
+    if (state != kRunLeased || holder != member_id) {
+      return absl::FailedPreconditionError(
+          HolderMismatch(run_id, state, holder, member_id));
+    }
+    txn.exec_params(
+        "INSERT INTO intermediate_values (run_id, trial_id, study_id, step, "
+        "value) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, step) "
+        "DO UPDATE SET value = EXCLUDED.value, reported_at = now()",
+        run_id, r[0][2].as<int64_t>(), r[0][3].as<int64_t>(), step, value);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<IntermediateRow>> Store::ListIntermediates(
+    int64_t study_id) {
+  return impl_->Transact<std::vector<IntermediateRow>>(
+      "ListIntermediates", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<IntermediateRow>> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        std::vector<IntermediateRow> rows;
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT iv.trial_id, iv.run_id, r.fold, iv.step, iv.value "
+                 "FROM intermediate_values iv JOIN runs r ON r.id = iv.run_id "
+                 "WHERE iv.study_id = $1 "
+                 "ORDER BY iv.trial_id, r.fold, iv.step",
+                 study_id)) {
+          IntermediateRow row;
+          row.trial_id = r[0].as<int64_t>();
+          row.run_id = r[1].as<int64_t>();
+          row.fold = r[2].as<int>();
+          row.step = r[3].as<int64_t>();
+          row.value = r[4].as<double>();
+          rows.push_back(row);
+        }
+        return rows;
+      });
+}
+
+absl::StatusOr<bool> Store::CompleteRun(
+    int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
+    const std::vector<ArtifactRow>& artifacts) {
+  if (metrics.trades < 0 || metrics.env_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative trades or env steps"));
+  }
+  for (const ArtifactRow& a : artifacts) {
+    if (!IsOneOf(a.kind, {"checkpoint", "policy"})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
+                       "' is not \"checkpoint\" or \"policy\""));
+    }
+    if (a.path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact with an empty path"));
+    }
+    if (!IsLowerHex64(a.sha256)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
+                       a.sha256, "', not 64 lowercase hex digits"));
+    }
+  }
+  return impl_->Transact<bool>(
+      "CompleteRun", true, [&](pqxx::work& txn) -> absl::StatusOr<bool> {
+        ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
+        // The trial lock makes "all runs done?" exact when two folds of one
+        // trial complete at the same time.
+        RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
+        const pqxx::row r = txn.exec_params1(
+            "SELECT state, COALESCE(member_id, ''), study_id, fold "
+            "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
+            run_id);
+        const std::string state = r[0].as<std::string>();
+        const std::string holder = r[1].as<std::string>();
+        if (state != kRunLeased || holder != member_id) {
+          return absl::FailedPreconditionError(
+              HolderMismatch(run_id, state, holder, member_id));
+        }
+        const int64_t study_id = r[2].as<int64_t>();
+        const int fold = r[3].as<int>();
+        txn.exec_params(
+            "INSERT INTO fold_metrics (run_id, trial_id, fold, sharpe, "
+            "benchmark_sharpe, sortino, max_drawdown, calmar, total_return, "
+            "benchmark_return, trades, env_steps) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            run_id, trial_id, fold, metrics.sharpe, metrics.benchmark_sharpe,
+            metrics.sortino, metrics.max_drawdown, metrics.calmar,
+            metrics.total_return, metrics.benchmark_return, metrics.trades,
+            metrics.env_steps);
+        for (const ArtifactRow& a : artifacts) {
+          txn.exec_params(
+              "INSERT INTO artifacts (study_id, trial_id, run_id, kind, path, "
+              "sha256) VALUES ($1, $2, $3, $4, $5, $6) "
+              "ON CONFLICT (trial_id, kind, path) DO UPDATE SET "
+              "sha256 = EXCLUDED.sha256, run_id = EXCLUDED.run_id",
+              study_id, trial_id, run_id, a.kind, a.path, a.sha256);
+        }
+        txn.exec_params(
+            "UPDATE leases SET released_at = now(), outcome = 'done' "
+            "WHERE run_id = $1 AND released_at IS NULL",
+            run_id);
+        txn.exec_params(
+            "UPDATE runs SET state = 'done', member_id = NULL, "
+            "lease_expires_at = NULL, env_steps = GREATEST(env_steps, $2), "
+            "updated_at = now() WHERE id = $1",
+            run_id, metrics.env_steps);
+        return txn.exec_params1(
+                      "SELECT COUNT(*) FROM runs WHERE trial_id = $1 "
+                      "AND state <> 'done'",
+                      trial_id)[0]
+                   .as<int64_t>() == 0;
+      });
+}
+
+absl::Status Store::FailRun(int64_t run_id, const std::string& member_id,
+                            const std::string& reason) {
+  return impl_->TransactStatus("FailRun", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
+    ASSIGN_OR_RETURN(const std::string trial_state, LockTrial(txn, trial_id));
+    LockRunsOfTrial(txn, trial_id);
+    const pqxx::row r = txn.exec_params1(
+        "SELECT state, COALESCE(member_id, ''), fold FROM runs WHERE id = $1",
+        run_id);
+    const std::string state = r[0].as<std::string>();
+    const std::string holder = r[1].as<std::string>();
+    if (state != kRunLeased || holder != member_id) {
+      return absl::FailedPreconditionError(
+          HolderMismatch(run_id, state, holder, member_id));
+    }
+    const std::string why = reason.empty() ? "unknown error" : reason;
+    txn.exec_params(
+        "UPDATE leases SET released_at = now(), outcome = 'failed' "
+        "WHERE run_id = $1 AND released_at IS NULL",
+        run_id);
+    txn.exec_params(
+        "UPDATE runs SET state = 'failed', member_id = NULL, "
+        "lease_expires_at = NULL, last_error = $2, updated_at = now() "
+        "WHERE id = $1",
+        run_id, why);
+    if (trial_state == kTrialRunning) {
+      FailTrialLocked(txn, trial_id,
+                      absl::StrCat("fold ", r[2].as<int>(), ": ", why));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<FoldMetrics>> Store::ListFoldMetrics(
+    int64_t trial_id) {
+  return impl_->Transact<std::vector<FoldMetrics>>(
+      "ListFoldMetrics", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<FoldMetrics>> {
+        RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        std::vector<FoldMetrics> rows;
+        for (const pqxx::row& r : txn.exec_params(
+                 absl::StrCat("SELECT ", kFoldMetricsColumns,
+                              " FROM fold_metrics f WHERE f.trial_id = $1 "
+                              "ORDER BY f.fold"),
+                 trial_id)) {
+          rows.push_back(ParseFoldMetrics(r));
+        }
+        return rows;
+      });
+}
+
+absl::StatusOr<std::vector<ArtifactRow>> Store::ListArtifacts(
+    int64_t trial_id) {
+  return impl_->Transact<std::vector<ArtifactRow>>(
+      "ListArtifacts", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<ArtifactRow>> {
+        RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        std::vector<ArtifactRow> rows;
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT id, study_id, trial_id, COALESCE(run_id, 0), kind, "
+                 "path, sha256 FROM artifacts WHERE trial_id = $1 "
+                 "ORDER BY id",
+                 trial_id)) {
+          ArtifactRow a;
+          a.id = r[0].as<int64_t>();
+          a.study_id = r[1].as<int64_t>();
+          a.trial_id = r[2].as<int64_t>();
+          a.run_id = r[3].as<int64_t>();
+          a.kind = r[4].as<std::string>();
+          a.path = r[5].as<std::string>();
+          a.sha256 = r[6].as<std::string>();
+          rows.push_back(std::move(a));
+        }
+        return rows;
+      });
+}
+
+// --------------------------------------------------------------- members
+
+absl::Status Store::UpsertMember(const MemberRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
+  if (!IsOneOf(row.kind, {"learner", "actor"})) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member ", row.id, ": kind '", row.kind,
+                     "' is not \"learner\" or \"actor\""));
+  }
+  return impl_->TransactStatus("UpsertMember", [&](pqxx::work& txn) {
+    txn.exec_params(
+        "INSERT INTO members (id, kind, address, capacity_json) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET "
+        "kind = EXCLUDED.kind, address = EXCLUDED.address, "
+        "capacity_json = EXCLUDED.capacity_json, last_seen = now()",
+        row.id, row.kind, row.address,
+        row.capacity_json.empty() ? std::string("{}") : row.capacity_json);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<MemberRow>> Store::ListMembers() {
+  return impl_->Transact<std::vector<MemberRow>>(
+      "ListMembers", false,
+      [](pqxx::work& txn) -> absl::StatusOr<std::vector<MemberRow>> {
+        std::vector<MemberRow> rows;
+        for (const pqxx::row& r : txn.exec(absl::StrCat(
+                 "SELECT ", kMemberColumns, " FROM members m ORDER BY m.id"))) {
+          rows.push_back(ParseMember(r));
+        }
+        return rows;
+      });
+}
+
+}  // namespace ristretto::coordinator

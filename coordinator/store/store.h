@@ -1,0 +1,247 @@
+// Store: the coordinator's state in PostgreSQL (libpqxx). Every state change
+// of a study, trial or run is one transaction; the coordinator is the only
+// writer of trial/run transitions, the CLI may create studies and request
+// start/stop. Versioned schema migrations are applied by Migrate().
+//
+// Connection loss: every method retries the whole transaction with
+// exponential backoff (RetryPolicy) after pqxx::broken_connection, then
+// returns kUnavailable. Methods that change state are idempotent or guarded
+// by the run's lease holder, so a retried commit never duplicates anything.
+//
+// Thread-compatible: one Store per thread (each owns a connection).
+#ifndef RISTRETTO_COORDINATOR_STORE_STORE_H_
+#define RISTRETTO_COORDINATOR_STORE_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ristretto::coordinator {
+
+// States, stored as these lowercase strings.
+//   study: created → running ⇄ stopped; running → done (all trials finished)
+//   trial: running → complete | pruned | failed
+//   run:   queued → leased → done | failed; queued/leased → cancelled
+//          (trial pruned/failed/stopped); leased → queued (lease expired,
+//          attempts left; resumes from the run's checkpoint dir)
+inline constexpr char kStudyCreated[] = "created";
+inline constexpr char kStudyRunning[] = "running";
+inline constexpr char kStudyStopped[] = "stopped";
+inline constexpr char kStudyDone[] = "done";
+inline constexpr char kTrialRunning[] = "running";
+inline constexpr char kTrialComplete[] = "complete";
+inline constexpr char kTrialPruned[] = "pruned";
+inline constexpr char kTrialFailed[] = "failed";
+inline constexpr char kRunQueued[] = "queued";
+inline constexpr char kRunLeased[] = "leased";
+inline constexpr char kRunDone[] = "done";
+inline constexpr char kRunFailed[] = "failed";
+inline constexpr char kRunCancelled[] = "cancelled";
+
+struct RetryPolicy {
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+  absl::Duration give_up_after = absl::Seconds(60);  // then kUnavailable
+};
+
+struct DatasetRow {
+  std::string id;       // SHA-256 content id (env::Dataset::ComputeId)
+  std::string path;     // binary dataset file the coordinator serves
+  std::string symbols;  // comma-separated
+  int64_t rows = 0;
+  int64_t interval_seconds = 0;
+  absl::Time created_at;
+};
+
+struct StudyRow {
+  int64_t id = 0;
+  std::string name;         // unique
+  std::string config_text;  // the study file as given (YAML)
+  std::string state;
+  absl::Time created_at, updated_at;
+};
+
+struct ParamRow {
+  std::string name;
+  std::string value;  // as text: "0.0003", "4096", "relu"
+};
+
+struct TrialRow {
+  int64_t id = 0;
+  int64_t study_id = 0;
+  int64_t number = 0;  // 0, 1, 2, … within the study, in creation order
+  std::string state;
+  std::vector<ParamRow> params;
+  std::optional<double> score;  // set when complete
+  std::string fail_reason;      // set when failed (names the fold)
+  absl::Time created_at;
+  std::optional<absl::Time> finished_at;
+};
+
+struct RunRow {
+  int64_t id = 0;
+  int64_t trial_id = 0;
+  int64_t study_id = 0;
+  int fold = 0;
+  std::string state;
+  std::string config_json;  // learner::TrainerOptions as JSON
+  int attempts = 0;         // leases granted so far
+  std::string member_id;    // lease holder while leased
+  std::optional<absl::Time> lease_expires_at;
+  int64_t env_steps = 0;       // last reported progress
+  std::string checkpoint_dir;  // where the learner checkpoints this run
+  std::string last_error;
+};
+
+// Validation outcome of one fold (run), as learner::EvaluationResult.
+struct FoldMetrics {
+  double sharpe = 0;
+  double benchmark_sharpe = 0;
+  double sortino = 0;
+  double max_drawdown = 0;
+  double calmar = 0;
+  double total_return = 0;
+  double benchmark_return = 0;
+  int64_t trades = 0;
+  int64_t env_steps = 0;  // training steps when evaluated
+};
+
+struct ArtifactRow {
+  int64_t id = 0;
+  int64_t study_id = 0;
+  int64_t trial_id = 0;
+  int64_t run_id = 0;
+  std::string kind;  // "checkpoint" | "policy"
+  std::string path;
+  std::string sha256;
+};
+
+struct IntermediateRow {
+  int64_t trial_id = 0;
+  int64_t run_id = 0;
+  int fold = 0;
+  int64_t step = 0;  // env steps trained when evaluated
+  double value = 0;  // validation score at that step
+};
+
+struct MemberRow {
+  std::string id;    // e.g. "learner-host:50051", "actor-3"
+  std::string kind;  // "learner" | "actor"
+  std::string address;
+  std::string capacity_json;  // learner: {"slots":K,"memory_mb":M}
+  absl::Time first_seen, last_seen;
+};
+
+struct TrialCounts {
+  int64_t running = 0, complete = 0, pruned = 0, failed = 0;
+};
+
+class Store {
+ public:
+  // Connects (retrying per `retry`). `dsn` is a libpq connection string,
+  // e.g. "host=/tmp/pg port=5433 dbname=ristretto user=postgres".
+  static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& dsn,
+                                                        RetryPolicy retry = {});
+  ~Store();
+
+  // Applies the schema migrations not yet recorded in schema_migrations,
+  // each in its own transaction. Safe to call from several processes.
+  absl::Status Migrate();
+  // Highest applied migration version.
+  absl::StatusOr<int> SchemaVersion();
+
+  // --- datasets ---
+  absl::Status PutDataset(const DatasetRow& row);                // upsert by id
+  absl::StatusOr<DatasetRow> GetDataset(const std::string& id);  // kNotFound
+  absl::StatusOr<std::vector<DatasetRow>> ListDatasets();
+
+  // --- studies ---
+  // kAlreadyExists if the name is taken.
+  absl::StatusOr<StudyRow> CreateStudy(const std::string& name,
+                                       const std::string& config_text);
+  absl::StatusOr<StudyRow> GetStudy(const std::string& name);  // kNotFound
+  absl::StatusOr<StudyRow> GetStudyById(int64_t id);
+  absl::StatusOr<std::vector<StudyRow>> ListStudies();
+  absl::Status SetStudyState(int64_t study_id, const std::string& state);
+
+  // --- trials ---
+  // Atomically: a trial with the next number, its params, and one queued
+  // run per entry of `run_configs` (fold = index). checkpoint_dir of each
+  // run = checkpoint_root/<study name>/trial-<number>/fold-<k>.
+  absl::StatusOr<TrialRow> CreateTrial(
+      int64_t study_id, const std::vector<ParamRow>& params,
+      const std::vector<std::string>& run_configs,
+      const std::string& checkpoint_root);
+  absl::StatusOr<std::vector<TrialRow>> ListTrials(int64_t study_id);
+  absl::StatusOr<TrialRow> GetTrial(int64_t trial_id);
+  absl::StatusOr<TrialCounts> CountTrials(int64_t study_id);
+  // running → complete with its score. kFailedPrecondition if not running.
+  absl::Status CompleteTrial(int64_t trial_id, double score);
+  // running → pruned / failed (with reason); cancels its queued and leased
+  // runs in the same transaction.
+  absl::Status PruneTrial(int64_t trial_id);
+  absl::Status FailTrial(int64_t trial_id, const std::string& reason);
+
+  // --- runs and leases ---
+  // Leases the oldest queued run of a running study to `member_id` for
+  // `ttl` (SELECT … FOR UPDATE SKIP LOCKED, so concurrent callers never get
+  // the same run); attempts += 1; a lease row is recorded. nullopt if none.
+  absl::StatusOr<std::optional<RunRow>> LeaseRun(const std::string& member_id,
+                                                 absl::Duration ttl);
+  // Extends every lease `member_id` holds and records progress
+  // (run id → env steps). Returns the ids among `run_ids` that are no longer
+  // leased to this member (cancelled, expired and re-leased, finished):
+  // the learner must stop them.
+  absl::StatusOr<std::vector<int64_t>> Heartbeat(
+      const std::string& member_id, absl::Duration ttl,
+      const std::vector<std::pair<int64_t, int64_t>>& run_steps);
+  // Leased runs whose lease expired before `now` go back to queued, or to
+  // failed (and their trial failed, reason names the run and fold) when
+  // attempts >= max_attempts. Returns the run ids affected.
+  absl::StatusOr<std::vector<int64_t>> ExpireLeases(absl::Time now,
+                                                    int max_attempts);
+  // Releases the member's leases at once (clean learner shutdown): runs go
+  // back to queued without waiting for expiry.
+  absl::Status ReleaseLeases(const std::string& member_id);
+  absl::StatusOr<RunRow> GetRun(int64_t run_id);
+  absl::StatusOr<std::vector<RunRow>> ListRuns(int64_t trial_id);
+
+  // Upsert of (run, step) → value; only by the lease holder
+  // (kFailedPrecondition otherwise).
+  absl::Status ReportIntermediate(int64_t run_id, const std::string& member_id,
+                                  int64_t step, double value);
+  absl::StatusOr<std::vector<IntermediateRow>> ListIntermediates(
+      int64_t study_id);
+  // leased → done with its metrics and artifacts, only by the lease holder
+  // (kFailedPrecondition otherwise, e.g. after expiry or a repeated call —
+  // nothing is written twice). Returns true when every run of the trial is
+  // now done.
+  absl::StatusOr<bool> CompleteRun(int64_t run_id, const std::string& member_id,
+                                   const FoldMetrics& metrics,
+                                   const std::vector<ArtifactRow>& artifacts);
+  // leased → failed; the trial fails with "fold K: <reason>" and its other
+  // runs are cancelled, atomically. Only by the lease holder.
+  absl::Status FailRun(int64_t run_id, const std::string& member_id,
+                       const std::string& reason);
+  absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(int64_t trial_id);
+  absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(int64_t trial_id);
+
+  // --- members ---
+  absl::Status UpsertMember(const MemberRow& row);  // sets last_seen = now
+  absl::StatusOr<std::vector<MemberRow>> ListMembers();
+
+ private:
+  class Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_STORE_STORE_H_
