@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,7 +57,8 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv) {
   for (const std::string& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const long max_fd = std::min(sysconf(_SC_OPEN_MAX), 65536L);
+  const int max_fd =
+      static_cast<int>(std::min<int64_t>(sysconf(_SC_OPEN_MAX), 65536));
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return absl::InternalError(ErrnoMessage("pipe2"));
@@ -77,7 +80,7 @@ absl::StatusOr<ProcessResult> RunProcess(const std::vector<std::string>& argv) {
     if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
 #endif
     {
-      for (long fd = 3; fd < max_fd; ++fd) close(static_cast<int>(fd));
+      for (int fd = 3; fd < max_fd; ++fd) close(fd);
     }
     if (chdir("/") != 0) _exit(126);
     execv(args[0], args.data());

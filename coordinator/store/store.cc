@@ -23,6 +23,7 @@
 #include <map>
 #include <pqxx/pqxx>
 #include <set>
+#include <stdexcept>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -170,6 +171,21 @@ bool IsTransientState(const std::string& sqlstate) {
   return sqlstate == "40001" || sqlstate == "40P01";  // serialization, deadlock
 }
 
+// A connection refused for a reason that waiting will not fix.
+class ConfigurationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// libpq's messages (server in an English locale) for a missing database or
+// role and rejected credentials. Anything else is retried as an outage.
+bool IsPermanentConnectError(absl::string_view message) {
+  return absl::StrContains(message, "does not exist") ||
+         absl::StrContains(message, "authentication failed") ||
+         absl::StrContains(message, "no pg_hba.conf entry") ||
+         absl::StrContains(message, "invalid connection option");
+}
+
 std::string Message(const std::exception& e) {
   return std::string(absl::StripTrailingAsciiWhitespace(e.what()));
 }
@@ -276,7 +292,13 @@ class Store::Impl {
 void Store::Impl::EnsureConnected() {
   if (conn_ != nullptr && conn_->is_open()) return;
   conn_.reset();
-  auto conn = std::make_unique<pqxx::connection>(dsn_);
+  std::unique_ptr<pqxx::connection> conn;
+  try {
+    conn = std::make_unique<pqxx::connection>(dsn_);
+  } catch (const pqxx::broken_connection& e) {
+    if (IsPermanentConnectError(e.what())) throw ConfigurationError(e.what());
+    throw;
+  }
   // NOTICEs (e.g. "already exists, skipping") would go to stderr.
   pqxx::nontransaction(*conn).exec("SET client_min_messages TO warning");
   conn_ = std::move(conn);
@@ -287,6 +309,9 @@ absl::Status Store::Impl::Guard(const char* what,
   try {
     body();
     return absl::OkStatus();
+  } catch (const ConfigurationError& e) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": cannot connect to PostgreSQL at ", server_, ": ", Message(e)));
   } catch (const pqxx::broken_connection& e) {
     return absl::UnavailableError(Message(e));
   } catch (const pqxx::sql_error& e) {

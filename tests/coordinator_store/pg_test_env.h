@@ -15,7 +15,9 @@
 //
 // CMake: ristretto_test(... LIBS ristretto_coordinator_store ... SERIAL).
 // ctest runs every test case in its own process, so each case pays one
-// initdb + start (about 1 s); a plain run of the binary shares one server.
+// start (about 1 s; initdb only once per machine: a stopped fresh cluster is
+// cached in $TMPDIR/ristretto-pgtemplate-<euid> and copied); a plain run of
+// the binary shares one server.
 // The server runs with fsync off (PgClusterOptions::unsafe_fast). As root
 // (CI) it runs as user "postgres"; the temporary directory is made 0755 for
 // that. Servers left behind by a crashed test binary are shut down the next
@@ -27,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -103,13 +106,64 @@ class PgTestCluster {
     options.data_dir = root_ + "/data";
     options.database = "postgres_test";
     options.unsafe_fast = true;
+    // initdb is most of the start-up time: start from a copy of a cached,
+    // cleanly stopped cluster when there is one (PgCluster then skips
+    // initdb); if it is unusable (e.g. another PostgreSQL major), initdb.
+    const std::string cached = TemplateDir();
+    const bool copied = CopyTree(cached, options.data_dir);
     absl::StatusOr<std::unique_ptr<PgCluster>> cluster =
         PgCluster::Start(options);
+    if (!cluster.ok() && copied) {
+      std::error_code ec;
+      std::filesystem::remove_all(options.data_dir, ec);
+      cluster = PgCluster::Start(options);
+    }
     if (!cluster.ok()) {
       status_ = Annotate(cluster.status(), "starting the test PostgreSQL");
       return;
     }
     cluster_ = std::move(cluster).value();
+    if (!copied) SaveTemplate(cached);
+  }
+
+  // "<tmp>/ristretto-pgtemplate-<euid>": a stopped cluster holding only the
+  // empty database postgres_test.
+  static std::string TemplateDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    return absl::StrCat(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp",
+                        "/ristretto-pgtemplate-", geteuid());
+  }
+
+  // Copies directory `from` to `to`; false if `from` is not a cluster.
+  static bool CopyTree(const std::string& from, const std::string& to) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(fs::path(from) / "PG_VERSION", ec)) return false;
+    fs::copy(from, to, fs::copy_options::recursive, ec);
+    if (ec) fs::remove_all(to, ec);
+    return fs::exists(fs::path(to) / "PG_VERSION", ec);
+  }
+
+  // Stops our fresh cluster, copies it to `cached` (atomically, by
+  // renaming a private copy) and starts it again. Best effort.
+  void SaveTemplate(const std::string& cached) {
+    namespace fs = std::filesystem;
+    if (!cluster_->Stop().ok()) return;
+    std::string staging = absl::StrCat(cached, ".tmp-XXXXXX");
+    std::error_code ec;
+    if (mkdtemp(staging.data()) != nullptr) {
+      fs::remove(staging, ec);
+      if (CopyTree(cluster_->data_dir(), staging)) {
+        fs::remove(fs::path(staging) / "postgresql.log", ec);
+        fs::rename(staging, cached, ec);  // loses to a concurrent saver
+      }
+      fs::remove_all(staging, ec);
+    }
+    const absl::Status restarted = cluster_->Restart();
+    if (!restarted.ok()) {
+      status_ = Annotate(restarted, "restarting the test PostgreSQL");
+      cluster_.reset();
+    }
   }
 
   ~PgTestCluster() {

@@ -33,9 +33,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
 #define ASSERT_OK(expr)                                     \
   do {                                                      \
-    const absl::Status assert_ok_status = (expr);           \
+    const absl::Status& assert_ok_status = (expr);          \
     ASSERT_TRUE(assert_ok_status.ok()) << assert_ok_status; \
   } while (false)
 
@@ -45,6 +46,7 @@ using ::testing::UnorderedElementsAreArray;
   auto statusor = (rexpr);                               \
   ASSERT_TRUE(statusor.ok()) << statusor.status();       \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 const std::string kSha(64, 'a');
 
@@ -206,6 +208,7 @@ class StoreTest : public testing::PgDatabaseTest {
   // A trial with `folds` runs.
   TrialRow Trial(int64_t study_id, int folds) {
     std::vector<std::string> configs;
+    configs.reserve(folds);
     for (int k = 0; k < folds; ++k) {
       configs.push_back(absl::StrCat("{\"fold\":", k, "}"));
     }
@@ -398,6 +401,7 @@ TEST_F(StoreTest, ConcurrentLeasersNeverGetTheSameRun) {
   std::vector<std::vector<int64_t>> leased(kThreads);
   std::vector<absl::Status> errors(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       absl::StatusOr<std::unique_ptr<Store>> store = Store::Connect(dsn());
@@ -702,6 +706,7 @@ TEST_F(StoreTest, PruneTrialCancelsItsQueuedAndLeasedRuns) {
 TEST_F(StoreTest, CountTrialsCountsEachState) {
   const StudyRow study = RunningStudy("count");
   std::vector<TrialRow> trials;
+  trials.reserve(5);
   for (int i = 0; i < 5; ++i) trials.push_back(Trial(study.id, 1));
   ASSERT_OK(store_->CompleteTrial(trials[0].id, 1.0));
   ASSERT_OK(store_->CompleteTrial(trials[1].id, 2.0));
@@ -967,6 +972,16 @@ TEST_F(StoreTest, ServerThatStaysDownGivesUnavailableAfterGiveUpAfter) {
   ASSERT_OK_AND_ASSIGN(const StudyRow created, store->CreateStudy("down", ""));
   EXPECT_EQ(created.name, "down");
   EXPECT_EQ(Count("SELECT COUNT(*) FROM studies"), 1);
+}
+
+TEST_F(StoreTest, MissingDatabaseFailsAtOnceInsteadOfRetrying) {
+  const std::string missing = cluster().DsnFor("no_such_db");
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<std::unique_ptr<Store>> store =
+      Store::Connect(missing);  // default policy: would retry for 60 s
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(store.status().message(), HasSubstr("no_such_db"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 TEST(StoreConnectTest, UnreachableServerIsUnavailableWithoutThePassword) {
