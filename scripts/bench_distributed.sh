@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Distributed speed (issue 4), in one script run:
+#  1. transport: bench/transport_bench (chunk ingestion over loopback gRPC
+#     vs a raw TCP socket moving the same bytes; medians of 5 interleaved
+#     repetitions). Skip with TRANSPORT=0.
+#  2. end to end: env steps/s consumed (trained) by ristretto-learner with
+#     1 and 2 ristretto-actors against the single-process trainer
+#     (`ristretto train`) on the same run settings, REPS (3) repetitions,
+#     the three modes in rotated order in every repetition; medians.
+#
+# Steps/s = env steps trained / wall seconds of the whole run: the trainer
+# process from start to exit; the learner process from start to exit
+# (actors are started as soon as it listens; they exit when it stops).
+# Both include LibTorch start-up, the synthetic dataset and the final
+# evaluation (+ the learner's checkpoint). Policy lag: the learner drops
+# chunks older than max_policy_lag (4) versions, so every trained step had
+# lag <= 4; the script reports the dropped steps, the chunks rejected as
+# stale on arrival with their lag (from the actors' logs) and the versions.
+#
+# Run settings (both sides): synthetic market 4,000 rows × 7 assets × 98
+# features, lookback 1 (obs 106), policy and value MLPs 2×512, 4 epochs,
+# minibatch 1024, 1,024 env steps per update (trainer: 8 envs × 128 steps;
+# learner: --samples-per-update 1024, each actor 8 envs × 128 steps per
+# chunk), episodes of 1,024 steps, BUDGET (20,480) env steps, seed = rep.
+# OpenBLAS keeps its default threads; LibTorch's pool is 1 (--threads 1).
+#
+# Usage: scripts/bench_distributed.sh   (after scripts/build.sh)
+#        REPS=3 BUDGET=20480 TRANSPORT=1 BUILD_DIR=build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build}
+REPS=${REPS:-3}
+BUDGET=${BUDGET:-20480}
+work=$(mktemp -d /tmp/ristretto-bench-distributed.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1)," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ "${TRANSPORT:-1}" != 0 ]; then
+  echo "== transport: $B/bench/transport_bench --reps 5 --chunks 150"
+  "$B/bench/transport_bench" --reps 5 --chunks 150
+fi
+
+COMMON=(--synthetic-rows 4000 --lookback 1 --policy-hidden "512,512" --epochs 4
+  --minibatch 1024 --rollout 128 --episode 1024 --budget "$BUDGET"
+  --validation-share 0.5 --threads 1)
+now() { date +%s.%N; }
+
+# run_trainer REP: appends steps/s to $work/trainer.txt; details on stdout.
+run_trainer() {
+  local rep=$1 t0 t1 out=$work/trainer-$1.out
+  t0=$(now)
+  "$B/cli/ristretto" train "${COMMON[@]}" --envs 8 --seed "$rep" --quiet >"$out"
+  t1=$(now)
+  local internal
+  internal=$(sed -n 's/^time: total \([0-9.]*\) s.*/\1/p' "$out")
+  awk -v t0="$t0" -v t1="$t1" -v n="$BUDGET" -v rep="$rep" -v in_s="$internal" \
+    'BEGIN { w = t1 - t0; printf "rep %d trainer   wall %6.2f s trained %d -> %6.0f steps/s (trainer'"'"'s own total %s s)\n", rep, w, n, n / w, in_s; printf "%.1f\n", n / w >> (ENVIRON["work"] "/trainer.txt") }'
+}
+
+# run_distributed REP ACTORS: appends steps/s to $work/actors-ACTORS.txt;
+# details on stdout.
+run_distributed() {
+  local rep=$1 n=$2 dir=$work/dist-$1-$2 t0 t1 addr=""
+  mkdir -p "$dir"
+  t0=$(now)
+  "$B/learner/ristretto-learner" --port 0 --runs 1 "${COMMON[@]}" \
+    --samples-per-update 1024 --seed "$rep" --run-dir "$dir/runs" \
+    --exit-when-done >"$dir/learner.out" 2>"$dir/learner.err" &
+  local learner=$!
+  pids+=("$learner")
+  for _ in $(seq 600); do
+    addr=$(sed -n 's/^listening on //p' "$dir/learner.out" 2>/dev/null || true)
+    [ -n "$addr" ] && break
+    sleep 0.05
+  done
+  [ -n "$addr" ] || { echo "learner did not start" >&2; cat "$dir/learner.err" >&2; exit 1; }
+  local actors=()
+  for k in $(seq "$n"); do
+    "$B/actor/ristretto-actor" --learner "$addr" --envs 8 --actor-id "a$k" \
+      --seed "$k" --cache-dir "$dir/cache-$k" --exit-when-idle \
+      >"$dir/actor-$k.out" 2>"$dir/actor-$k.err" &
+    actors+=("$!")
+    pids+=("$!")
+  done
+  wait "$learner"
+  t1=$(now)
+  for a in "${actors[@]}"; do kill -TERM "$a" 2>/dev/null || true; done
+  for a in "${actors[@]}"; do wait "$a" || true; done
+  local summary sent lags
+  summary=$(grep '^learner: run ' "$dir/learner.out")
+  sent=$(cat "$dir"/actor-*.out | sed -n 's/.*env_steps_sent=\([0-9]*\).*/\1/p' |
+    awk '{ s += $1 } END { print s + 0 }')
+  # "chunk policy version V is stale: the run is at U" -> lag U - V.
+  lags=$(cat "$dir"/actor-*.err |
+    sed -n 's/.*policy version \([0-9]*\) is stale: the run is at \([0-9]*\).*/\1 \2/p' |
+    awk '{ printf "%s%d", (NR > 1 ? "," : ""), $2 - $1 } END { if (NR == 0) printf "none" }')
+  echo "$summary" | awk -v t0="$t0" -v t1="$t1" -v rep="$rep" -v n="$n" \
+    -v sent="$sent" -v lags="$lags" '{
+      for (i = 1; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      w = t1 - t0
+      printf "rep %d actors=%d wall %6.2f s trained %d -> %6.0f steps/s | versions %d, actors sent %d, learner received %d, dropped %d (%.0f%% of received), stale on arrival (lag): %s\n",
+        rep, n, w, f["trained"], f["trained"] / w, f["version"], sent,
+        f["received"], f["dropped"], 100 * f["dropped"] / f["received"], lags
+      printf "%.1f\n", f["trained"] / w >> (ENVIRON["work"] "/actors-" n ".txt")
+    }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "== end to end: budget $BUDGET env steps, 2x512, $REPS repetitions (rotated order)"
+export work
+for rep in $(seq "$REPS"); do
+  for k in 0 1 2; do
+    case $(((rep + k) % 3)) in
+      0) run_trainer "$rep" ;;
+      1) run_distributed "$rep" 1 ;;
+      2) run_distributed "$rep" 2 ;;
+    esac
+  done
+done
+m_tr=$(median <"$work/trainer.txt")
+m_d1=$(median <"$work/actors-1.txt")
+m_d2=$(median <"$work/actors-2.txt")
+ratio() { paste "$1" "$work/trainer.txt" | awk '{ print $1 / $2 }' | median | xargs printf "%.2f"; }
+echo "median env steps/s consumed: trainer $m_tr; learner + 1 actor $m_d1" \
+  "(x$(ratio "$work/actors-1.txt") of the trainer, median of per-rep ratios);" \
+  "learner + 2 actors $m_d2 (x$(ratio "$work/actors-2.txt"))"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
