@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -334,7 +335,11 @@ absl::Status PgCluster::Impl::Start() {
     std::vector<std::string> args = {
         "-D",        data_dir_, "-A",   "trust",      "-U",
         kServerUser, "-E",      "UTF8", "--locale=C", "--no-instructions"};
-    if (options_.unsafe_fast) args.emplace_back("--no-sync");
+    if (options_.unsafe_fast) {
+      // Also 1 MB WAL segments: a fresh cluster is 28 MB instead of 39 MB.
+      args.emplace_back("--no-sync");
+      args.emplace_back("--wal-segsize=1");
+    }
     RETURN_IF_ERROR(Tool("initdb", args).status());
   }
   if (options_.port != 0) {
@@ -383,19 +388,18 @@ absl::Status PgCluster::Impl::Stop() {
 }
 
 absl::Status PgCluster::Impl::CreateDatabase(const std::string& database) {
-  const std::string port = absl::StrCat(port_);
-  const std::string literal =
-      absl::StrCat("'", absl::StrReplaceAll(database, {{"'", "''"}}), "'");
+  // One createdb, "already exists" counting as success (the server's
+  // messages are English: initdb --locale=C).
   ASSIGN_OR_RETURN(
-      const std::string exists,
-      Tool("psql", {"-X", "-q", "-t", "-A", "-h", data_dir_, "-p", port, "-U",
-                    kServerUser, "-d", "postgres", "-c",
-                    absl::StrCat("SELECT 1 FROM pg_database WHERE datname = ",
-                                 literal)}));
-  if (absl::StripAsciiWhitespace(exists) == "1") return absl::OkStatus();
-  return Tool("createdb",
-              {"-h", data_dir_, "-p", port, "-U", kServerUser, "--", database})
-      .status();
+      ProcessResult r,
+      RunTool("createdb", {"-h", data_dir_, "-p", absl::StrCat(port_), "-U",
+                           kServerUser, "--", database}));
+  if (r.exit_code == 0 || absl::StrContains(r.output, "already exists")) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("createdb ", database, " failed (exit ", r.exit_code,
+                   "): ", absl::StripTrailingAsciiWhitespace(r.output)));
 }
 
 PgCluster::PgCluster(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -21,9 +21,9 @@ struct PgClusterOptions {
   int port = 0;          // 0 = pick a free port
   std::string database = "ristretto";  // created if missing
   std::string bin_dir;  // empty = newest /usr/lib/postgresql/*/bin
-  // Tests only: fsync=off, full_page_writes=off, synchronous_commit=off and
-  // initdb --no-sync. Fast, but an OS crash or power loss can corrupt the
-  // cluster. `ristretto up` keeps the default (durable).
+  // Tests only: fsync=off, full_page_writes=off, synchronous_commit=off,
+  // initdb --no-sync --wal-segsize=1. Fast, but an OS crash or power loss
+  // can corrupt the cluster. `ristretto up` keeps the default (durable).
   bool unsafe_fast = false;
 };
 

@@ -201,9 +201,27 @@ bool IsOneOf(const std::string& value,
   return std::find(options.begin(), options.end(), value) != options.end();
 }
 
-// Describes the server a DSN points at (host, port, database, user) without
-// its password; kInvalidArgument if libpq cannot parse it.
-absl::StatusOr<std::string> DescribeDsn(const std::string& dsn) {
+struct ParsedDsn {
+  std::string conninfo;  // what libpq connects with
+  std::string server;    // host, port, database, user: no password
+};
+
+std::string QuoteConninfoValue(const std::string& value) {
+  std::string quoted = "'";
+  for (const char c : value) {
+    if (c == '\\' || c == '\'') quoted.push_back('\\');
+    quoted.push_back(c);
+  }
+  quoted.push_back('\'');
+  return quoted;
+}
+
+// Parses a DSN (key=value or URI) and rebuilds it with defaults that keep a
+// dead network from blocking a call for minutes: connect_timeout (the retry
+// policy's budget, 2–10 s) and TCP keepalives. kInvalidArgument if libpq
+// cannot parse it.
+absl::StatusOr<ParsedDsn> ParseDsn(const std::string& dsn,
+                                   absl::Duration give_up_after) {
   char* error = nullptr;
   PQconninfoOption* options = PQconninfoParse(dsn.c_str(), &error);
   if (options == nullptr) {
@@ -218,6 +236,7 @@ absl::StatusOr<std::string> DescribeDsn(const std::string& dsn) {
     if (o->val != nullptr && o->val[0] != '\0') values[o->keyword] = o->val;
   }
   PQconninfoFree(options);
+  ParsedDsn parsed;
   std::vector<std::string> parts;
   if (values.count("host") != 0) {
     parts.push_back(absl::StrCat("host=", values["host"]));
@@ -231,7 +250,20 @@ absl::StatusOr<std::string> DescribeDsn(const std::string& dsn) {
       parts.push_back(absl::StrCat(key, "=", values[key]));
     }
   }
-  return absl::StrJoin(parts, " ");
+  parsed.server = absl::StrJoin(parts, " ");
+  const int64_t timeout_s = std::clamp<int64_t>(
+      absl::ToInt64Seconds(absl::Ceil(give_up_after, absl::Seconds(1))), 2, 10);
+  values.emplace("connect_timeout", absl::StrCat(timeout_s));
+  values.emplace("keepalives_idle", "10");
+  values.emplace("keepalives_interval", "5");
+  values.emplace("keepalives_count", "3");
+  std::vector<std::string> pairs;
+  pairs.reserve(values.size());
+  for (const auto& [key, value] : values) {
+    pairs.push_back(absl::StrCat(key, "=", QuoteConninfoValue(value)));
+  }
+  parsed.conninfo = absl::StrJoin(pairs, " ");
+  return parsed;
 }
 
 std::string HolderMismatch(int64_t run_id, const std::string& state,
@@ -533,8 +565,9 @@ Store::~Store() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& dsn,
                                                       RetryPolicy retry) {
-  ASSIGN_OR_RETURN(std::string server, DescribeDsn(dsn));
-  auto impl = std::make_unique<Impl>(dsn, std::move(server), retry);
+  ASSIGN_OR_RETURN(ParsedDsn parsed, ParseDsn(dsn, retry.give_up_after));
+  auto impl = std::make_unique<Impl>(std::move(parsed.conninfo),
+                                     std::move(parsed.server), retry);
   RETURN_IF_ERROR(impl->Transact<bool>("Connect", /*writes=*/false,
                                        [](pqxx::work& txn) {
                                          txn.exec("SELECT 1");

@@ -78,10 +78,15 @@ class PgTestCluster {
   // The server; null when status() is not OK.
   PgCluster* cluster() { return cluster_.get(); }
 
-  // Creates an empty database "t_<n>" and returns its DSN.
+  // Returns the DSN of a database nobody has used yet: first the one made
+  // with the cluster, then new ones "t_<n>" (CREATE DATABASE).
   absl::StatusOr<std::string> NewDatabase() {
     RETURN_IF_ERROR(status_);
     std::lock_guard<std::mutex> lock(mu_);
+    if (!initial_database_used_) {
+      initial_database_used_ = true;
+      return cluster_->dsn();
+    }
     const std::string name = absl::StrCat("t_", next_database_++);
     RETURN_IF_ERROR(cluster_->CreateDatabase(name));
     return cluster_->DsnFor(name);
@@ -211,6 +216,7 @@ class PgTestCluster {
   std::unique_ptr<PgCluster> cluster_;
   std::mutex mu_;
   int next_database_ = 0;
+  bool initial_database_used_ = false;
 };
 
 // Fixture: each test gets its own empty database on the shared server.
