@@ -593,6 +593,51 @@ TEST_F(StoreTest, CompleteRunOnlyByTheHolderAndOnlyOnce) {
   EXPECT_DOUBLE_EQ(*complete.score, 0.5);
 }
 
+TEST_F(StoreTest, ConcurrentCompletionsOfSiblingFoldsSayAllDoneExactlyOnce) {
+  const StudyRow study = RunningStudy("siblings");
+  constexpr int kTrials = 8;
+  std::vector<std::pair<int64_t, int64_t>> pairs;  // (fold 0, fold 1) runs
+  for (int i = 0; i < kTrials; ++i) {
+    Trial(study.id, 2);
+    ASSERT_OK_AND_ASSIGN(auto a, store_->LeaseRun("l0", absl::Minutes(5)));
+    ASSERT_OK_AND_ASSIGN(auto b, store_->LeaseRun("l1", absl::Minutes(5)));
+    ASSERT_TRUE(a && b);
+    pairs.emplace_back(a->id, b->id);
+  }
+  // Two learners finish the two folds of each trial at the same moment.
+  std::vector<int> said_all_done(kTrials, 0);
+  std::vector<absl::Status> errors(2);
+  std::atomic<int> ready{0};
+  std::mutex mu;
+  auto learner = [&](int which) {
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Connect(dsn());
+    if (!store.ok()) {
+      errors[which] = store.status();
+      return;
+    }
+    for (int i = 0; i < kTrials; ++i) {
+      ++ready;
+      while (ready.load() < 2 * (i + 1)) std::this_thread::yield();
+      const int64_t run = which == 0 ? pairs[i].first : pairs[i].second;
+      absl::StatusOr<bool> all_done = (*store)->CompleteRun(
+          run, absl::StrCat("l", which), Metrics(1, 1), {});
+      if (!all_done.ok()) {
+        errors[which] = all_done.status();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      said_all_done[i] += *all_done ? 1 : 0;
+    }
+  };
+  std::thread t0(learner, 0);
+  std::thread t1(learner, 1);
+  t0.join();
+  t1.join();
+  EXPECT_TRUE(errors[0].ok()) << errors[0];
+  EXPECT_TRUE(errors[1].ok()) << errors[1];
+  EXPECT_THAT(said_all_done, ::testing::Each(1));
+}
+
 TEST_F(StoreTest, FormerHolderCannotCompleteOrReportAfterReLease) {
   const StudyRow study = RunningStudy("relase");
   Trial(study.id, 1);
