@@ -24,6 +24,7 @@
 #include "env/vector_env.h"
 #include "learner/chunk_codec.h"
 #include "learner/dataset_cache.h"
+#include "proto/coordinator.grpc.pb.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
 
@@ -115,8 +116,9 @@ std::string DefaultCacheDir() {
 
 absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
     const ActorOptions& options) {
-  if (options.learner_address.empty()) {
-    return absl::InvalidArgumentError("the learner address is empty");
+  if (options.learner_address.empty() && options.coordinator_address.empty()) {
+    return absl::InvalidArgumentError(
+        "give a learner address or a coordinator address");
   }
   if (options.num_envs < 1) {
     return absl::InvalidArgumentError(
@@ -158,7 +160,26 @@ std::unique_ptr<v1::Learner::Stub> Actor::NewStub() const {
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return v1::Learner::NewStub(grpc::CreateCustomChannel(
-      options_.learner_address, grpc::InsecureChannelCredentials(), args));
+      current_learner_.empty() ? options_.learner_address : current_learner_,
+      grpc::InsecureChannelCredentials(), args));
+}
+
+void Actor::ResolveLearner() {
+  if (options_.coordinator_address.empty()) return;
+  auto coordinator = v1::Coordinator::NewStub(grpc::CreateChannel(
+      options_.coordinator_address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineIn(absl::Seconds(5)));
+  v1::FindLearnerRequest request;
+  request.set_actor_id(options_.actor_id);
+  v1::FindLearnerResponse response;
+  const grpc::Status s = coordinator->FindLearner(&ctx, request, &response);
+  if (s.ok() && !response.learner_address().empty() &&
+      response.learner_address() != current_learner_) {
+    current_learner_ = response.learner_address();
+    std::fprintf(stderr, "actor %s: joining learner %s\n",
+                 options_.actor_id.c_str(), current_learner_.c_str());
+  }
 }
 
 Actor::~Actor() { Stop(); }
@@ -310,6 +331,7 @@ grpc::Status Actor::RunSession() {
     hello->set_want_run_id(rejoin ? assignment_->run_id() : "");
     hello->set_have_version(rejoin ? have_version_ : -1);
   }
+  ResolveLearner();
   stub_ = NewStub();
   std::unique_ptr<Stream> stream = stub_->Act(&ctx);
   grpc::Status status;

@@ -38,8 +38,11 @@ class ClientContext;
 namespace ristretto::actor {
 
 struct ActorOptions {
-  // Learner address, HOST:PORT (required).
+  // Learner address, HOST:PORT; or, with coordinator_address, the learner
+  // is asked of the coordinator (Coordinator.FindLearner) before every
+  // connection. One of the two is required.
   std::string learner_address;
+  std::string coordinator_address;
   // Env copies B stepped together, >= 1.
   int num_envs = 16;
   // Unique id of this actor; empty = "<hostname>-<pid>".
@@ -186,6 +189,11 @@ class Actor {
   // Contexts to cancel on Stop(): the Act stream and a dataset fetch.
   grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
   grpc::ClientContext* fetch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Learner of the current session (coordinator mode); Run()'s thread only.
+  std::string current_learner_;
+  // Asks the coordinator which learner to join; keeps the previous answer
+  // when it has none or cannot be reached.
+  void ResolveLearner();
   // The newest assignment and its parsed contract; `assignment_gen_` counts
   // assignments so the rollout thread sees every new one.
   std::optional<v1::RunAssignment> assignment_ ABSL_GUARDED_BY(mu_);

@@ -28,7 +28,8 @@ namespace ristretto::actor {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: ristretto-actor --learner HOST:PORT [--envs B (16)]\n"
+    "usage: ristretto-actor (--learner HOST:PORT | --coordinator HOST:PORT)\n"
+    "         [--envs B (16)]\n"
     "         [--actor-id ID (hostname-pid)] [--cache-dir DIR]\n"
     "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n";
 
@@ -48,7 +49,7 @@ absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
   ASSIGN_OR_RETURN(cli::Args args,
                    cli::Args::Parse(argc, argv, 1, {"exit-when-idle", "help"}));
   RETURN_IF_ERROR(
-      args.CheckKnown({"learner", "envs", "actor-id", "cache-dir", "seed",
+      args.CheckKnown({"learner", "coordinator", "envs", "actor-id", "cache-dir", "seed",
                        "max-inflight", "exit-when-idle", "help"}));
   if (args.Has("help")) return absl::CancelledError("help");
   if (!args.positional().empty()) {
@@ -56,7 +57,12 @@ absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
         absl::StrCat("unexpected argument '", args.positional().front(), "'"));
   }
   ActorOptions options;
-  ASSIGN_OR_RETURN(options.learner_address, args.RequiredString("learner"));
+  ASSIGN_OR_RETURN(options.coordinator_address, args.String("coordinator", ""));
+  if (options.coordinator_address.empty()) {
+    ASSIGN_OR_RETURN(options.learner_address, args.RequiredString("learner"));
+  } else {
+    ASSIGN_OR_RETURN(options.learner_address, args.String("learner", ""));
+  }
   ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", options.num_envs));
   ASSIGN_OR_RETURN(options.actor_id, args.String("actor-id", ""));
   ASSIGN_OR_RETURN(options.cache_dir, args.String("cache-dir", ""));

@@ -159,7 +159,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
                    args.String("cache-dir", run_root + "/datasets"));
   // Chunks are bounded by the message cap; assume the smallest observation.
   options.max_chunk_samples = MaxChunkSamples(max_message_bytes, 8, 1);
-  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 8));
+  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 2));
   options.queue_capacity = static_cast<int>(queue);
   CoordinatorAgent agent(options, &service);
   agent.Start();
@@ -302,7 +302,7 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(int64_t num_runs, args.Int("runs", 1));
   ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
   ASSIGN_OR_RETURN(int64_t samples, args.Int("samples-per-update", 1024));
-  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 8));
+  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 2));
   std::vector<std::shared_ptr<RunHost>> runs;
   int64_t bytes_in_use = 0;
   for (int64_t k = 0; k < num_runs; ++k) {

@@ -1,5 +1,6 @@
 #include "coordinator/service/coordinator_service.h"
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -8,6 +9,11 @@ namespace {
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
+  if (s.code() != absl::StatusCode::kNotFound &&
+      s.code() != absl::StatusCode::kFailedPrecondition) {
+    std::fprintf(stderr, "coordinator: call failed: %s\n",
+                 s.ToString().c_str());
+  }
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
                       std::string(s.message()));
 }

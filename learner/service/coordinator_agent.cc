@@ -1,5 +1,6 @@
 #include "learner/service/coordinator_agent.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <utility>
@@ -43,6 +44,28 @@ absl::StatusOr<std::string> PolicyDirectorySha256(const std::string& dir) {
   for (const char* name : {"contract.json", "policy.pt"}) {
     ASSIGN_OR_RETURN(std::string bytes,
                      ReadFileToString(absl::StrCat(dir, "/", name)));
+    hash.Update(bytes);
+  }
+  return Sha256::ToHex(hash.Finish());
+}
+
+absl::StatusOr<std::string> CheckpointSha256(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file()) names.push_back(entry.path().filename());
+  }
+  if (ec) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  }
+  std::sort(names.begin(), names.end());
+  Sha256 hash;
+  for (const std::string& name : names) {
+    ASSIGN_OR_RETURN(std::string bytes,
+                     ReadFileToString(absl::StrCat(dir, "/", name)));
+    hash.Update(name);
+    hash.Update(absl::string_view("\0", 1));
     hash.Update(bytes);
   }
   return Sha256::ToHex(hash.Finish());
@@ -213,10 +236,14 @@ void CoordinatorAgent::Reap(bool shutting_down) {
         policy->set_sha256(*sha);
         absl::StatusOr<std::string> checkpoint =
             LatestCheckpoint(h.options.run_dir);
-        if (checkpoint.ok()) {
+        absl::StatusOr<std::string> checkpoint_sha =
+            checkpoint.ok() ? CheckpointSha256(*checkpoint)
+                            : absl::StatusOr<std::string>(checkpoint.status());
+        if (checkpoint_sha.ok()) {
           v1::Artifact* c = request.add_artifacts();
           c->set_kind("checkpoint");
           c->set_path(std::filesystem::absolute(*checkpoint).string());
+          c->set_sha256(*checkpoint_sha);
         }
         v1::CompleteRunResponse response;
         const grpc::Status s =
@@ -228,7 +255,15 @@ void CoordinatorAgent::Reap(bool shutting_down) {
                    s.error_code() == grpc::StatusCode::NOT_FOUND) {
           Record(h, absl::StrCat("dropped: ", s.error_message()));
           erase = true;
-        }  // else: the coordinator is unreachable; retried next tick
+        } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                   s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+          std::fprintf(stderr, "learner: completing %s: %s; will retry\n",
+                       h.lease.run_name().c_str(), s.error_message().c_str());
+        } else {
+          Fail(h, absl::StrCat("the coordinator refused the result: ",
+                               s.error_message()));
+          erase = true;
+        }
       }
     } else if (shutting_down) {
       Record(h, "released");

@@ -49,7 +49,7 @@ struct AgentOptions {
   int cpu_threads = 1;         // overrides every run's ppo.cpu_threads
   std::string cache_dir;       // datasets fetched from the coordinator
   int64_t max_chunk_samples = 128 * 256;  // T·B of the largest chunk
-  int queue_capacity = 8;
+  int queue_capacity = 2;
   absl::Duration rpc_deadline = absl::Seconds(10);
   absl::Duration poll_interval = absl::Milliseconds(200);
 };
@@ -118,6 +118,10 @@ class CoordinatorAgent {
 // SHA-256 (hex) of an exported policy directory: the bytes of
 // contract.json followed by those of policy.pt.
 absl::StatusOr<std::string> PolicyDirectorySha256(const std::string& dir);
+
+// SHA-256 (hex) of a checkpoint directory: for every regular file in name
+// order, its name, a NUL byte and its bytes.
+absl::StatusOr<std::string> CheckpointSha256(const std::string& dir);
 
 }  // namespace ristretto::learner
 

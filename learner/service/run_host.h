@@ -37,7 +37,7 @@ struct RunSpec {
   // Env steps accumulated before each PPO update.
   int64_t samples_per_update = 1024;
   // Chunks the ingest queue holds before actors are held back.
-  int queue_capacity = 8;
+  int queue_capacity = 2;
   // Called on the training thread after every evaluation on the validation
   // slice (at each eval interval and at the end of the budget).
   std::function<void(const EvaluationResult&)> on_evaluation;

@@ -1,0 +1,118 @@
+// MakeFolds and BuildRunOptions (declared in study_config.h): from a study
+// and one trial's parameters to the TrainerOptions of its runs.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "coordinator/core/study_config.h"
+
+namespace ristretto::coordinator {
+
+absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
+                                                 int64_t num_rows) {
+  std::vector<env::Fold> folds;
+  if (cv.scheme == "holdout") {
+    if (!(cv.validation_fraction > 0 && cv.validation_fraction < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("holdout validation_fraction = ", cv.validation_fraction,
+                       " is outside (0, 1)"));
+    }
+    const int64_t test = std::max<int64_t>(
+        1,
+        std::llround(cv.validation_fraction * static_cast<double>(num_rows)));
+    const int64_t train_end = num_rows - test - cv.embargo_bars;
+    if (train_end < 1 || cv.embargo_bars < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "holdout of ", test, " validation rows and an embargo of ",
+          cv.embargo_bars, " rows leaves no training rows out of ", num_rows));
+    }
+    env::Fold f;
+    f.train = {env::Domain{0, train_end}};
+    f.test = {env::Domain{num_rows - test, num_rows}};
+    folds.push_back(std::move(f));
+  } else if (cv.scheme == "walk_forward") {
+    ASSIGN_OR_RETURN(
+        folds,
+        env::WalkForward(num_rows, cv.train_bars, cv.test_bars,
+                         cv.step_bars > 0 ? cv.step_bars : cv.test_bars));
+  } else if (cv.scheme == "cpcv") {
+    ASSIGN_OR_RETURN(
+        folds, env::CombinatorialPurgedCv(num_rows, cv.groups, cv.test_groups,
+                                          cv.embargo_bars));
+  } else if (cv.scheme == "kfold") {
+    ASSIGN_OR_RETURN(folds, env::KFold(num_rows, cv.folds, cv.embargo_bars));
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown cv scheme '", cv.scheme, "'"));
+  }
+  if (cv.max_folds > 0 && static_cast<int>(folds.size()) > cv.max_folds) {
+    folds.resize(static_cast<size_t>(cv.max_folds));
+  }
+  return folds;
+}
+
+absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
+    const StudyConfig& study, const Params& params, const DatasetInfo& data) {
+  learner::TrainerOptions base;
+  base.budget_env_steps = study.budget_env_steps;
+  base.eval_every_env_steps = study.eval_every_env_steps;
+  base.dataset_id = data.id;
+  base.feature_names = data.feature_names;
+  for (const auto& [name, value] : study.fixed) {
+    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, &base), "fixed"));
+  }
+  for (const auto& [name, value] : params) {
+    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, &base), "trial"));
+  }
+  RETURN_IF_ERROR(base.env.Validate());
+  RETURN_IF_ERROR(base.network.Validate());
+  RETURN_IF_ERROR(base.ppo.Validate());
+  if (base.budget_env_steps < 1 || base.eval_every_env_steps < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget_env_steps = ", base.budget_env_steps,
+        " must be >= 1 and eval_every_env_steps = ", base.eval_every_env_steps,
+        " >= 0"));
+  }
+
+  ASSIGN_OR_RETURN(std::vector<env::Fold> folds,
+                   MakeFolds(study.cv, data.num_rows));
+  const int64_t lookback = base.env.lookback;
+  const int64_t episode_rows = base.episode_steps + 2 * lookback;
+  const uint64_t params_hash = HashParams(params);
+  std::vector<learner::TrainerOptions> runs;
+  for (size_t f = 0; f < folds.size(); ++f) {
+    learner::TrainerOptions o = base;
+    o.train_domains =
+        env::IntersectDomains(folds[f].train, data.domains, 1, nullptr);
+    o.validation_domains = env::IntersectDomains(folds[f].test, data.domains,
+                                                 2 * lookback + 1, nullptr);
+    int64_t longest = 0;
+    for (const env::Domain& d : o.train_domains) {
+      longest = std::max(longest, d.size());
+    }
+    if (longest < episode_rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fold ", f, ": episode_steps = ", base.episode_steps,
+                       " needs ", episode_rows,
+                       " rows (episode_steps + 2·lookback) but the longest "
+                       "training block has ",
+                       longest));
+    }
+    if (o.validation_domains.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fold ", f, " has no validation block of at least ", 2 * lookback + 1,
+          " rows (2·lookback + 1) inside the dataset's "
+          "domains"));
+    }
+    uint64_t state = study.sampler.seed ^ (params_hash * 0x9e3779b97f4a7c15ULL);
+    state ^= 0xd1b54a32d192ed03ULL * (static_cast<uint64_t>(f) + 1);
+    o.seed = SplitMix64(state);
+    runs.push_back(std::move(o));
+  }
+  return runs;
+}
+
+}  // namespace ristretto::coordinator

@@ -1,0 +1,778 @@
+// The study-file parser. Every check returns at the first problem with a
+// message that starts with the key path ("space.learning_rate: …").
+#include "coordinator/core/study_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+absl::Status Error(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(
+      path.empty() ? what : absl::StrCat(path, ": ", what));
+}
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : absl::StrCat(path, ".", key);
+}
+
+// ---- scalars
+
+absl::StatusOr<std::string> Text(const YAML::Node& n, const std::string& path) {
+  if (!n.IsScalar()) return Error(path, "expected a single value");
+  return n.Scalar();
+}
+
+// Numbers may group digits with underscores ("2_000_000").
+std::string WithoutUnderscores(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
+  return s;
+}
+
+absl::StatusOr<double> Double(const YAML::Node& n, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string s, Text(n, path));
+  double v = 0;
+  if (!absl::SimpleAtod(WithoutUnderscores(s), &v) || !std::isfinite(v)) {
+    return Error(path, absl::StrCat("'", s, "' is not a finite number"));
+  }
+  return v;
+}
+
+// Whole numbers: "4096", "2_000_000" or "2e6".
+absl::StatusOr<int64_t> Int(const YAML::Node& n, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string s, Text(n, path));
+  const std::string digits = WithoutUnderscores(s);
+  int64_t v = 0;
+  if (absl::SimpleAtoi(digits, &v)) return v;
+  double d = 0;
+  if (absl::SimpleAtod(digits, &d) && std::isfinite(d) && std::floor(d) == d &&
+      std::fabs(d) < 9e18) {
+    return static_cast<int64_t>(d);
+  }
+  return Error(path, absl::StrCat("'", s, "' is not a whole number"));
+}
+
+absl::StatusOr<int> SmallInt(const YAML::Node& n, const std::string& path) {
+  ASSIGN_OR_RETURN(int64_t v, Int(n, path));
+  if (v < -(1LL << 30) || v > (1LL << 30)) {
+    return Error(path, absl::StrCat(v, " is out of range"));
+  }
+  return static_cast<int>(v);
+}
+
+absl::StatusOr<bool> Bool(const YAML::Node& n, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string s, Text(n, path));
+  const std::string lower = absl::AsciiStrToLower(s);
+  if (lower == "true") return true;
+  if (lower == "false") return false;
+  return Error(path, absl::StrCat("'", s, "' is not true or false"));
+}
+
+// ---- maps
+
+// Checks that `n` is a map whose keys are distinct and all in `allowed`.
+absl::Status CheckMap(const YAML::Node& n, const std::string& path,
+                      const std::vector<std::string>& allowed) {
+  if (!n.IsMap()) {
+    return Error(path.empty() ? "study file" : path, "expected a map of keys");
+  }
+  std::set<std::string> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    ASSIGN_OR_RETURN(std::string key, Text(it->first, path));
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return Error(path, absl::StrCat("unknown key '", key, "'",
+                                      path.empty() ? " at the top level" : "",
+                                      " (expected one of: ",
+                                      absl::StrJoin(allowed, ", "), ")"));
+    }
+    if (!seen.insert(key).second) {
+      return Error(path, absl::StrCat("key '", key, "' appears twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The canonical text of `value` for the option behind parameter `info`:
+// numbers reprinted (FormatDouble / whole numbers), booleans lower case.
+// Text that is not a number of the option's type is returned as given, for
+// ApplyParam to refuse with its own message.
+std::string Canonical(const ParamInfo& info, const std::string& value) {
+  if (info.type == OptionType::kBool) return absl::AsciiStrToLower(value);
+  if (info.type == OptionType::kEnum) return value;
+  const std::string digits = WithoutUnderscores(value);
+  int64_t i = 0;
+  if (info.type == OptionType::kInt && absl::SimpleAtoi(digits, &i)) {
+    return absl::StrCat(i);
+  }
+  double v = 0;
+  if (!absl::SimpleAtod(digits, &v) || !std::isfinite(v)) return value;
+  if (info.type == OptionType::kDouble) return FormatDouble(v);
+  if (std::floor(v) == v && std::fabs(v) < 9e18) {
+    return absl::StrCat(static_cast<int64_t>(v));  // "2e6" for an int
+  }
+  return value;
+}
+
+// Applies `value` to default options to check the option accepts it.
+absl::Status CheckValue(const std::string& path, const std::string& name,
+                        const std::string& value) {
+  learner::TrainerOptions o;
+  absl::Status s = ApplyParam(name, value, &o);
+  if (!s.ok()) return Error(path, std::string(s.message()));
+  return absl::OkStatus();
+}
+
+// ---- sections
+
+absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
+  const std::string path = "dataset";
+  RETURN_IF_ERROR(CheckMap(n, path, {"id", "synthetic"}));
+  DatasetSpec d;
+  if (n["id"] && n["synthetic"]) {
+    return Error(path, "give either id or synthetic, not both");
+  }
+  if (n["id"]) {
+    ASSIGN_OR_RETURN(d.id, Text(n["id"], "dataset.id"));
+    const bool hex = d.id.size() == 64 &&
+                     std::all_of(d.id.begin(), d.id.end(), [](unsigned char c) {
+                       return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+                     });
+    if (!hex) {
+      return Error("dataset.id", absl::StrCat("'", d.id,
+                                              "' is not a dataset id (64 "
+                                              "lower-case hex digits)"));
+    }
+    return d;
+  }
+  if (!n["synthetic"]) {
+    return Error(path,
+                 "missing dataset (give dataset.id or dataset.synthetic)");
+  }
+  const YAML::Node s = n["synthetic"];
+  const std::string sp = "dataset.synthetic";
+  d.synthetic = true;
+  if (!s.IsNull()) {
+    RETURN_IF_ERROR(CheckMap(
+        s, sp, {"rows", "assets", "seed", "predictability", "interval"}));
+    if (s["rows"]) {
+      ASSIGN_OR_RETURN(d.rows, Int(s["rows"], sp + ".rows"));
+    }
+    if (s["assets"]) {
+      ASSIGN_OR_RETURN(d.assets, SmallInt(s["assets"], sp + ".assets"));
+    }
+    if (s["seed"]) {
+      ASSIGN_OR_RETURN(int64_t seed, Int(s["seed"], sp + ".seed"));
+      d.seed = static_cast<uint64_t>(seed);
+    }
+    if (s["predictability"]) {
+      ASSIGN_OR_RETURN(d.predictability,
+                       Double(s["predictability"], sp + ".predictability"));
+    }
+    if (s["interval"]) {
+      ASSIGN_OR_RETURN(std::string text, Text(s["interval"], sp + ".interval"));
+      absl::StatusOr<int64_t> seconds = env::ParseInterval(text);
+      if (!seconds.ok()) {
+        return Error(sp + ".interval", std::string(seconds.status().message()));
+      }
+      d.interval_seconds = *seconds;
+    }
+  }
+  if (d.rows < 100) {
+    return Error(sp + ".rows", absl::StrCat(d.rows, " must be >= 100"));
+  }
+  if (d.assets < 1 || d.assets > 64) {
+    return Error(sp + ".assets", absl::StrCat(d.assets, " is outside [1, 64]"));
+  }
+  if (!(d.predictability >= 0 && d.predictability <= 1)) {
+    return Error(sp + ".predictability",
+                 absl::StrCat(d.predictability, " is outside [0, 1]"));
+  }
+  return d;
+}
+
+absl::StatusOr<CvSpec> ParseCv(const YAML::Node& n) {
+  const std::string path = "cv";
+  if (!n.IsMap() || !n["scheme"]) {
+    return Error(path, "needs a scheme (holdout, walk_forward, cpcv or kfold)");
+  }
+  CvSpec cv;
+  ASSIGN_OR_RETURN(cv.scheme, Text(n["scheme"], "cv.scheme"));
+  std::vector<std::string> keys;
+  if (cv.scheme == "holdout") {
+    keys = {"scheme", "validation_fraction", "embargo_bars"};
+  } else if (cv.scheme == "walk_forward") {
+    keys = {"scheme", "train_bars", "test_bars", "step_bars", "max_folds"};
+  } else if (cv.scheme == "cpcv") {
+    keys = {"scheme", "groups", "test_groups", "embargo_bars", "max_folds"};
+  } else if (cv.scheme == "kfold") {
+    keys = {"scheme", "folds", "embargo_bars", "max_folds"};
+  } else {
+    return Error("cv.scheme",
+                 absl::StrCat("unknown scheme '", cv.scheme,
+                              "' (expected holdout, walk_forward, cpcv or "
+                              "kfold)"));
+  }
+  RETURN_IF_ERROR(CheckMap(n, path, keys));
+  auto i64 = [&](const char* key, int64_t* out) -> absl::Status {
+    if (!n[key]) return absl::OkStatus();
+    ASSIGN_OR_RETURN(*out, Int(n[key], Join(path, key)));
+    return absl::OkStatus();
+  };
+  auto i32 = [&](const char* key, int* out) -> absl::Status {
+    if (!n[key]) return absl::OkStatus();
+    ASSIGN_OR_RETURN(*out, SmallInt(n[key], Join(path, key)));
+    return absl::OkStatus();
+  };
+  if (n["validation_fraction"]) {
+    ASSIGN_OR_RETURN(cv.validation_fraction, Double(n["validation_fraction"],
+                                                    "cv.validation_fraction"));
+  }
+  RETURN_IF_ERROR(i64("train_bars", &cv.train_bars));
+  RETURN_IF_ERROR(i64("test_bars", &cv.test_bars));
+  RETURN_IF_ERROR(i64("step_bars", &cv.step_bars));
+  RETURN_IF_ERROR(i64("embargo_bars", &cv.embargo_bars));
+  RETURN_IF_ERROR(i32("groups", &cv.groups));
+  RETURN_IF_ERROR(i32("test_groups", &cv.test_groups));
+  RETURN_IF_ERROR(i32("folds", &cv.folds));
+  RETURN_IF_ERROR(i32("max_folds", &cv.max_folds));
+
+  if (cv.embargo_bars < 0) {
+    return Error("cv.embargo_bars",
+                 absl::StrCat(cv.embargo_bars, " must be >= 0"));
+  }
+  if (cv.max_folds < 0) {
+    return Error("cv.max_folds", absl::StrCat(cv.max_folds, " must be >= 0"));
+  }
+  if (cv.scheme == "holdout" &&
+      !(cv.validation_fraction > 0 && cv.validation_fraction < 1)) {
+    return Error("cv.validation_fraction",
+                 absl::StrCat(cv.validation_fraction, " is outside (0, 1)"));
+  }
+  if (cv.scheme == "walk_forward") {
+    if (cv.train_bars <= 0) {
+      return Error("cv.train_bars",
+                   absl::StrCat(cv.train_bars,
+                                " must be > 0 (walk_forward needs train_bars "
+                                "and test_bars)"));
+    }
+    if (cv.test_bars <= 0) {
+      return Error("cv.test_bars",
+                   absl::StrCat(cv.test_bars,
+                                " must be > 0 (walk_forward needs train_bars "
+                                "and test_bars)"));
+    }
+    if (cv.step_bars < 0) {
+      return Error("cv.step_bars",
+                   absl::StrCat(cv.step_bars, " must be >= 0 (0 = test_bars)"));
+    }
+  }
+  if (cv.scheme == "cpcv") {
+    if (cv.groups < 2) {
+      return Error("cv.groups", absl::StrCat(cv.groups, " must be >= 2"));
+    }
+    if (cv.test_groups < 1 || cv.test_groups >= cv.groups) {
+      return Error("cv.test_groups",
+                   absl::StrCat(cv.test_groups,
+                                " must be in [1, groups = ", cv.groups, ")"));
+    }
+  }
+  if (cv.scheme == "kfold" && cv.folds < 2) {
+    return Error("cv.folds", absl::StrCat(cv.folds, " must be >= 2"));
+  }
+  return cv;
+}
+
+absl::StatusOr<SamplerSpec> ParseSampler(const YAML::Node& n) {
+  const std::string path = "sampler";
+  RETURN_IF_ERROR(CheckMap(
+      n, path,
+      {"type", "seed", "startup_trials", "multivariate", "candidates"}));
+  SamplerSpec s;
+  if (n["type"]) {
+    ASSIGN_OR_RETURN(s.type, Text(n["type"], "sampler.type"));
+  }
+  if (s.type != "random" && s.type != "tpe") {
+    return Error("sampler.type", absl::StrCat("unknown sampler '", s.type,
+                                              "' (expected random or tpe)"));
+  }
+  if (s.type == "random" &&
+      (n["startup_trials"] || n["multivariate"] || n["candidates"])) {
+    return Error(path,
+                 "startup_trials, multivariate and candidates apply to tpe "
+                 "only");
+  }
+  if (n["seed"]) {
+    ASSIGN_OR_RETURN(int64_t seed, Int(n["seed"], "sampler.seed"));
+    s.seed = static_cast<uint64_t>(seed);
+  }
+  if (n["startup_trials"]) {
+    ASSIGN_OR_RETURN(s.startup_trials,
+                     SmallInt(n["startup_trials"], "sampler.startup_trials"));
+    if (s.startup_trials < 0) {
+      return Error("sampler.startup_trials",
+                   absl::StrCat(s.startup_trials, " must be >= 0"));
+    }
+  }
+  if (n["multivariate"]) {
+    ASSIGN_OR_RETURN(s.multivariate,
+                     Bool(n["multivariate"], "sampler.multivariate"));
+  }
+  if (n["candidates"]) {
+    ASSIGN_OR_RETURN(s.candidates,
+                     SmallInt(n["candidates"], "sampler.candidates"));
+    if (s.candidates < 1) {
+      return Error("sampler.candidates",
+                   absl::StrCat(s.candidates, " must be >= 1"));
+    }
+  }
+  return s;
+}
+
+absl::StatusOr<PrunerSpec> ParsePruner(const YAML::Node& n,
+                                       int64_t eval_every) {
+  const std::string path = "pruner";
+  if (!n.IsMap()) return Error(path, "expected a map of keys");
+  PrunerSpec p;
+  if (n["type"]) {
+    ASSIGN_OR_RETURN(p.type, Text(n["type"], "pruner.type"));
+  }
+  std::vector<std::string> keys;
+  if (p.type == "none") {
+    keys = {"type"};
+  } else if (p.type == "median") {
+    keys = {"type", "warmup_steps", "min_trials"};
+  } else if (p.type == "asha") {
+    keys = {"type", "warmup_steps", "min_trials", "reduction_factor",
+            "min_resource"};
+  } else {
+    return Error("pruner.type",
+                 absl::StrCat("unknown pruner '", p.type,
+                              "' (expected none, median or asha)"));
+  }
+  RETURN_IF_ERROR(CheckMap(n, path, keys));
+  if (n["warmup_steps"]) {
+    ASSIGN_OR_RETURN(p.warmup_steps,
+                     Int(n["warmup_steps"], "pruner.warmup_steps"));
+    if (p.warmup_steps < 0) {
+      return Error("pruner.warmup_steps",
+                   absl::StrCat(p.warmup_steps, " must be >= 0"));
+    }
+  }
+  if (n["min_trials"]) {
+    ASSIGN_OR_RETURN(p.min_trials,
+                     SmallInt(n["min_trials"], "pruner.min_trials"));
+    if (p.min_trials < 1) {
+      return Error("pruner.min_trials",
+                   absl::StrCat(p.min_trials, " must be >= 1"));
+    }
+  }
+  if (n["reduction_factor"]) {
+    ASSIGN_OR_RETURN(p.reduction_factor,
+                     Double(n["reduction_factor"], "pruner.reduction_factor"));
+    if (!(p.reduction_factor > 1)) {
+      return Error("pruner.reduction_factor",
+                   absl::StrCat(p.reduction_factor, " must be > 1"));
+    }
+  }
+  if (n["min_resource"]) {
+    ASSIGN_OR_RETURN(p.min_resource,
+                     Int(n["min_resource"], "pruner.min_resource"));
+    if (p.min_resource <= 0) {
+      return Error("pruner.min_resource",
+                   absl::StrCat(p.min_resource, " must be > 0"));
+    }
+  }
+  if (p.type != "none" && eval_every <= 0) {
+    return Error(path, absl::StrCat("the ", p.type,
+                                    " pruner needs intermediate scores: set "
+                                    "eval_every_env_steps > 0"));
+  }
+  if (p.type == "asha" && p.min_resource == 0) p.min_resource = eval_every;
+  return p;
+}
+
+absl::StatusOr<Params> ParseFixed(const YAML::Node& n) {
+  if (!n.IsMap()) return Error("fixed", "expected a map of parameter: value");
+  Params fixed;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    ASSIGN_OR_RETURN(std::string name, Text(it->first, "fixed"));
+    const std::string path = Join("fixed", name);
+    const ParamInfo* info = FindParam(name);
+    if (info == nullptr) {
+      return Error("fixed", std::string(UnknownParamError(name).message()));
+    }
+    if (fixed.count(name) != 0) return Error(path, "appears twice");
+    ASSIGN_OR_RETURN(std::string value, Text(it->second, path));
+    value = Canonical(*info, value);
+    RETURN_IF_ERROR(CheckValue(path, name, value));
+    fixed[name] = value;
+  }
+  return fixed;
+}
+
+absl::StatusOr<ParamSpec> ParseParam(const std::string& name,
+                                     const YAML::Node& n) {
+  const std::string path = Join("space", name);
+  const ParamInfo* info = FindParam(name);
+  if (info == nullptr) {
+    return Error("space", std::string(UnknownParamError(name).message()));
+  }
+  if (!n.IsMap()) {
+    return Error(path,
+                 "expected {type, low, high, …} or {choices: […]} (a constant "
+                 "belongs under fixed)");
+  }
+  RETURN_IF_ERROR(CheckMap(
+      n, path, {"type", "low", "high", "log", "step", "choices", "when"}));
+  ParamSpec p;
+  p.name = name;
+  std::string type;
+  if (n["type"]) {
+    ASSIGN_OR_RETURN(type, Text(n["type"], path + ".type"));
+  } else if (n["choices"]) {
+    type = "categorical";
+  } else {
+    return Error(path, "missing type (float, int or categorical)");
+  }
+  if (type == "float") {
+    p.kind = ParamKind::kFloat;
+  } else if (type == "int") {
+    p.kind = ParamKind::kInt;
+  } else if (type == "categorical") {
+    p.kind = ParamKind::kCategorical;
+  } else {
+    return Error(path + ".type", absl::StrCat("unknown type '", type,
+                                              "' (expected float, int or "
+                                              "categorical)"));
+  }
+  // The kind must fit the option's C++ type.
+  if ((info->type == OptionType::kBool || info->type == OptionType::kEnum) &&
+      p.kind != ParamKind::kCategorical) {
+    return Error(path, absl::StrCat(name, " takes one of ",
+                                    absl::StrJoin(info->values, ", "),
+                                    "; declare it as categorical"));
+  }
+  if (info->type == OptionType::kInt && p.kind == ParamKind::kFloat) {
+    return Error(path, absl::StrCat(name,
+                                    " is a whole number; declare it as int "
+                                    "or categorical"));
+  }
+
+  if (p.kind == ParamKind::kCategorical) {
+    for (const char* key : {"low", "high", "log", "step"}) {
+      if (n[key]) {
+        return Error(path, absl::StrCat("a categorical parameter takes "
+                                        "choices, not ",
+                                        key));
+      }
+    }
+    if (!n["choices"] || !n["choices"].IsSequence() ||
+        n["choices"].size() == 0) {
+      return Error(path, "empty choices (give a non-empty list)");
+    }
+    for (size_t i = 0; i < n["choices"].size(); ++i) {
+      const std::string cpath = absl::StrCat(path, ".choices[", i, "]");
+      ASSIGN_OR_RETURN(std::string c, Text(n["choices"][i], cpath));
+      c = Canonical(*info, c);
+      RETURN_IF_ERROR(CheckValue(cpath, name, c));
+      if (std::find(p.choices.begin(), p.choices.end(), c) != p.choices.end()) {
+        return Error(path, absl::StrCat("choice '", c, "' appears twice"));
+      }
+      p.choices.push_back(c);
+    }
+  } else {
+    if (n["choices"]) {
+      return Error(path, absl::StrCat("a ", type,
+                                      " parameter takes low and high, not "
+                                      "choices"));
+    }
+    if (!n["low"] || !n["high"]) {
+      return Error(path, absl::StrCat("a ", type,
+                                      " parameter needs low and "
+                                      "high"));
+    }
+    ASSIGN_OR_RETURN(p.low, Double(n["low"], path + ".low"));
+    ASSIGN_OR_RETURN(p.high, Double(n["high"], path + ".high"));
+    if (n["log"]) {
+      ASSIGN_OR_RETURN(p.log, Bool(n["log"], path + ".log"));
+    }
+    if (n["step"]) {
+      ASSIGN_OR_RETURN(double step, Double(n["step"], path + ".step"));
+      p.step = step;
+    }
+    const std::string range =
+        absl::StrCat("[", FormatDouble(p.low), ", ", FormatDouble(p.high), "]");
+    if (!(p.low < p.high)) {
+      return Error(path, absl::StrCat("range ", range,
+                                      " is empty or inverted (low must be < "
+                                      "high; put a constant under fixed)"));
+    }
+    if (p.kind == ParamKind::kInt &&
+        (std::floor(p.low) != p.low || std::floor(p.high) != p.high)) {
+      return Error(
+          path, absl::StrCat("int range ", range, " has a fractional bound"));
+    }
+    if (p.log && p.low <= 0) {
+      return Error(path, absl::StrCat("log range ", range, " needs low > 0"));
+    }
+    // Structural checks of log/step (ValidateSpace phrases them).
+    ParamSpec alone = p;
+    absl::Status s = ValidateSpace({alone});
+    if (!s.ok()) {
+      std::string message(s.message());
+      const std::string prefix = absl::StrCat("parameter ", name, ": ");
+      if (message.rfind(prefix, 0) == 0)
+        message = message.substr(prefix.size());
+      return Error(path, message);
+    }
+    for (const char* key : {"low", "high"}) {
+      const double v = std::string(key) == "low" ? p.low : p.high;
+      RETURN_IF_ERROR(CheckValue(Join(path, key), name, FormatValue(p, v)));
+    }
+  }
+
+  if (n["when"]) {
+    const YAML::Node w = n["when"];
+    const std::string wpath = path + ".when";
+    if (!w.IsMap() || w.size() != 1) {
+      return Error(wpath, "expected one entry: {parent: value or [values]}");
+    }
+    auto it = w.begin();
+    ASSIGN_OR_RETURN(p.parent, Text(it->first, wpath));
+    const ParamInfo* parent = FindParam(p.parent);
+    std::vector<YAML::Node> values;
+    if (it->second.IsSequence()) {
+      for (size_t i = 0; i < it->second.size(); ++i) {
+        values.push_back(it->second[i]);
+      }
+    } else {
+      values.push_back(it->second);
+    }
+    for (const YAML::Node& v : values) {
+      ASSIGN_OR_RETURN(std::string text, Text(v, Join(wpath, p.parent)));
+      p.parent_values.push_back(parent == nullptr ? text
+                                                  : Canonical(*parent, text));
+    }
+    if (p.parent_values.empty()) {
+      return Error(wpath, absl::StrCat("no values given for ", p.parent));
+    }
+  }
+  return p;
+}
+
+// The configuration's value of parameter `name` when it is not searched:
+// fixed, else the default. `is_default` tells which.
+std::string ConfiguredValue(const Params& fixed, const std::string& name,
+                            bool* is_default) {
+  auto it = fixed.find(name);
+  *is_default = it == fixed.end();
+  if (!*is_default) return it->second;
+  return GetParam(name, learner::TrainerOptions()).value();
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+// Rejects a fixed or searched parameter whose option is not read in this
+// configuration (ParamInfo::read_when).
+absl::Status CheckUsed(const StudyConfig& study) {
+  std::map<std::string, const ParamSpec*> searched;
+  for (const ParamSpec& p : study.space) searched[p.name] = &p;
+  auto check = [&](const std::string& name,
+                   const ParamSpec* spec) -> absl::Status {
+    const ParamInfo& info = *FindParam(name);
+    if (info.read_when.empty()) return absl::OkStatus();
+    const std::string path = Join(spec != nullptr ? "space" : "fixed", name);
+    const std::string& gate = info.read_when;
+    const std::string wanted = absl::StrJoin(info.read_when_values, ", ");
+    auto gate_it = searched.find(gate);
+    if (gate_it == searched.end()) {
+      bool is_default = false;
+      const std::string value = ConfiguredValue(study.fixed, gate, &is_default);
+      if (Contains(info.read_when_values, value)) return absl::OkStatus();
+      return Error(path, absl::StrCat(name, " is unused because ", gate, " is ",
+                                      value, is_default ? " (the default)" : "",
+                                      ": ", info.read_when_reason));
+    }
+    const ParamSpec& g = *gate_it->second;
+    if (spec == nullptr) {
+      for (const std::string& c : g.choices) {
+        if (Contains(info.read_when_values, c)) return absl::OkStatus();
+      }
+      return Error(
+          path, absl::StrCat(name, " is unused because ", gate, " never takes ",
+                             wanted, ": ", info.read_when_reason));
+    }
+    bool ok = spec->parent == gate && !spec->parent_values.empty();
+    for (const std::string& v : spec->parent_values) {
+      ok = ok && Contains(info.read_when_values, v);
+    }
+    if (ok) return absl::OkStatus();
+    return Error(path, absl::StrCat(name, " is unused when ", gate, " is not ",
+                                    wanted, " (", info.read_when_reason,
+                                    "); make it "
+                                    "conditional: when: {",
+                                    gate, ": [", wanted, "]}"));
+  };
+  for (const auto& [name, value] : study.fixed) {
+    RETURN_IF_ERROR(check(name, nullptr));
+  }
+  for (const ParamSpec& p : study.space) RETURN_IF_ERROR(check(p.name, &p));
+  return absl::OkStatus();
+}
+
+bool IsStudyName(const std::string& s) {
+  return !s.empty() && s.size() <= 128 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) {
+           return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.';
+         });
+}
+
+absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
+  RETURN_IF_ERROR(CheckMap(
+      root, "",
+      {"name", "dataset", "cv", "budget_env_steps", "eval_every_env_steps",
+       "objective", "sampler", "pruner", "concurrency", "max_trials",
+       "max_attempts", "fixed", "space"}));
+  StudyConfig study;
+  if (!root["name"]) return Error("", "missing name");
+  ASSIGN_OR_RETURN(study.name, Text(root["name"], "name"));
+  if (!IsStudyName(study.name)) {
+    return Error("name", absl::StrCat("'", study.name,
+                                      "' is not 1-128 of [A-Za-z0-9_.-]"));
+  }
+  if (!root["dataset"]) {
+    return Error("", "missing dataset (give dataset.id or dataset.synthetic)");
+  }
+  ASSIGN_OR_RETURN(study.dataset, ParseDataset(root["dataset"]));
+  if (root["cv"]) {
+    ASSIGN_OR_RETURN(study.cv, ParseCv(root["cv"]));
+  }
+  if (!root["budget_env_steps"]) return Error("", "missing budget_env_steps");
+  ASSIGN_OR_RETURN(study.budget_env_steps,
+                   Int(root["budget_env_steps"], "budget_env_steps"));
+  if (study.budget_env_steps <= 0) {
+    return Error("budget_env_steps",
+                 absl::StrCat(study.budget_env_steps, " must be > 0"));
+  }
+  if (root["eval_every_env_steps"]) {
+    ASSIGN_OR_RETURN(study.eval_every_env_steps,
+                     Int(root["eval_every_env_steps"], "eval_every_env_steps"));
+    if (study.eval_every_env_steps < 0) {
+      return Error("eval_every_env_steps",
+                   absl::StrCat(study.eval_every_env_steps,
+                                " must be >= 0 (0 = only at the end)"));
+    }
+  }
+  if (root["objective"]) {
+    ASSIGN_OR_RETURN(study.objective, Text(root["objective"], "objective"));
+    if (study.objective != kExcessSharpeObjective) {
+      return Error("objective",
+                   absl::StrCat("unknown objective '", study.objective,
+                                "' (expected ", kExcessSharpeObjective, ")"));
+    }
+  }
+  if (root["sampler"]) {
+    ASSIGN_OR_RETURN(study.sampler, ParseSampler(root["sampler"]));
+  }
+  if (root["pruner"]) {
+    ASSIGN_OR_RETURN(study.pruner,
+                     ParsePruner(root["pruner"], study.eval_every_env_steps));
+  }
+  struct AtLeastOne {
+    const char* key;
+    int* field;
+  };
+  for (const AtLeastOne& k :
+       {AtLeastOne{"concurrency", &study.concurrency},
+        AtLeastOne{"max_trials", &study.max_trials},
+        AtLeastOne{"max_attempts", &study.max_attempts}}) {
+    if (!root[k.key]) continue;
+    ASSIGN_OR_RETURN(*k.field, SmallInt(root[k.key], k.key));
+    if (*k.field < 1) {
+      return Error(k.key, absl::StrCat(*k.field, " must be >= 1"));
+    }
+  }
+  if (root["fixed"] && !root["fixed"].IsNull()) {
+    ASSIGN_OR_RETURN(study.fixed, ParseFixed(root["fixed"]));
+  }
+  if (root["space"] && !root["space"].IsNull()) {
+    const YAML::Node space = root["space"];
+    if (!space.IsMap()) {
+      return Error("space", "expected a map of parameter: {type, …}");
+    }
+    std::set<std::string> seen;
+    for (auto it = space.begin(); it != space.end(); ++it) {
+      ASSIGN_OR_RETURN(std::string name, Text(it->first, "space"));
+      if (!seen.insert(name).second) {
+        return Error(Join("space", name), "appears twice");
+      }
+      ASSIGN_OR_RETURN(ParamSpec p, ParseParam(name, it->second));
+      if (study.fixed.count(name) != 0) {
+        return Error(Join("space", name),
+                     absl::StrCat(name, " is both fixed and searched"));
+      }
+      study.space.push_back(std::move(p));
+    }
+  }
+  // Conditions: parents known, categorical, values among their choices.
+  absl::Status s = ValidateSpace(study.space);
+  if (!s.ok()) return Error("space", std::string(s.message()));
+  RETURN_IF_ERROR(CheckUsed(study));
+  // The synthetic market's size is known here: check the folds fit.
+  if (study.dataset.synthetic) {
+    absl::Status folds = MakeFolds(study.cv, study.dataset.rows).status();
+    if (!folds.ok()) {
+      return Error("cv", absl::StrCat(folds.message(),
+                                      " (the synthetic "
+                                      "dataset has ",
+                                      study.dataset.rows, " rows)"));
+    }
+  }
+  return study;
+}
+
+}  // namespace
+
+env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
+  env::SyntheticMarketOptions o;
+  o.num_assets = spec.assets;
+  o.num_rows = spec.rows;
+  o.seed = spec.seed;
+  o.predictability = spec.predictability;
+  o.interval_seconds = spec.interval_seconds;
+  return o;
+}
+
+absl::StatusOr<StudyConfig> ParseStudyConfig(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study file is not valid YAML: line ", e.mark.line + 1,
+                     ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  // yaml-cpp throws on conversions we do not use; anything it still throws
+  // is a malformed document.
+  try {
+    return Parse(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study file: ", e.msg, " (line ", e.mark.line + 1, ")"));
+  }
+}
+
+}  // namespace ristretto::coordinator

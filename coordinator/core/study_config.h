@@ -1,0 +1,127 @@
+// StudyConfig: a study as written in a study file (YAML; the format is
+// docs/study_format.md), its parser, and how one trial's parameters become
+// the TrainerOptions of its runs (one per CV fold).
+// Plain data and pure functions; thread-safe.
+//
+// Every searched or fixed parameter must be a name of the parameter
+// registry (param_registry.h) whose option is read in the study's
+// configuration; anything else rejects the study, with one message naming
+// the culprit.
+#ifndef RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_
+#define RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "coordinator/core/objective.h"
+#include "coordinator/core/param_registry.h"
+#include "coordinator/core/pruner.h"
+#include "coordinator/core/sampler.h"
+#include "coordinator/core/search_space.h"
+#include "env/cv_split.h"
+#include "env/dataset.h"
+#include "env/synthetic.h"
+#include "learner/run_options.h"
+
+namespace ristretto::coordinator {
+
+// Where the market comes from: an imported dataset by id, or the built-in
+// synthetic market (generated identically wherever it is needed).
+struct DatasetSpec {
+  std::string id;  // 64 hex digits (env::Dataset::ComputeId)
+  // or
+  bool synthetic = false;
+  int64_t rows = 4000;  // bars generated, before the feature warm-up
+  int assets = 3;
+  uint64_t seed = 1;
+  double predictability = 0;        // see env::SyntheticMarketOptions
+  int64_t interval_seconds = 1800;  // bar interval ("30m" in the file)
+};
+
+// The generator options of a synthetic DatasetSpec.
+env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec);
+
+// Cross-validation scheme over the dataset's rows (env/cv_split.h).
+struct CvSpec {
+  std::string scheme = "holdout";  // "holdout" | "walk_forward" | "cpcv" |
+                                   // "kfold"
+  // holdout: the last validation_fraction of the rows validate, the rest
+  // (minus embargo_bars before the validation block) train. In (0, 1).
+  double validation_fraction = 0.2;
+  // walk_forward: bars per training block, per test block, and between fold
+  // starts (0 = test_bars). train_bars, test_bars > 0.
+  int64_t train_bars = 0, test_bars = 0, step_bars = 0;
+  // cpcv: N groups, k test groups per fold (1 <= k < N), C(N, k) folds.
+  int groups = 6, test_groups = 2;
+  // kfold: k folds (>= 2).
+  int folds = 5;
+  // holdout, cpcv, kfold: rows purged before and embargoed after every test
+  // block, >= 0.
+  int64_t embargo_bars = 0;
+  // Keep only the first max_folds folds (0 = all), >= 0.
+  int max_folds = 0;
+};
+
+// Returns the folds of `cv` over rows [0, num_rows) (before intersecting
+// with the dataset's domains). Errors: kInvalidArgument from the splitters
+// (e.g. the blocks do not fit in num_rows), or an unknown scheme.
+absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
+                                                 int64_t num_rows);
+
+struct StudyConfig {
+  std::string name;  // [A-Za-z0-9_.-]+, unique among studies
+  DatasetSpec dataset;
+  CvSpec cv;
+  int64_t budget_env_steps = 0;      // per run (trial × fold), > 0
+  int64_t eval_every_env_steps = 0;  // validation interval, 0 = at the end
+  std::string objective = kExcessSharpeObjective;
+  SamplerSpec sampler;
+  PrunerSpec pruner;
+  int concurrency = 1;   // trials running at once, >= 1
+  int max_trials = 10;   // trials sampled in all, >= 1
+  int max_attempts = 3;  // leases per run before its trial fails, >= 1
+  Params fixed;          // constants applied to every run, canonical text
+  std::vector<ParamSpec> space;
+};
+
+// Parses and checks a study file. Errors (kInvalidArgument, one message per
+// problem, naming it): YAML syntax (with line and column); unknown or
+// duplicate key; missing name, dataset or budget; unknown parameter name;
+// a parameter whose option is not read in this configuration ("… is unused
+// because reward_mode is shaped"); a parameter both fixed and searched; a
+// kind that does not fit the option's type; empty or inverted range; log
+// range with low <= 0; bad step; empty or duplicate choices; a bound or
+// choice the option refuses; conditional on an unknown or non-categorical
+// parent; bad CV spec; unknown objective; bad sampler or pruner type or
+// setting; a pruner without eval_every_env_steps; concurrency, max_trials or
+// max_attempts < 1.
+absl::StatusOr<StudyConfig> ParseStudyConfig(const std::string& yaml_text);
+
+// What BuildRunOptions needs to know about the study's dataset.
+struct DatasetInfo {
+  std::string id;
+  int64_t num_rows = 0;
+  std::vector<env::Domain> domains;        // contiguous row blocks
+  std::vector<std::string> feature_names;  // per asset
+};
+
+// Returns the TrainerOptions of each CV fold of one trial, in fold order:
+// defaults, then the study's budget_env_steps, eval_every_env_steps, the
+// dataset id and feature names, then `fixed`, then `params` (ApplyParam).
+// Fold f trains on the fold's training blocks and validates on its test
+// blocks, each intersected with data.domains (validation pieces shorter than
+// 2·lookback + 1 rows are dropped). The seed mixes the sampler seed,
+// HashParams(params) and f. run_dir is left empty for the caller.
+// Errors (kInvalidArgument): a parameter ApplyParam refuses (named); bad
+// folds for num_rows; a fold with no validation rows or whose longest
+// training block is shorter than episode_steps + 2·lookback; options that
+// fail Validate().
+absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
+    const StudyConfig& study, const Params& params, const DatasetInfo& data);
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_

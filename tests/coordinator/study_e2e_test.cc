@@ -1,0 +1,261 @@
+// A whole study with real processes: PostgreSQL (started by the harness),
+// ristretto-coordinator, ristretto-learner and ristretto-actor processes on
+// 127.0.0.1, real files. Then the same with the learner killed (-9), the
+// coordinator killed and restarted, and PostgreSQL restarted mid-study.
+#include <torch/script.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/store/store.h"
+#include "gtest/gtest.h"
+#include "learner/contract.h"
+#include "learner/service/coordinator_agent.h"
+#include "tests/coordinator_store/pg_test_env.h"
+#include "tests/integration/process.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ristretto::testing::Process;
+using namespace std::chrono_literals;
+
+// 3 trials × 1 holdout fold × 4096 env steps, 32×32 nets: seconds per run.
+constexpr char kStudy[] = R"(name: e2e
+dataset:
+  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
+cv: {scheme: holdout, validation_fraction: 0.3}
+budget_env_steps: 4096
+eval_every_env_steps: 2048
+sampler: {type: random, seed: 5}
+pruner: {type: none}
+concurrency: 2
+max_trials: 3
+max_attempts: 4
+fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2}
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
+  gamma: {type: float, low: 0.9, high: 0.99}
+)";
+
+std::string Address(Process& p) {
+  if (!p.WaitForLog("listening on ", 60s)) return "";
+  std::smatch m;
+  const std::string log = p.Log();
+  return std::regex_search(log, m, std::regex("listening on (\\S+)"))
+             ? m[1].str()
+             : "";
+}
+
+class StudyEndToEndTest : public testing::PgDatabaseTest {
+ protected:
+  void SetUp() override {
+    PgDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> dir = testing::MakeTempDir("ristretto_e2e_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    absl::StatusOr<std::unique_ptr<Store>> store = MigratedStore();
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<StudyRow> study = store_->CreateStudy("e2e", kStudy);
+    ASSERT_TRUE(study.ok()) << study.status();
+    study_id_ = study->id;
+    ASSERT_TRUE(store_->SetStudyState(study_id_, kStudyRunning).ok());
+  }
+  void TearDown() override {
+    actors_.clear();
+    learner_.reset();
+    coordinator_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  void StartCoordinator() {
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{RISTRETTO_COORDINATOR_BINARY, "--db", dsn(),
+                                 "--port", "0", "--data-dir",
+                                 dir_ + "/coordinator", "--tick-ms", "200",
+                                 "--lease-ttl-s", "3"},
+        absl::StrCat(dir_, "/coordinator-", ++starts_, ".log"));
+    coordinator_address_ = Address(*coordinator_);
+    ASSERT_FALSE(coordinator_address_.empty()) << coordinator_->Log();
+  }
+  void StartLearner() {
+    learner_ = std::make_unique<Process>(
+        std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
+                                 coordinator_address_, "--port", "0",
+                                 "--slots", "2", "--run-dir",
+                                 dir_ + "/learner"},
+        absl::StrCat(dir_, "/learner-", ++starts_, ".log"));
+    ASSERT_FALSE(Address(*learner_).empty()) << learner_->Log();
+  }
+  void StartActors(int n) {
+    for (int i = 0; i < n; ++i) {
+      actors_.push_back(std::make_unique<Process>(
+          std::vector<std::string>{RISTRETTO_ACTOR_BINARY, "--coordinator",
+                                   coordinator_address_, "--envs", "8",
+                                   "--actor-id", absl::StrCat("actor-", i),
+                                   "--cache-dir", dir_ + "/actor-cache"},
+          absl::StrCat(dir_, "/actor-", i, ".log")));
+    }
+  }
+  // Polls the study until done (or `timeout`); returns its final state.
+  std::string WaitDone(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::string state;
+    while (std::chrono::steady_clock::now() < deadline) {
+      absl::StatusOr<StudyRow> row = store_->GetStudyById(study_id_);
+      if (row.ok()) state = row->state;
+      if (state == kStudyDone) break;
+      std::this_thread::sleep_for(300ms);
+    }
+    return state;
+  }
+  std::string Logs() {
+    std::string out;
+    if (coordinator_) out += "coordinator:\n" + coordinator_->Log();
+    if (learner_) out += "learner:\n" + learner_->Log();
+    return out;
+  }
+
+  // Every trial complete with a finite score; one done run each with one
+  // fold_metrics row and a policy artifact that matches its hash.
+  void ExpectCompleteStudy() {
+    absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);
+    ASSERT_TRUE(trials.ok()) << trials.status();
+    ASSERT_EQ(trials->size(), 3u);
+    for (const TrialRow& t : *trials) {
+      EXPECT_EQ(t.state, kTrialComplete) << "trial " << t.number << " "
+                                         << t.fail_reason;
+      ASSERT_TRUE(t.score.has_value());
+      EXPECT_TRUE(std::isfinite(*t.score));
+      EXPECT_EQ(t.params.size(), 2u);  // learning_rate, gamma
+      absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
+      ASSERT_TRUE(runs.ok());
+      ASSERT_EQ(runs->size(), 1u);
+      EXPECT_EQ((*runs)[0].state, kRunDone);
+      absl::StatusOr<std::vector<FoldMetrics>> folds =
+          store_->ListFoldMetrics(t.id);
+      ASSERT_TRUE(folds.ok());
+      ASSERT_EQ(folds->size(), 1u);
+      EXPECT_GE((*folds)[0].env_steps, 4096);
+      EXPECT_NEAR(*t.score, (*folds)[0].sharpe - (*folds)[0].benchmark_sharpe,
+                  1e-9);
+      absl::StatusOr<std::vector<ArtifactRow>> artifacts =
+          store_->ListArtifacts(t.id);
+      ASSERT_TRUE(artifacts.ok());
+      int policies = 0;
+      for (const ArtifactRow& a : *artifacts) {
+        if (a.kind != "policy") continue;
+        ++policies;
+        absl::StatusOr<std::string> sha =
+            learner::PolicyDirectorySha256(a.path);
+        ASSERT_TRUE(sha.ok()) << sha.status();
+        EXPECT_EQ(*sha, a.sha256);
+      }
+      EXPECT_EQ(policies, 1);
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<Store> store_;
+  int64_t study_id_ = 0;
+  int starts_ = 0;
+  std::string coordinator_address_;
+  std::unique_ptr<Process> coordinator_, learner_;
+  std::vector<std::unique_ptr<Process>> actors_;
+};
+
+TEST_F(StudyEndToEndTest, SmallStudyCompletesAndBestPolicyLoads) {
+  StartCoordinator();
+  StartLearner();
+  StartActors(2);
+  ASSERT_EQ(WaitDone(240s), kStudyDone) << Logs();
+  ExpectCompleteStudy();
+
+  // Export the best policy with the real CLI; it loads and its contract
+  // describes this dataset (2 assets × 14 features, lookback 1).
+  const std::string out = dir_ + "/best";
+  Process exporter({RISTRETTO_CLI_BINARY, "study", "export", "e2e", "--db",
+                    dsn(), "--out", out},
+                   dir_ + "/export.log");
+  ASSERT_EQ(exporter.Wait(60s), 0) << exporter.Log();
+  std::ifstream contract_file(out + "/contract.json");
+  std::stringstream json;
+  json << contract_file.rdbuf();
+  absl::StatusOr<learner::PolicyContract> contract =
+      learner::PolicyContract::FromJson(json.str());
+  ASSERT_TRUE(contract.ok()) << contract.status();
+  EXPECT_EQ(contract->action_size, 2);
+  EXPECT_EQ(contract->obs_size, 1 + 2 + 2 * 14);
+  EXPECT_TRUE(learner::CheckContract(*contract, *contract).ok());
+  torch::jit::Module policy = torch::jit::load(out + "/policy.pt");
+  torch::Tensor action =
+      policy.forward({torch::zeros({3, contract->obs_size})}).toTensor();
+  EXPECT_EQ(action.size(0), 3);
+  EXPECT_EQ(action.size(1), 2);
+  EXPECT_LE(action.abs().max().item<float>(), 1.0f);
+
+  // Clean shutdown of every process on SIGTERM.
+  for (auto& a : actors_) a->Signal(SIGTERM);
+  for (auto& a : actors_) EXPECT_EQ(a->Wait(30s), 0) << a->Log();
+  learner_->Signal(SIGTERM);
+  EXPECT_EQ(learner_->Wait(60s), 0) << learner_->Log();
+  coordinator_->Signal(SIGTERM);
+  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+}
+
+TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
+  StartCoordinator();
+  StartLearner();
+  StartActors(2);
+  // Wait until some run has made progress, then kill the learner (-9) and
+  // the coordinator (-9).
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  bool progressed = false;
+  while (!progressed && std::chrono::steady_clock::now() < deadline) {
+    absl::StatusOr<std::vector<TrialRow>> trials =
+        store_->ListTrials(study_id_);
+    if (trials.ok()) {
+      for (const TrialRow& t : *trials) {
+        absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
+        if (!runs.ok()) continue;
+        for (const RunRow& r : *runs) progressed |= r.env_steps > 0;
+      }
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(progressed) << Logs();
+  learner_->Signal(SIGKILL);
+  learner_->Wait(10s);
+  coordinator_->Signal(SIGKILL);
+  coordinator_->Wait(10s);
+  // PostgreSQL restarts while nobody is connected but the test's store.
+  ASSERT_TRUE(cluster().Restart().ok());
+  StartCoordinator();
+  StartLearner();
+  ASSERT_EQ(WaitDone(300s), kStudyDone) << Logs();
+  ExpectCompleteStudy();
+  // The killed runs were leased again (their leases expired).
+  absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);
+  ASSERT_TRUE(trials.ok());
+  int releases = 0;
+  for (const TrialRow& t : *trials) {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
+    ASSERT_TRUE(runs.ok());
+    for (const RunRow& r : *runs) releases += r.attempts > 1 ? 1 : 0;
+  }
+  EXPECT_GE(releases, 1);
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator

@@ -1,0 +1,217 @@
+// BuildRunOptions and MakeFolds (study_config.h).
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/file_util.h"
+#include "coordinator/core/study_config.h"
+#include "env/synthetic.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+using env::Domain;
+using ::testing::ElementsAre;
+
+StudyConfig WalkForwardStudy() {
+  StudyConfig s;
+  s.name = "unit";
+  s.dataset.synthetic = true;
+  s.cv.scheme = "walk_forward";
+  s.cv.train_bars = 1600;
+  s.cv.test_bars = 600;
+  s.cv.step_bars = 600;
+  s.budget_env_steps = 20000;
+  s.eval_every_env_steps = 5000;
+  s.sampler.seed = 11;
+  s.fixed = {{"width", "64"}, {"layers", "2"}, {"learning_rate", "0.001"}};
+  return s;
+}
+
+// 3000 rows with a gap after row 2000 (two contiguous domains).
+DatasetInfo GappedData() {
+  DatasetInfo d;
+  d.id = std::string(64, 'a');
+  d.num_rows = 3000;
+  d.domains = {Domain{0, 2000}, Domain{2000, 3000}};
+  d.feature_names = {"open", "close"};
+  return d;
+}
+
+TEST(RunBuilderTest, OneRunPerFoldWithDomainsSplitAtDatasetGaps) {
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(WalkForwardStudy(), {{"gamma", "0.95"}}, GappedData());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);
+  const learner::TrainerOptions& f0 = (*runs)[0];
+  const learner::TrainerOptions& f1 = (*runs)[1];
+  EXPECT_THAT(f0.train_domains, ElementsAre(Domain{0, 1600}));
+  EXPECT_THAT(f0.validation_domains,
+              ElementsAre(Domain{1600, 2000}, Domain{2000, 2200}));
+  EXPECT_THAT(f1.train_domains,
+              ElementsAre(Domain{600, 2000}, Domain{2000, 2200}));
+  EXPECT_THAT(f1.validation_domains, ElementsAre(Domain{2200, 2800}));
+  for (const learner::TrainerOptions& o : *runs) {
+    EXPECT_EQ(o.budget_env_steps, 20000);
+    EXPECT_EQ(o.eval_every_env_steps, 5000);
+    EXPECT_EQ(o.dataset_id, std::string(64, 'a'));
+    EXPECT_THAT(o.feature_names, ElementsAre("open", "close"));
+    EXPECT_THAT(o.network.policy_hidden, ElementsAre(64, 64));
+    EXPECT_THAT(o.network.value_hidden, ElementsAre(64, 64));
+    EXPECT_EQ(o.ppo.learning_rate, 0.001);
+    EXPECT_EQ(o.ppo.gamma, 0.95);
+    EXPECT_TRUE(o.run_dir.empty());
+  }
+}
+
+TEST(RunBuilderTest, TrialParametersOverrideFixedOnesAndBudget) {
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs = BuildRunOptions(
+      WalkForwardStudy(), {{"learning_rate", "0.0002"}, {"budget", "50000"}},
+      GappedData());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ((*runs)[0].ppo.learning_rate, 0.0002);
+  EXPECT_EQ((*runs)[0].budget_env_steps, 50000);
+}
+
+TEST(RunBuilderTest, SeedsDependOnSamplerSeedParamsAndFold) {
+  const StudyConfig study = WalkForwardStudy();
+  const DatasetInfo data = GappedData();
+  auto seeds = [&](const StudyConfig& s, const Params& p) {
+    std::vector<uint64_t> out;
+    const absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+        BuildRunOptions(s, p, data);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    for (const learner::TrainerOptions& o : *runs) out.push_back(o.seed);
+    return out;
+  };
+  const std::vector<uint64_t> a = seeds(study, {{"gamma", "0.95"}});
+  EXPECT_NE(a[0], a[1]);                            // per fold
+  EXPECT_EQ(a, seeds(study, {{"gamma", "0.95"}}));  // reproducible
+  EXPECT_NE(a, seeds(study, {{"gamma", "0.96"}}));  // per params
+  StudyConfig other = study;
+  other.sampler.seed = 12;
+  EXPECT_NE(a, seeds(other, {{"gamma", "0.95"}}));  // per study seed
+}
+
+TEST(RunBuilderTest, ShortValidationPiecesAreDropped) {
+  StudyConfig study = WalkForwardStudy();
+  study.fixed["lookback"] = "3";
+  study.fixed["episode_steps"] = "512";
+  DatasetInfo data = GappedData();
+  data.domains = {Domain{0, 1605}, Domain{1605, 3000}};  // a 5-row piece
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(study, {}, data);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  // [1600, 1605) has fewer than 2·3 + 1 rows.
+  EXPECT_THAT((*runs)[0].validation_domains, ElementsAre(Domain{1605, 2200}));
+}
+
+TEST(RunBuilderTest, BadParameterIsNamed) {
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(WalkForwardStudy(), {{"clip_ratio", "2"}}, GappedData());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runs.status().message(),
+            "trial: parameter clip_ratio = 2 is outside (0, 1)");
+  runs =
+      BuildRunOptions(WalkForwardStudy(), {{"dropout", "0.5"}}, GappedData());
+  EXPECT_EQ(runs.status().message(), "trial: unknown parameter 'dropout'");
+}
+
+TEST(RunBuilderTest, EpisodesLongerThanEveryTrainingBlockAreRefused) {
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs = BuildRunOptions(
+      WalkForwardStudy(), {{"episode_steps", "1599"}}, GappedData());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runs.status().message(),
+            "fold 0: episode_steps = 1599 needs 1601 rows (episode_steps + "
+            "2·lookback) but the longest training block has 1600");
+}
+
+TEST(RunBuilderTest, FoldsThatDoNotFitTheDatasetAreRefused) {
+  DatasetInfo data = GappedData();
+  data.num_rows = 2300;
+  data.domains = {Domain{0, 2300}};
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(WalkForwardStudy(), {}, data);
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->size(), 1u);  // only the first fold fits in 2300 rows
+  data.domains = {Domain{0, 1000}, Domain{1000, 2300}};
+  runs = BuildRunOptions(WalkForwardStudy(), {}, data);
+  EXPECT_EQ(runs.status().message(),
+            "fold 0: episode_steps = 1024 needs 1026 rows (episode_steps + "
+            "2·lookback) but the longest training block has 1000");
+}
+
+// The shipped studies end to end, minus training: parse, generate the
+// synthetic market, sample trials, build every fold's options.
+TEST(RunBuilderTest, ShippedStudiesBuildValidRunsForSampledTrials) {
+  for (const char* file : {"small.yaml", "default.yaml"}) {
+    SCOPED_TRACE(file);
+    absl::StatusOr<std::string> text = ReadFileToString(
+        std::string(RISTRETTO_SOURCE_DIR) + "/deploy/studies/" + file);
+    ASSERT_TRUE(text.ok());
+    absl::StatusOr<StudyConfig> study = ParseStudyConfig(*text);
+    ASSERT_TRUE(study.ok()) << study.status();
+    ASSERT_TRUE(study->dataset.synthetic);
+    absl::StatusOr<env::Dataset> dataset =
+        env::GenerateSyntheticDataset(SyntheticOptions(study->dataset));
+    ASSERT_TRUE(dataset.ok()) << dataset.status();
+    DatasetInfo data;
+    data.id = dataset->ComputeId();
+    data.num_rows = dataset->num_rows();
+    data.domains = dataset->domains;
+    data.feature_names = dataset->feature_names;
+    absl::StatusOr<std::unique_ptr<Sampler>> sampler =
+        MakeSampler(study->sampler, study->space);
+    ASSERT_TRUE(sampler.ok());
+    for (int64_t n = 0; n < 5; ++n) {
+      absl::StatusOr<Params> params = (*sampler)->Sample(n, {});
+      ASSERT_TRUE(params.ok());
+      absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+          BuildRunOptions(*study, *params, data);
+      ASSERT_TRUE(runs.ok()) << runs.status();
+      EXPECT_EQ(runs->size(), std::string(file) == "small.yaml" ? 2u : 15u);
+      for (const learner::TrainerOptions& o : *runs) {
+        EXPECT_TRUE(o.env.Validate().ok());
+        EXPECT_FALSE(o.train_domains.empty());
+        EXPECT_FALSE(o.validation_domains.empty());
+      }
+    }
+  }
+}
+
+TEST(MakeFoldsTest, HoldoutValidatesTheLastFraction) {
+  CvSpec cv;
+  cv.scheme = "holdout";
+  cv.validation_fraction = 0.25;
+  cv.embargo_bars = 10;
+  absl::StatusOr<std::vector<env::Fold>> folds = MakeFolds(cv, 1000);
+  ASSERT_TRUE(folds.ok());
+  ASSERT_EQ(folds->size(), 1u);
+  EXPECT_THAT((*folds)[0].train, ElementsAre(Domain{0, 740}));
+  EXPECT_THAT((*folds)[0].test, ElementsAre(Domain{750, 1000}));
+}
+
+TEST(MakeFoldsTest, CpcvKfoldAndMaxFolds) {
+  CvSpec cv;
+  cv.scheme = "cpcv";
+  cv.groups = 6;
+  cv.test_groups = 2;
+  absl::StatusOr<std::vector<env::Fold>> folds = MakeFolds(cv, 600);
+  ASSERT_TRUE(folds.ok());
+  EXPECT_EQ(folds->size(), 15u);
+  cv.max_folds = 4;
+  EXPECT_EQ(MakeFolds(cv, 600)->size(), 4u);
+  cv = CvSpec();
+  cv.scheme = "kfold";
+  cv.folds = 4;
+  folds = MakeFolds(cv, 400);
+  ASSERT_TRUE(folds.ok());
+  ASSERT_EQ(folds->size(), 4u);
+  EXPECT_THAT((*folds)[1].test, ElementsAre(Domain{100, 200}));
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator

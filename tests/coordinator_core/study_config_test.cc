@@ -1,0 +1,452 @@
+#include "coordinator/core/study_config.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/file_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+
+// A complete, valid study; the tests below break one thing at a time.
+constexpr char kStudy[] = R"(
+name: unit
+dataset:
+  synthetic: {rows: 3000, assets: 2, seed: 7, predictability: 0.5}
+cv: {scheme: walk_forward, train_bars: 1600, test_bars: 600, step_bars: 600}
+budget_env_steps: 20000
+eval_every_env_steps: 5000
+sampler: {type: tpe, seed: 3, startup_trials: 3, multivariate: true}
+pruner: {type: median, warmup_steps: 10000, min_trials: 2}
+concurrency: 2
+max_trials: 6
+fixed:
+  width: 64
+  layers: 2
+space:
+)";
+
+// kStudy with `space_lines` (YAML lines indented by two spaces) under
+// `space:`, its last key.
+std::string WithSpace(const std::string& space_lines) {
+  return kStudy + space_lines;
+}
+
+std::string Replace(std::string s, const std::string& from,
+                    const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+// Expects the study to be refused with exactly `message`.
+void ExpectRefused(const std::string& yaml, const std::string& message) {
+  const absl::StatusOr<StudyConfig> s = ParseStudyConfig(yaml);
+  ASSERT_FALSE(s.ok()) << "accepted:\n" << yaml;
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(s.status().message()), message);
+}
+
+TEST(StudyConfigTest, ParsesEverySectionOfAValidStudy) {
+  absl::StatusOr<StudyConfig> s = ParseStudyConfig(
+      WithSpace("  learning_rate: {type: float, low: 1.0e-6, high: 1.0e-3, "
+                "log: true}\n"
+                "  batch_size: {type: categorical, choices: [2048, 4096, "
+                "8192]}\n"
+                "  reward_mode: {choices: [shaped, log_return]}\n"
+                "  reward_scale: {type: float, low: 1, high: 100, log: true,"
+                " when: {reward_mode: log_return}}\n"
+                "  epochs: {type: int, low: 3, high: 15}\n"
+                "  clip_ratio: {type: float, low: 0.1, high: 0.3, step: 0.05}"
+                "\n"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const StudyConfig& c = *s;
+  EXPECT_EQ(c.name, "unit");
+  EXPECT_TRUE(c.dataset.synthetic);
+  EXPECT_EQ(c.dataset.rows, 3000);
+  EXPECT_EQ(c.dataset.assets, 2);
+  EXPECT_EQ(c.dataset.seed, 7u);
+  EXPECT_EQ(c.dataset.predictability, 0.5);
+  EXPECT_EQ(c.dataset.interval_seconds, 1800);
+  EXPECT_EQ(c.cv.scheme, "walk_forward");
+  EXPECT_EQ(c.cv.train_bars, 1600);
+  EXPECT_EQ(c.cv.test_bars, 600);
+  EXPECT_EQ(c.cv.step_bars, 600);
+  EXPECT_EQ(c.budget_env_steps, 20000);
+  EXPECT_EQ(c.eval_every_env_steps, 5000);
+  EXPECT_EQ(c.objective, "excess_sharpe");
+  EXPECT_EQ(c.sampler.type, "tpe");
+  EXPECT_EQ(c.sampler.seed, 3u);
+  EXPECT_EQ(c.sampler.startup_trials, 3);
+  EXPECT_TRUE(c.sampler.multivariate);
+  EXPECT_EQ(c.pruner.type, "median");
+  EXPECT_EQ(c.pruner.warmup_steps, 10000);
+  EXPECT_EQ(c.pruner.min_trials, 2);
+  EXPECT_EQ(c.concurrency, 2);
+  EXPECT_EQ(c.max_trials, 6);
+  EXPECT_EQ(c.max_attempts, 3);
+  EXPECT_EQ(c.fixed, (Params{{"layers", "2"}, {"width", "64"}}));
+  ASSERT_EQ(c.space.size(), 6u);
+  const ParamSpec& lr = c.space[0];
+  EXPECT_EQ(lr.name, "learning_rate");
+  EXPECT_EQ(lr.kind, ParamKind::kFloat);
+  EXPECT_EQ(lr.low, 1e-6);
+  EXPECT_EQ(lr.high, 1e-3);
+  EXPECT_TRUE(lr.log);
+  const ParamSpec& bs = c.space[1];
+  EXPECT_EQ(bs.kind, ParamKind::kCategorical);
+  EXPECT_THAT(bs.choices, ElementsAre("2048", "4096", "8192"));
+  const ParamSpec& mode = c.space[2];
+  EXPECT_EQ(mode.kind, ParamKind::kCategorical);  // inferred from choices
+  const ParamSpec& scale = c.space[3];
+  EXPECT_EQ(scale.parent, "reward_mode");
+  EXPECT_THAT(scale.parent_values, ElementsAre("log_return"));
+  EXPECT_EQ(c.space[4].kind, ParamKind::kInt);
+  ASSERT_TRUE(c.space[5].step.has_value());
+  EXPECT_EQ(*c.space[5].step, 0.05);
+}
+
+TEST(StudyConfigTest, DefaultsApplyToOmittedSections) {
+  absl::StatusOr<StudyConfig> s = ParseStudyConfig(
+      "name: tiny\n"
+      "dataset: {id: "
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef}\n"
+      "budget_env_steps: 2e6\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->dataset.synthetic);
+  EXPECT_EQ(s->dataset.id,
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(s->budget_env_steps, 2000000);
+  EXPECT_EQ(s->cv.scheme, "holdout");
+  EXPECT_EQ(s->cv.validation_fraction, 0.2);
+  EXPECT_EQ(s->sampler.type, "tpe");
+  EXPECT_EQ(s->pruner.type, "none");
+  EXPECT_EQ(s->concurrency, 1);
+  EXPECT_TRUE(s->space.empty());
+}
+
+TEST(StudyConfigTest, FixedValuesAndChoicesAreStoredAsCanonicalText) {
+  absl::StatusOr<StudyConfig> s = ParseStudyConfig(
+      WithSpace("  learning_rate: {choices: [1.0e-3, 3e-4]}\n"
+                "  normalize_advantages: {choices: [True, false]}\n"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->space[0].choices, ElementsAre("0.001", "0.0003"));
+  EXPECT_THAT(s->space[1].choices, ElementsAre("true", "false"));
+  s = ParseStudyConfig(Replace(
+      kStudy, "  width: 64\n",
+      "  width: 64\n  gamma: 9.9e-1\n  budget: 2_000_000\n  epochs: 1e1\n"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->fixed.at("gamma"), "0.99");
+  EXPECT_EQ(s->fixed.at("budget"), "2000000");
+  EXPECT_EQ(s->fixed.at("epochs"), "10");
+}
+
+TEST(StudyConfigTest, ShippedStudyFilesParse) {
+  for (const char* file : {"default.yaml", "small.yaml"}) {
+    absl::StatusOr<std::string> text = ReadFileToString(
+        std::string(RISTRETTO_SOURCE_DIR) + "/deploy/studies/" + file);
+    ASSERT_TRUE(text.ok()) << text.status();
+    absl::StatusOr<StudyConfig> s = ParseStudyConfig(*text);
+    EXPECT_TRUE(s.ok()) << file << ": " << s.status();
+  }
+}
+
+TEST(StudyConfigTest, TheDocumentedExampleParses) {
+  absl::StatusOr<std::string> doc = ReadFileToString(
+      std::string(RISTRETTO_SOURCE_DIR) + "/docs/study_format.md");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  const size_t begin = doc->find("```yaml\n") + 8;
+  const size_t end = doc->find("```", begin);
+  absl::StatusOr<StudyConfig> s =
+      ParseStudyConfig(doc->substr(begin, end - begin));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->name, "lr-and-width");
+  EXPECT_EQ(s->pruner.type, "asha");
+  EXPECT_EQ(s->space.size(), 4u);
+}
+
+TEST(StudyConfigTest, DefaultStudySearchesTheOriginalsParameters) {
+  absl::StatusOr<std::string> text = ReadFileToString(
+      std::string(RISTRETTO_SOURCE_DIR) + "/deploy/studies/default.yaml");
+  ASSERT_TRUE(text.ok());
+  absl::StatusOr<StudyConfig> s = ParseStudyConfig(*text);
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::map<std::string, ParamSpec> space;
+  for (const ParamSpec& p : s->space) space[p.name] = p;
+  for (const char* name : {"learning_rate",
+                           "batch_size",
+                           "gamma",
+                           "width",
+                           "rollout_steps",
+                           "budget",
+                           "lookback",
+                           "norm_cash_exp",
+                           "norm_stocks_exp",
+                           "norm_tech_exp",
+                           "norm_reward_exp",
+                           "norm_action",
+                           "time_decay_floor",
+                           "min_cash_reserve",
+                           "concentration_penalty",
+                           "clip_ratio",
+                           "entropy_coef",
+                           "gae_lambda",
+                           "epochs",
+                           "max_grad_norm"}) {
+    EXPECT_EQ(space.count(name), 1u) << name;
+  }
+  EXPECT_EQ(space["learning_rate"].low, 1e-6);
+  EXPECT_EQ(space["learning_rate"].high, 1e-3);
+  EXPECT_TRUE(space["learning_rate"].log);
+  EXPECT_THAT(space["batch_size"].choices, ElementsAre("2048", "4096", "8192"));
+  EXPECT_EQ(space["gamma"].low, 0.88);
+  EXPECT_EQ(space["gamma"].high, 0.99);
+  EXPECT_EQ(space["width"].low, 512);
+  EXPECT_EQ(space["width"].high, 1536);
+  EXPECT_EQ(space["width"].step, 256);
+  EXPECT_EQ(space["lookback"].low, 1);
+  EXPECT_EQ(space["lookback"].high, 5);
+}
+
+// ---- one clear error per bad study
+
+TEST(StudyConfigTest, RejectsYamlSyntaxErrorsWithTheLine) {
+  ExpectRefused("name: x\ndataset: {id: [\n",
+                "study file is not valid YAML: line 3, column 1: end of "
+                "sequence flow not found");
+}
+
+TEST(StudyConfigTest, RejectsAnEmptyFileAndMisshapenSections) {
+  ExpectRefused("", "study file: expected a map of keys");
+  ExpectRefused("- a\n- b\n", "study file: expected a map of keys");
+  ExpectRefused(WithSpace("  gamma: 0.95\n"),
+                "space.gamma: expected {type, low, high, …} or {choices: "
+                "[…]} (a constant belongs under fixed)");
+  ExpectRefused(Replace(kStudy, "  width: 64\n  layers: 2\n", "  - width\n"),
+                "fixed: expected a map of parameter: value");
+  ExpectRefused(
+      Replace(kStudy, "budget_env_steps: 20000", "budget_env_steps: lots"),
+      "budget_env_steps: 'lots' is not a whole number");
+}
+
+TEST(StudyConfigTest, RejectsAnUnknownTopLevelKey) {
+  ExpectRefused(Replace(kStudy, "concurrency: 2", "concurency: 2"),
+                "unknown key 'concurency' at the top level (expected one of: "
+                "name, dataset, cv, budget_env_steps, eval_every_env_steps, "
+                "objective, sampler, pruner, concurrency, max_trials, "
+                "max_attempts, fixed, space)");
+}
+
+TEST(StudyConfigTest, RejectsADuplicateKey) {
+  ExpectRefused(
+      Replace(kStudy, "concurrency: 2", "concurrency: 2\nmax_trials: 3"),
+      "key 'max_trials' appears twice");
+}
+
+TEST(StudyConfigTest, RejectsAnUnknownParameterNamingIt) {
+  ExpectRefused(
+      WithSpace("  learnin_rate: {type: float, low: 0.1, high: 0.2}\n"),
+      "space: unknown parameter 'learnin_rate' (did you mean "
+      "'learning_rate'?)");
+  ExpectRefused(Replace(kStudy, "  layers: 2\n", "  dropout: 0.1\n"),
+                "fixed: unknown parameter 'dropout'");
+}
+
+TEST(StudyConfigTest, RejectsAParameterUnusedInThisConfiguration) {
+  // reward_scale is read only by the log_return reward; the default is
+  // shaped.
+  ExpectRefused(
+      WithSpace("  reward_scale: {type: float, low: 1, high: 10}\n"),
+      "space.reward_scale: reward_scale is unused because reward_mode is "
+      "shaped (the default): only the log_return reward uses it");
+  // Fixed to the other mode.
+  ExpectRefused(
+      Replace(WithSpace("  time_decay_floor: {type: float, low: 0, high: "
+                        "0.5}\n"),
+              "  layers: 2\n", "  layers: 2\n  reward_mode: log_return\n"),
+      "space.time_decay_floor: time_decay_floor is unused because "
+      "reward_mode is log_return: only the shaped reward uses it");
+  // Searched mode: the dependent parameter must be conditional on it.
+  ExpectRefused(
+      WithSpace("  reward_mode: {choices: [shaped, log_return]}\n"
+                "  reward_scale: {type: float, low: 1, high: 10}\n"),
+      "space.reward_scale: reward_scale is unused when reward_mode is not "
+      "log_return (only the log_return reward uses it); make it "
+      "conditional: when: {reward_mode: [log_return]}");
+  ExpectRefused(
+      WithSpace("  reward_mode: {choices: [shaped, log_return]}\n"
+                "  reward_scale: {type: float, low: 1, high: 10,"
+                " when: {reward_mode: [shaped, log_return]}}\n"),
+      "space.reward_scale: reward_scale is unused when reward_mode is not "
+      "log_return (only the log_return reward uses it); make it "
+      "conditional: when: {reward_mode: [log_return]}");
+  // A fixed value counts too.
+  ExpectRefused(Replace(kStudy, "  layers: 2\n",
+                        "  layers: 2\n  normalize_observations: false\n"
+                        "  obs_clip: 5\n"),
+                "fixed.obs_clip: obs_clip is unused because "
+                "normalize_observations is false: observations are clipped "
+                "only after normalisation");
+}
+
+TEST(StudyConfigTest, RejectsAParameterBothFixedAndSearched) {
+  ExpectRefused(WithSpace("  width: {type: int, low: 64, high: 128}\n"),
+                "space.width: width is both fixed and searched");
+}
+
+TEST(StudyConfigTest, RejectsEmptyOrInvertedRanges) {
+  ExpectRefused(WithSpace("  gamma: {type: float, low: 0.99, high: 0.9}\n"),
+                "space.gamma: range [0.99, 0.9] is empty or inverted (low "
+                "must be < high; put a constant under fixed)");
+  ExpectRefused(WithSpace("  epochs: {type: int, low: 4, high: 4}\n"),
+                "space.epochs: range [4, 4] is empty or inverted (low must "
+                "be < high; put a constant under fixed)");
+}
+
+TEST(StudyConfigTest, RejectsALogRangeThatIsNotPositive) {
+  ExpectRefused(
+      WithSpace("  entropy_coef: {type: float, low: 0, high: 0.01, log: "
+                "true}\n"),
+      "space.entropy_coef: log range [0, 0.01] needs low > 0");
+}
+
+TEST(StudyConfigTest, RejectsABadStep) {
+  ExpectRefused(
+      WithSpace("  gae_lambda: {type: float, low: 0.9, high: 1, step: "
+                "0.03}\n"),
+      "space.gae_lambda: bad step 0.03: range [0.9, 1] is not a whole "
+      "number of steps");
+  ExpectRefused(
+      WithSpace("  gae_lambda: {type: float, low: 0.9, high: 1, step: 0}\n"),
+      "space.gae_lambda: bad step 0: it must be > 0");
+  ExpectRefused(
+      WithSpace("  epochs: {type: int, low: 2, high: 10, step: 1.5}\n"),
+      "space.epochs: bad step 1.5: an int step is a whole number");
+  ExpectRefused(WithSpace("  epochs: {type: int, low: 2, high: 10, step: 2, "
+                          "log: true}\n"),
+                "space.epochs: step and log cannot be combined");
+}
+
+TEST(StudyConfigTest, RejectsEmptyOrDuplicateChoices) {
+  ExpectRefused(WithSpace("  activation: {type: categorical, choices: []}\n"),
+                "space.activation: empty choices (give a non-empty list)");
+  ExpectRefused(WithSpace("  activation: {choices: [relu, relu]}\n"),
+                "space.activation: choice 'relu' appears twice");
+}
+
+TEST(StudyConfigTest, RejectsValuesTheOptionRefuses) {
+  ExpectRefused(WithSpace("  activation: {choices: [relu, sigmoid]}\n"),
+                "space.activation.choices[1]: parameter activation = "
+                "'sigmoid' is not one of tanh, relu");
+  ExpectRefused(WithSpace("  gamma: {type: float, low: 0.9, high: 1.5}\n"),
+                "space.gamma.high: parameter gamma = 1.5 is outside [0, 1]");
+  ExpectRefused(Replace(kStudy, "  width: 64", "  width: 64.5"),
+                "fixed.width: parameter width = '64.5' is not a whole number");
+}
+
+TEST(StudyConfigTest, RejectsAKindThatDoesNotFitTheOption) {
+  ExpectRefused(WithSpace("  epochs: {type: float, low: 3, high: 15}\n"),
+                "space.epochs: epochs is a whole number; declare it as int "
+                "or categorical");
+  ExpectRefused(
+      WithSpace("  activation: {type: float, low: 0, high: 1}\n"),
+      "space.activation: activation takes one of tanh, relu; declare it as "
+      "categorical");
+}
+
+TEST(StudyConfigTest, RejectsAConditionalOnAnUnknownParent) {
+  ExpectRefused(
+      WithSpace("  reward_scale: {type: float, low: 1, high: 10, when: "
+                "{reward_mod: log_return}}\n"),
+      "space: parameter reward_scale: conditional on unknown parent "
+      "'reward_mod' (not a searched parameter)");
+  ExpectRefused(
+      WithSpace("  reward_mode: {choices: [shaped, log_return]}\n"
+                "  reward_scale: {type: float, low: 1, high: 10, when: "
+                "{reward_mode: log}}\n"),
+      "space: parameter reward_scale: conditional on reward_mode = 'log', "
+      "which is not one of its choices (shaped, log_return)");
+}
+
+TEST(StudyConfigTest, RejectsBadCvSpecs) {
+  ExpectRefused(Replace(kStudy,
+                        "cv: {scheme: walk_forward, train_bars: 1600, "
+                        "test_bars: 600, step_bars: 600}",
+                        "cv: {scheme: cpcv, groups: 4, test_groups: 4}"),
+                "cv.test_groups: 4 must be in [1, groups = 4)");
+  ExpectRefused(Replace(kStudy, "train_bars: 1600", "train_bars: 0"),
+                "cv.train_bars: 0 must be > 0 (walk_forward needs train_bars "
+                "and test_bars)");
+  ExpectRefused(Replace(kStudy, "test_bars: 600", "test_bars: -5"),
+                "cv.test_bars: -5 must be > 0 (walk_forward needs train_bars "
+                "and test_bars)");
+  ExpectRefused(Replace(kStudy, "scheme: walk_forward", "scheme: rolling"),
+                "cv.scheme: unknown scheme 'rolling' (expected holdout, "
+                "walk_forward, cpcv or kfold)");
+  ExpectRefused(Replace(kStudy, "step_bars: 600", "groups: 3"),
+                "cv: unknown key 'groups' (expected one of: scheme, "
+                "train_bars, test_bars, step_bars, max_folds)");
+  // The synthetic market is too short for the folds.
+  ExpectRefused(Replace(kStudy, "train_bars: 1600", "train_bars: 2600"),
+                "cv: WalkForward: no fold fits: train_bars=2600 + "
+                "test_bars=600 exceeds num_rows=3000 (the synthetic dataset "
+                "has 3000 rows)");
+}
+
+TEST(StudyConfigTest, RejectsBadSamplerAndPrunerSettings) {
+  ExpectRefused(Replace(kStudy, "type: tpe", "type: cmaes"),
+                "sampler.type: unknown sampler 'cmaes' (expected random or "
+                "tpe)");
+  ExpectRefused(Replace(kStudy, "type: median", "type: hyperband"),
+                "pruner.type: unknown pruner 'hyperband' (expected none, "
+                "median or asha)");
+  ExpectRefused(
+      Replace(kStudy, "type: median", "type: asha, reduction_factor: 1"),
+      "pruner.reduction_factor: 1 must be > 1");
+  ExpectRefused(Replace(kStudy, "eval_every_env_steps: 5000\n", ""),
+                "pruner: the median pruner needs intermediate scores: set "
+                "eval_every_env_steps > 0");
+  ExpectRefused(Replace(kStudy, "startup_trials: 3", "startup_trials: -1"),
+                "sampler.startup_trials: -1 must be >= 0");
+}
+
+TEST(StudyConfigTest, AshaFirstRungDefaultsToTheEvaluationInterval) {
+  absl::StatusOr<StudyConfig> s =
+      ParseStudyConfig(Replace(kStudy, "type: median", "type: asha"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->pruner.min_resource, 5000);
+  EXPECT_EQ(s->pruner.reduction_factor, 3);
+}
+
+TEST(StudyConfigTest, RejectsConcurrencyBelowOne) {
+  ExpectRefused(Replace(kStudy, "concurrency: 2", "concurrency: 0"),
+                "concurrency: 0 must be >= 1");
+}
+
+TEST(StudyConfigTest, RejectsAMissingDataset) {
+  std::string yaml = kStudy;
+  const size_t begin = yaml.find("dataset:");
+  const size_t end = yaml.find("cv:");
+  yaml.erase(begin, end - begin);
+  ExpectRefused(yaml, "missing dataset (give dataset.id or dataset.synthetic)");
+  ExpectRefused(Replace(kStudy,
+                        "synthetic: {rows: 3000, assets: 2, seed: 7, "
+                        "predictability: 0.5}",
+                        "id: abc"),
+                "dataset.id: 'abc' is not a dataset id (64 lower-case hex "
+                "digits)");
+}
+
+TEST(StudyConfigTest, RejectsAnUnknownObjective) {
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "objective: sortino"),
+                "objective: unknown objective 'sortino' (expected "
+                "excess_sharpe)");
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator
