@@ -1,11 +1,13 @@
-// The `ristretto` command: dataset import/info/synth, env replay/bench/demo.
-// Later issues add train, study and up.
+// The `ristretto` command: dataset import/info/synth/ls, env
+// replay/bench/demo, train, study create/start/stop/ls/show/best/export, up.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "cli/env_commands.h"
+#include "cli/study_commands.h"
 #include "cli/train_command.h"
+#include "cli/up_command.h"
 
 namespace {
 
@@ -15,9 +17,11 @@ constexpr char kUsage[] =
     "  dataset import --csv-dir DIR --interval 5m --out FILE\n"
     "                 [--max-ffill N] [--on-long-gap split|fail]\n"
     "                 [--min-qty FILE] [--min-domain-rows N]\n"
+    "                 [--db DSN --data-dir DIR]   (also registers it)\n"
     "  dataset synth  --out FILE [--assets 7] [--rows 10000] [--interval 30m]\n"
     "                 [--seed 1] [--predictability 0]\n"
     "  dataset info   FILE\n"
+    "  dataset ls     [--db DSN]\n"
     "  env replay     CASE_DIR [--copies 1]\n"
     "  env bench      [--assets 7] [--features 98] [--lookback 1]\n"
     "                 [--copies 1024] [--seconds 3] [--rows 20000]\n"
@@ -27,13 +31,26 @@ constexpr char kUsage[] =
     "                 [--envs 8] [--rollout 128] [--policy-hidden 512,512]\n"
     "                 [--lr 3e-4] [--epochs 16] [--minibatch 2048]\n"
     "                 [--lookback 2] [--eval-every N] [--out DIR --study S\n"
-    "                 --trial T --fold K] [--export DIR] [--device cpu]\n";
+    "                 --trial T --fold K] [--export DIR] [--device cpu]\n"
+    "  study create   FILE [--name NAME]\n"
+    "  study start    NAME [--wait]\n"
+    "  study stop     NAME\n"
+    "  study ls | show NAME | best NAME | export NAME --out DIR\n"
+    "                 (study and dataset ls take --db DSN or $RISTRETTO_DB,\n"
+    "                 a libpq connection string)\n"
+    "  up             [--study deploy/studies/small.yaml] [--data-dir DIR]\n"
+    "                 [--actors 2] [--envs 16] [--slots N] [--export DIR]\n"
+    "                 (PostgreSQL + coordinator + learner + actors; runs the\n"
+    "                 study, prints the leaderboard, exports the best)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "train") == 0) {
     return ristretto::cli::RunTrainCommand(argc, argv, 2);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "up") == 0) {
+    return ristretto::cli::RunUpCommand(argc, argv, 2);
   }
   if (argc < 3 || std::strcmp(argv[1], "--help") == 0) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
@@ -42,7 +59,8 @@ int main(int argc, char** argv) {
   const std::string group = argv[1];
   if (group == "env") return ristretto::cli::RunEnvCommand(argc, argv, 2);
   if (group == "dataset")
-    return ristretto::cli::RunDatasetCommand(argc, argv, 2);
+    return ristretto::cli::RunDatasetCommandWithStore(argc, argv, 2);
+  if (group == "study") return ristretto::cli::RunStudyCommand(argc, argv, 2);
   std::fprintf(stderr, "ristretto: unknown command group '%s'\n\n%s",
                group.c_str(), kUsage);
   return 2;

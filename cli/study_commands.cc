@@ -1,0 +1,1063 @@
+#include "cli/study_commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "cli/args.h"
+#include "cli/env_commands.h"
+#include "cli/table.h"
+#include "common/file_util.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "coordinator/core/pruner.h"
+#include "coordinator/core/sampler.h"
+#include "coordinator/core/search_space.h"
+#include "coordinator/core/study_config.h"
+#include "env/dataset.h"
+
+namespace ristretto::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using coordinator::ArtifactRow;
+using coordinator::DatasetRow;
+using coordinator::FoldMetrics;
+using coordinator::Store;
+using coordinator::StudyRow;
+using coordinator::TrialCounts;
+using coordinator::TrialRow;
+
+constexpr char kStudyUsage[] =
+    "usage: ristretto study <command> [--db DSN]\n"
+    "  create FILE [--name NAME]   validate a study file and store it\n"
+    "  start NAME [--wait]         ask the coordinator to run it\n"
+    "  stop NAME                   ask the coordinator to stop it\n"
+    "  ls                          all studies\n"
+    "  show NAME                   settings and trials\n"
+    "  best NAME                   the best complete trial\n"
+    "  export NAME --out DIR       copy the best trial's policy to DIR\n"
+    "The database is --db DSN or $RISTRETTO_DB (libpq connection string).\n";
+
+// Exit status for a failed command: 2 for bad usage or input, 1 otherwise.
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "ristretto: %s\n",
+               std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+// ---- DSN -------------------------------------------------------------------
+
+// Where a DSN's password is: the raw text [begin, end) (inside the quotes
+// when quoted) and its value. begin == end when there is none.
+struct PasswordSpan {
+  size_t begin = 0, end = 0;
+  std::string value;
+};
+
+// Finds the password of `dsn` in the libpq key = value form (values may be
+// single-quoted with backslash escapes) or the URI form (user:password@
+// or a password= query parameter).
+PasswordSpan FindPassword(const std::string& dsn) {
+  PasswordSpan span;
+  const size_t n = dsn.size();
+  const size_t scheme = dsn.find("://");
+  if (scheme != std::string::npos) {
+    const size_t query = dsn.find('?', scheme);
+    for (size_t i = query; i != std::string::npos && i < n;) {
+      const size_t param = i + 1;
+      const size_t next = dsn.find('&', param);
+      if (dsn.compare(param, 9, "password=") == 0) {
+        span.begin = param + 9;
+        span.end = next == std::string::npos ? n : next;
+        span.value = dsn.substr(span.begin, span.end - span.begin);
+        return span;
+      }
+      i = next;
+    }
+    const size_t authority = scheme + 3;
+    const size_t host_end = std::min(dsn.find('/', authority), query);
+    const size_t at = dsn.rfind('@', host_end);
+    if (at == std::string::npos || at < authority) return span;
+    const size_t colon = dsn.find(':', authority);
+    if (colon == std::string::npos || colon > at) return span;
+    span.begin = colon + 1;
+    span.end = at;
+    span.value = dsn.substr(span.begin, span.end - span.begin);
+    return span;
+  }
+  auto is_space = [&](size_t i) {
+    return std::isspace(static_cast<unsigned char>(dsn[i])) != 0;
+  };
+  size_t i = 0;
+  while (i < n) {
+    while (i < n && is_space(i)) ++i;
+    const size_t key_begin = i;
+    while (i < n && !is_space(i) && dsn[i] != '=') ++i;
+    const std::string key = dsn.substr(key_begin, i - key_begin);
+    while (i < n && is_space(i)) ++i;
+    if (i >= n || dsn[i] != '=') return span;  // not key = value: no password
+    ++i;
+    while (i < n && is_space(i)) ++i;
+    PasswordSpan value;
+    if (i < n && dsn[i] == '\'') {
+      value.begin = ++i;
+      while (i < n && dsn[i] != '\'') {
+        if (dsn[i] == '\\' && i + 1 < n) ++i;
+        value.value.push_back(dsn[i++]);
+      }
+      value.end = i;
+      if (i < n) ++i;  // the closing quote
+    } else {
+      value.begin = i;
+      while (i < n && !is_space(i)) value.value.push_back(dsn[i++]);
+      value.end = i;
+    }
+    if (key == "password") return value;
+  }
+  return span;
+}
+
+// `message` with every occurrence of the DSN's password masked.
+std::string MaskPassword(const std::string& message, const std::string& dsn) {
+  const std::string password = FindPassword(dsn).value;
+  if (password.empty()) return message;
+  return absl::StrReplaceAll(message, {{password, "***"}});
+}
+
+absl::StatusOr<std::string> ResolveDsn(const Args& args) {
+  ASSIGN_OR_RETURN(std::string dsn, args.String("db", ""));
+  if (!dsn.empty()) return dsn;
+  const char* env = std::getenv("RISTRETTO_DB");
+  if (env != nullptr && env[0] != '\0') return std::string(env);
+  return absl::InvalidArgumentError(
+      "no database given: pass --db DSN or set RISTRETTO_DB (a libpq "
+      "connection string, e.g. \"host=/var/run/postgresql dbname=ristretto "
+      "user=postgres\")");
+}
+
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const Args& args) {
+  ASSIGN_OR_RETURN(std::string dsn, ResolveDsn(args));
+  return ConnectStore(dsn);
+}
+
+// ---- formatting ------------------------------------------------------------
+
+std::string FormatScore(std::optional<double> score) {
+  return score.has_value() ? absl::StrFormat("%.4f", *score) : "-";
+}
+
+std::string FormatLocalTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%d %H:%M", t, absl::LocalTimeZone());
+}
+
+// "40s", "55m", "3h05m", "2d03h".
+std::string FormatEta(absl::Duration d) {
+  const int64_t s = absl::ToInt64Seconds(d);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m");
+  if (s < 86400) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  return absl::StrFormat("%dd%02dh", s / 86400, s % 86400 / 3600);
+}
+
+std::string FormatParams(const std::vector<coordinator::ParamRow>& params) {
+  return absl::StrJoin(params, " ",
+                       [](std::string* out, const coordinator::ParamRow& p) {
+                         absl::StrAppend(out, p.name, "=", p.value);
+                       });
+}
+
+// The trial with the highest score among the complete ones (ties: the
+// earlier trial), or nullopt.
+std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials) {
+  std::optional<TrialRow> best;
+  for (const TrialRow& t : trials) {
+    if (t.state != coordinator::kTrialComplete || !t.score.has_value()) {
+      continue;
+    }
+    if (!best.has_value() || *t.score > *best->score ||
+        (*t.score == *best->score && t.number < best->number)) {
+      best = t;
+    }
+  }
+  return best;
+}
+
+// Complete trials, best first (ties: earlier trial first).
+std::vector<TrialRow> RankedTrials(const std::vector<TrialRow>& trials) {
+  std::vector<TrialRow> ranked;
+  for (const TrialRow& t : trials) {
+    if (t.state == coordinator::kTrialComplete && t.score.has_value()) {
+      ranked.push_back(t);
+    }
+  }
+  std::sort(ranked.begin(), ranked.end(),
+            [](const TrialRow& a, const TrialRow& b) {
+              if (*a.score != *b.score) return *a.score > *b.score;
+              return a.number < b.number;
+            });
+  return ranked;
+}
+
+absl::StatusOr<StudyRow> GetStudy(Store& store, const std::string& name) {
+  absl::StatusOr<StudyRow> study = store.GetStudy(name);
+  if (absl::IsNotFound(study.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("no study named '", name, "' (ristretto study ls)"));
+  }
+  return study;
+}
+
+// Whole numbers in full ("500000", not "5e+05"), others as FormatDouble.
+std::string FormatNumber(double v) {
+  if (std::abs(v) < 1e15 && v == std::trunc(v)) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  return coordinator::FormatDouble(v);
+}
+
+std::string FormatDataset(const coordinator::DatasetSpec& d) {
+  if (!d.synthetic) return d.id;
+  return absl::StrFormat(
+      "synthetic (%d assets x %d rows, %s bars, seed %d, predictability %s)",
+      d.assets, d.rows, env::FormatInterval(d.interval_seconds), d.seed,
+      FormatNumber(d.predictability));
+}
+
+std::string FormatCv(const coordinator::CvSpec& cv) {
+  std::string text;
+  if (cv.scheme == "holdout") {
+    text = absl::StrFormat("holdout (last %s%% validates, embargo %d bars)",
+                           FormatNumber(100 * cv.validation_fraction),
+                           cv.embargo_bars);
+  } else if (cv.scheme == "walk_forward") {
+    text = absl::StrFormat("walk_forward (train %d, test %d, step %d bars)",
+                           cv.train_bars, cv.test_bars,
+                           cv.step_bars > 0 ? cv.step_bars : cv.test_bars);
+  } else if (cv.scheme == "cpcv") {
+    text = absl::StrFormat(
+        "cpcv (%d groups, %d test groups per fold, embargo %d bars)", cv.groups,
+        cv.test_groups, cv.embargo_bars);
+  } else if (cv.scheme == "kfold") {
+    text = absl::StrFormat("kfold (%d folds, embargo %d bars)", cv.folds,
+                           cv.embargo_bars);
+  } else {
+    text = cv.scheme;
+  }
+  if (cv.max_folds > 0) {
+    absl::StrAppend(&text, ", first ", cv.max_folds, " folds");
+  }
+  return text;
+}
+
+std::string FormatSampler(const coordinator::SamplerSpec& s) {
+  if (s.type != "tpe") return absl::StrCat(s.type, " (seed ", s.seed, ")");
+  return absl::StrFormat("tpe (seed %d, %d random startup trials%s)", s.seed,
+                         s.startup_trials,
+                         s.multivariate ? ", multivariate" : "");
+}
+
+std::string FormatPruner(const coordinator::PrunerSpec& p) {
+  if (p.type == "median") {
+    return absl::StrFormat("median (warm-up %d env steps, min %d trials)",
+                           p.warmup_steps, p.min_trials);
+  }
+  if (p.type == "asha") {
+    return absl::StrFormat(
+        "asha (first rung %d env steps, reduction factor %s, warm-up %d, min "
+        "%d trials)",
+        p.min_resource, FormatNumber(p.reduction_factor), p.warmup_steps,
+        p.min_trials);
+  }
+  return p.type;
+}
+
+std::string FormatSpec(const coordinator::ParamSpec& p) {
+  std::string text;
+  switch (p.kind) {
+    case coordinator::ParamKind::kFloat:
+    case coordinator::ParamKind::kInt:
+      text = absl::StrCat(
+          p.kind == coordinator::ParamKind::kInt ? "int" : "float", " [",
+          FormatNumber(p.low), ", ", FormatNumber(p.high), "]");
+      if (p.log) absl::StrAppend(&text, " log");
+      if (p.step.has_value()) {
+        absl::StrAppend(&text, " step ", FormatNumber(*p.step));
+      }
+      break;
+    case coordinator::ParamKind::kCategorical:
+      text = absl::StrCat("{", absl::StrJoin(p.choices, ", "), "}");
+      break;
+  }
+  if (!p.parent.empty()) {
+    absl::StrAppend(&text, " when ", p.parent, " in {",
+                    absl::StrJoin(p.parent_values, ", "), "}");
+  }
+  return text;
+}
+
+// The key settings of a study, one per line, for `study show`.
+// `registered` describes an imported dataset (nullptr: synthetic or not
+// registered).
+std::string FormatSettings(const coordinator::StudyConfig& c,
+                           const DatasetRow* registered) {
+  std::string out;
+  absl::StrAppend(&out, "dataset      ", FormatDataset(c.dataset));
+  if (registered != nullptr) {
+    absl::StrAppend(&out, " (", registered->symbols, "; ", registered->rows,
+                    " rows of ",
+                    env::FormatInterval(registered->interval_seconds), ")");
+  } else if (!c.dataset.synthetic) {
+    absl::StrAppend(&out, " (not registered)");
+  }
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, "cv           ", FormatCv(c.cv), "\n");
+  absl::StrAppend(
+      &out, "budget       ", c.budget_env_steps, " env steps per run",
+      c.eval_every_env_steps > 0
+          ? absl::StrCat(", validated every ", c.eval_every_env_steps)
+          : std::string(", validated at the end"),
+      "\n");
+  absl::StrAppend(&out, "objective    ", c.objective, "\n");
+  absl::StrAppend(&out, "sampler      ", FormatSampler(c.sampler), "\n");
+  absl::StrAppend(&out, "pruner       ", FormatPruner(c.pruner), "\n");
+  absl::StrAppend(&out, "concurrency  ", c.concurrency, " trials at once\n");
+  absl::StrAppend(&out, "trials       ", c.max_trials, " (", c.max_attempts,
+                  " attempts per run)\n");
+  if (!c.fixed.empty()) {
+    absl::StrAppend(&out, "fixed        ",
+                    absl::StrJoin(c.fixed, " ", absl::PairFormatter("=")),
+                    "\n");
+  }
+  if (!c.space.empty()) {
+    Table space({"parameter", "range"});
+    for (const coordinator::ParamSpec& p : c.space) {
+      space.AddRow({p.name, FormatSpec(p)});
+    }
+    absl::StrAppend(&out, "space\n", space.Render());
+  }
+  return out;
+}
+
+// The study's max_trials from its stored config, or 0 when unknown.
+int64_t MaxTrials(const StudyRow& study) {
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(study.config_text);
+  return config.ok() ? static_cast<int64_t>(config->max_trials) : 0;
+}
+
+// ---- files -----------------------------------------------------------------
+
+// Feeds the bytes of `path` to `hash`. kNotFound if it cannot be opened.
+absl::Status HashFile(const std::string& path, Sha256* hash) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    hash->Update(buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
+  return absl::OkStatus();
+}
+
+absl::Status CopyFile(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot copy ", from.string(),
+                                            " to ", to.string(), ": ",
+                                            ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Rename(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot rename ", from.string(),
+                                            " to ", to.string(), ": ",
+                                            ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CreateDirectories(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// ---- study commands --------------------------------------------------------
+
+// Study names become directory names (checkpoint_root/<study name>/…).
+absl::Status CheckStudyName(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 100 && name[0] != '.' &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return std::isalnum(static_cast<unsigned char>(c)) ||
+                           c == '-' || c == '_' || c == '.';
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "study name '", name,
+      "' must be 1-100 letters, digits, '-', '_' or '.', not starting with "
+      "'.'"));
+}
+
+absl::Status StudyCreate(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db", "name"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study create FILE [--name NAME] [--db DSN]");
+  }
+  const std::string& file = args.positional()[1];
+  absl::StatusOr<std::string> text = ReadFileToString(file);
+  if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(*text);
+  if (!config.ok()) {
+    // Every problem in the file is bad input (exit 2), whatever its code.
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": ", config.status().message()));
+  }
+  ASSIGN_OR_RETURN(std::string name, args.String("name", config->name));
+  if (name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file,
+                     ": the study has no name (add `name:` or pass "
+                     "--name NAME)"));
+  }
+  RETURN_IF_ERROR(CheckStudyName(name));
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  if (!config->dataset.synthetic) {
+    absl::StatusOr<DatasetRow> dataset = store->GetDataset(config->dataset.id);
+    if (absl::IsNotFound(dataset.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": dataset ", config->dataset.id,
+          " is not registered (ristretto dataset import ... --db DSN "
+          "--data-dir DIR; ristretto dataset ls)"));
+    }
+    RETURN_IF_ERROR(dataset.status());
+  }
+  absl::StatusOr<StudyRow> study = store->CreateStudy(name, *text);
+  if (absl::IsAlreadyExists(study.status())) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("a study named '", name,
+                     "' already exists (ristretto study show ", name, ")"));
+  }
+  RETURN_IF_ERROR(study.status());
+  std::printf("created study %s (id %lld, state %s)\n", study->name.c_str(),
+              static_cast<long long>(study->id), study->state.c_str());
+  std::printf("start it with: ristretto study start %s\n", study->name.c_str());
+  return absl::OkStatus();
+}
+
+// Set by SIGINT while `study start --wait` waits.
+std::atomic<bool> interrupted{false};
+
+extern "C" void OnInterrupt(int /*signal*/) { interrupted.store(true); }
+
+absl::Status StudyStart(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db", "wait"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study start NAME [--wait] [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  if (study.state == coordinator::kStudyDone) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study '", name, "' is done (ristretto study best ", name, ")"));
+  }
+  if (study.state == coordinator::kStudyRunning) {
+    std::printf("study %s is already running\n", name.c_str());
+  } else {
+    RETURN_IF_ERROR(store->SetStudyState(study.id, coordinator::kStudyRunning));
+    std::printf("study %s: %s -> running (the coordinator picks it up)\n",
+                name.c_str(), study.state.c_str());
+  }
+  if (!args.Has("wait")) return absl::OkStatus();
+  std::fflush(stdout);
+  interrupted.store(false);
+  std::signal(SIGINT, OnInterrupt);
+  const absl::Status waited = WaitForStudy(
+      *store, name, [] { return interrupted.load(); }, stdout);
+  std::signal(SIGINT, SIG_DFL);
+  RETURN_IF_ERROR(waited);
+  std::printf("\n");
+  return PrintLeaderboard(*store, name, 10, stdout);
+}
+
+absl::Status StudyStop(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study stop NAME [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  if (study.state == coordinator::kStudyDone) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("study '", name, "' is already done"));
+  }
+  if (study.state == coordinator::kStudyStopped) {
+    std::printf("study %s is already stopped\n", name.c_str());
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(store->SetStudyState(study.id, coordinator::kStudyStopped));
+  std::printf(
+      "study %s: %s -> stopped (running trials finish their current step; "
+      "resume with: ristretto study start %s)\n",
+      name.c_str(), study.state.c_str(), name.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status StudyLs(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db"}));
+  if (args.positional().size() != 1) {
+    return absl::InvalidArgumentError("usage: ristretto study ls [--db DSN]");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(std::vector<StudyRow> studies, store->ListStudies());
+  if (studies.empty()) {
+    std::printf("no studies (ristretto study create FILE)\n");
+    return absl::OkStatus();
+  }
+  Table table({"name", "state", "complete", "running", "pruned", "failed",
+               "best", "created"});
+  for (const StudyRow& s : studies) {
+    ASSIGN_OR_RETURN(TrialCounts counts, store->CountTrials(s.id));
+    ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(s.id));
+    const std::optional<TrialRow> best = BestTrial(trials);
+    table.AddRow({s.name, s.state, absl::StrCat(counts.complete),
+                  absl::StrCat(counts.running), absl::StrCat(counts.pruned),
+                  absl::StrCat(counts.failed),
+                  FormatScore(best.has_value() ? best->score : std::nullopt),
+                  FormatLocalTime(s.created_at)});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return absl::OkStatus();
+}
+
+absl::Status StudyShow(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study show NAME [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  std::printf("study        %s (id %lld)\n", study.name.c_str(),
+              static_cast<long long>(study.id));
+  std::printf("state        %s\n", study.state.c_str());
+  std::printf("created      %s\n", FormatLocalTime(study.created_at).c_str());
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(study.config_text);
+  if (config.ok()) {
+    std::optional<DatasetRow> registered;
+    if (!config->dataset.synthetic) {
+      absl::StatusOr<DatasetRow> row = store->GetDataset(config->dataset.id);
+      if (row.ok()) {
+        registered = *std::move(row);
+      } else if (!absl::IsNotFound(row.status())) {
+        return row.status();
+      }
+    }
+    std::fputs(
+        FormatSettings(*config, registered.has_value() ? &*registered : nullptr)
+            .c_str(),
+        stdout);
+  } else {
+    std::printf("settings     (stored file no longer parses: %s)\n",
+                std::string(config.status().message()).c_str());
+  }
+  ASSIGN_OR_RETURN(TrialCounts counts, store->CountTrials(study.id));
+  std::printf(
+      "trial counts %lld complete, %lld running, %lld pruned, %lld failed\n",
+      static_cast<long long>(counts.complete),
+      static_cast<long long>(counts.running),
+      static_cast<long long>(counts.pruned),
+      static_cast<long long>(counts.failed));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(study.id));
+  std::printf("\n");
+  if (trials.empty()) {
+    std::printf("no trials yet\n");
+    return absl::OkStatus();
+  }
+  Table table({"trial", "state", "score", "params", "reason"});
+  for (const TrialRow& t : trials) {
+    table.AddRow({absl::StrCat(t.number), t.state, FormatScore(t.score),
+                  FormatParams(t.params), t.fail_reason});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return absl::OkStatus();
+}
+
+absl::Status StudyBest(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study best NAME [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(study.id));
+  const std::optional<TrialRow> best = BestTrial(trials);
+  if (!best.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study '", name, "' has no complete trial yet (", trials.size(),
+        " trials; ristretto study show ", name, ")"));
+  }
+  std::printf("study   %s\n", study.name.c_str());
+  std::printf("trial   %lld\n", static_cast<long long>(best->number));
+  std::printf("score   %s\n", FormatScore(best->score).c_str());
+  std::printf("\nparams\n");
+  Table params({"name", "value"});
+  for (const coordinator::ParamRow& p : best->params) {
+    params.AddRow({p.name, p.value});
+  }
+  std::fputs(params.Render().c_str(), stdout);
+
+  ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
+                   store->ListFoldMetrics(best->id));
+  std::printf("\nfolds (validation)\n");
+  Table metrics({"fold", "sharpe", "buy&hold sharpe", "sortino", "max_dd%",
+                 "calmar", "return%", "buy&hold return%", "trades",
+                 "env_steps"});
+  for (size_t k = 0; k < folds.size(); ++k) {
+    const FoldMetrics& m = folds[k];
+    metrics.AddRow({absl::StrCat(k), absl::StrFormat("%.4f", m.sharpe),
+                    absl::StrFormat("%.4f", m.benchmark_sharpe),
+                    absl::StrFormat("%.4f", m.sortino),
+                    absl::StrFormat("%.2f", 100 * m.max_drawdown),
+                    absl::StrFormat("%.4f", m.calmar),
+                    absl::StrFormat("%.2f", 100 * m.total_return),
+                    absl::StrFormat("%.2f", 100 * m.benchmark_return),
+                    absl::StrCat(m.trades), absl::StrCat(m.env_steps)});
+  }
+  std::fputs(metrics.Render().c_str(), stdout);
+
+  ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
+                   store->ListArtifacts(best->id));
+  std::printf("\nartifacts\n");
+  Table table({"kind", "fold", "path", "sha256"});
+  for (const ArtifactRow& a : artifacts) {
+    absl::StatusOr<coordinator::RunRow> run = store->GetRun(a.run_id);
+    table.AddRow(
+        {a.kind, run.ok() ? absl::StrCat(run->fold) : "-", a.path, a.sha256});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return absl::OkStatus();
+}
+
+absl::Status StudyExport(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db", "out"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study export NAME --out DIR [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::string out_dir, args.RequiredString("out"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(std::string exported, ExportBest(*store, name, out_dir));
+  std::printf("exported the best policy of study %s to %s\n", name.c_str(),
+              exported.c_str());
+  return absl::OkStatus();
+}
+
+// ---- dataset commands ------------------------------------------------------
+
+absl::Status DatasetLs(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db"}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(std::vector<DatasetRow> datasets, store->ListDatasets());
+  if (datasets.empty()) {
+    std::printf(
+        "no datasets registered (ristretto dataset import ... --db DSN "
+        "--data-dir DIR)\n");
+    return absl::OkStatus();
+  }
+  Table table({"id", "symbols", "rows", "interval", "created", "path"});
+  for (const DatasetRow& d : datasets) {
+    table.AddRow({d.id, d.symbols, absl::StrCat(d.rows),
+                  env::FormatInterval(d.interval_seconds),
+                  FormatLocalTime(d.created_at), d.path});
+  }
+  std::fputs(table.Render().c_str(), stdout);
+  return absl::OkStatus();
+}
+
+// `dataset import|synth … --db DSN --data-dir DIR`: the options the store
+// side adds are removed before the command runs as before.
+int DatasetWithRegistration(const Args& args, int argc, char** argv,
+                            int first) {
+  absl::StatusOr<std::string> dsn = ResolveDsn(args);
+  if (!dsn.ok()) return Fail(dsn.status());
+  absl::StatusOr<std::string> data_dir = args.RequiredString("data-dir");
+  if (!data_dir.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        "registering a dataset needs --data-dir DIR (it is copied to "
+        "DIR/datasets/<id>.rds, where the coordinator serves it)"));
+  }
+  absl::StatusOr<std::string> out = args.RequiredString("out");
+  if (!out.ok()) return Fail(out.status());
+  // Connect first, so a bad DSN fails before a long import.
+  absl::StatusOr<std::unique_ptr<Store>> store = ConnectStore(*dsn);
+  if (!store.ok()) return Fail(store.status());
+
+  std::vector<char*> kept(argv, argv + first);
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--db" || arg == "--data-dir") {
+      ++i;  // and its value
+    } else if (!absl::StartsWith(arg, "--db=") &&
+               !absl::StartsWith(arg, "--data-dir=")) {
+      kept.push_back(argv[i]);
+    }
+  }
+  const int status =
+      RunDatasetCommand(static_cast<int>(kept.size()), kept.data(), first);
+  if (status != 0) return status;
+  std::fflush(stdout);
+  absl::StatusOr<DatasetRow> row = RegisterDataset(**store, *out, *data_dir);
+  if (!row.ok()) return Fail(row.status());
+  std::printf("registered dataset %s (%s)\n", row->id.c_str(),
+              row->path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+// ---- public ----------------------------------------------------------------
+
+std::string RedactDsn(const std::string& dsn) {
+  const PasswordSpan span = FindPassword(dsn);
+  if (span.begin == span.end) return dsn;
+  return absl::StrCat(dsn.substr(0, span.begin), "***", dsn.substr(span.end));
+}
+
+absl::StatusOr<std::unique_ptr<Store>> ConnectStore(
+    const std::string& dsn, absl::Duration give_up_after) {
+  coordinator::RetryPolicy retry;
+  retry.give_up_after = give_up_after;
+  absl::StatusOr<std::unique_ptr<Store>> store = Store::Connect(dsn, retry);
+  absl::Status status = store.status();
+  if (status.ok()) status = (*store)->Migrate();
+  if (!status.ok()) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat("database ", RedactDsn(dsn), ": ",
+                     MaskPassword(std::string(status.message()), dsn)));
+  }
+  return store;
+}
+
+absl::StatusOr<DatasetRow> RegisterDataset(Store& store,
+                                           const std::string& dataset_file,
+                                           const std::string& data_dir) {
+  ASSIGN_OR_RETURN(env::Dataset dataset, env::ReadDataset(dataset_file));
+  const std::string id = dataset.ComputeId();
+  const fs::path dir = fs::absolute(fs::path(data_dir) / "datasets");
+  RETURN_IF_ERROR(CreateDirectories(dir));
+  const fs::path target = dir / (id + ".rds");
+  const fs::path partial = dir / ("." + id + ".rds.partial");
+  RETURN_IF_ERROR(CopyFile(dataset_file, partial));
+  RETURN_IF_ERROR(Rename(partial, target));
+  DatasetRow row;
+  row.id = id;
+  row.path = target.lexically_normal().string();
+  std::vector<std::string> symbols;
+  for (const env::AssetMeta& a : dataset.assets) symbols.push_back(a.symbol);
+  row.symbols = absl::StrJoin(symbols, ",");
+  row.rows = dataset.num_rows();
+  row.interval_seconds = dataset.interval_seconds;
+  RETURN_IF_ERROR(Annotate(store.PutDataset(row),
+                           absl::StrCat("registering dataset ", id)));
+  return row;
+}
+
+absl::StatusOr<std::string> ArtifactSha256(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  Sha256 hash;
+  if (fs::is_directory(status)) {
+    for (const char* name : {"contract.json", "policy.pt"}) {
+      RETURN_IF_ERROR(HashFile((fs::path(path) / name).string(), &hash));
+    }
+  } else if (fs::is_regular_file(status)) {
+    RETURN_IF_ERROR(HashFile(path, &hash));
+  } else {
+    return absl::NotFoundError(
+        absl::StrCat("artifact ", path, " does not exist"));
+  }
+  return Sha256::ToHex(hash.Finish());
+}
+
+absl::Status WaitForStudy(Store& store, const std::string& study_name,
+                          const std::function<bool()>& should_stop,
+                          std::FILE* out) {
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  const int64_t max_trials = MaxTrials(study);
+  const bool tty = isatty(fileno(out)) != 0;
+  std::string last_key;
+  size_t last_width = 0;
+  std::string why;
+  while (true) {
+    ASSIGN_OR_RETURN(study, store.GetStudyById(study.id));
+    ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
+    TrialCounts c;
+    std::optional<absl::Time> first_created;
+    for (const TrialRow& t : trials) {
+      if (t.state == coordinator::kTrialRunning) ++c.running;
+      if (t.state == coordinator::kTrialComplete) ++c.complete;
+      if (t.state == coordinator::kTrialPruned) ++c.pruned;
+      if (t.state == coordinator::kTrialFailed) ++c.failed;
+      if (!first_created.has_value() || t.created_at < *first_created) {
+        first_created = t.created_at;
+      }
+    }
+    const int64_t finished = c.complete + c.pruned + c.failed;
+    const std::optional<TrialRow> best = BestTrial(trials);
+    const std::string counts = absl::StrFormat(
+        "trials %d%s done: %d complete, %d pruned, %d failed; %d running",
+        finished, max_trials > 0 ? absl::StrCat("/", max_trials) : "",
+        c.complete, c.pruned, c.failed, c.running);
+    const std::string best_text =
+        best.has_value() ? absl::StrFormat("best %.4f (trial %d)", *best->score,
+                                           best->number)
+                         : "best -";
+    std::string rate_text = "- trials/h";
+    std::string eta_text = "ETA -";
+    if (finished > 0 && first_created.has_value()) {
+      const double hours = absl::ToDoubleHours(absl::Now() - *first_created);
+      if (hours > 0) {
+        const double rate = static_cast<double>(finished) / hours;
+        rate_text = absl::StrFormat("%.1f trials/h", rate);
+        if (max_trials > 0) {
+          const double left =
+              static_cast<double>(std::max<int64_t>(0, max_trials - finished));
+          eta_text = absl::StrCat("ETA ", FormatEta(absl::Hours(left / rate)));
+        }
+      }
+    }
+    const std::string key =
+        absl::StrCat(study.state, " ", counts, " ", best_text);
+    const std::string line =
+        absl::StrCat("[", study.state, "] ", counts, " | ", best_text, " | ",
+                     rate_text, " | ", eta_text);
+    if (tty) {
+      // Pad with blanks so a shorter line erases the previous one.
+      const size_t width = DisplayWidth(line);
+      std::fprintf(out, "\r%s%s", line.c_str(),
+                   std::string(last_width > width ? last_width - width : 0, ' ')
+                       .c_str());
+      last_width = width;
+    } else if (key != last_key) {
+      std::fprintf(out, "%s\n", line.c_str());
+    }
+    std::fflush(out);
+    last_key = key;
+
+    if (study.state == coordinator::kStudyDone ||
+        (max_trials > 0 && finished >= max_trials && c.running == 0)) {
+      why = absl::StrCat("study ", study_name, " is done");
+    } else if (study.state == coordinator::kStudyStopped) {
+      why = absl::StrCat("study ", study_name,
+                         " is stopped (resume: ristretto study start ",
+                         study_name, ")");
+    }
+    for (int i = 0; why.empty() && i < 10; ++i) {
+      if (should_stop()) {
+        why = absl::StrCat("stopped waiting; study ", study_name,
+                           " goes on (ristretto study stop ", study_name,
+                           " to stop it)");
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (!why.empty()) break;
+  }
+  if (tty) std::fputc('\n', out);
+  std::fprintf(out, "%s\n", why.c_str());
+  std::fflush(out);
+  return absl::OkStatus();
+}
+
+absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
+                              int top_n, std::FILE* out) {
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
+  const std::vector<TrialRow> ranked = RankedTrials(trials);
+  if (ranked.empty()) {
+    std::fprintf(out, "leaderboard of study %s: no complete trial yet\n",
+                 study_name.c_str());
+    return absl::OkStatus();
+  }
+  const size_t shown =
+      std::min(ranked.size(), static_cast<size_t>(std::max(top_n, 0)));
+  std::fprintf(out, "leaderboard of study %s (top %zu of %zu complete)\n",
+               study_name.c_str(), shown, ranked.size());
+  Table table({"rank", "trial", "score", "params"});
+  for (size_t r = 0; r < shown; ++r) {
+    table.AddRow({absl::StrCat(r + 1), absl::StrCat(ranked[r].number),
+                  FormatScore(ranked[r].score),
+                  FormatParams(ranked[r].params)});
+  }
+  std::fputs(table.Render().c_str(), out);
+  std::fflush(out);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ExportBest(Store& store,
+                                       const std::string& study_name,
+                                       const std::string& out_dir) {
+  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
+  const std::optional<TrialRow> best = BestTrial(trials);
+  if (!best.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("study '", study_name,
+                     "' has no complete trial yet: nothing to export"));
+  }
+  ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
+                   store.ListArtifacts(best->id));
+  std::optional<ArtifactRow> policy;
+  int policy_fold = -1;
+  for (const ArtifactRow& a : artifacts) {
+    if (a.kind != "policy") continue;
+    ASSIGN_OR_RETURN(coordinator::RunRow run, store.GetRun(a.run_id));
+    if (run.fold > policy_fold) {
+      policy = a;
+      policy_fold = run.fold;
+    }
+  }
+  if (!policy.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trial ", best->number, " of study '", study_name,
+                     "' (the best) recorded no policy artifact"));
+  }
+  const std::string context =
+      absl::StrCat("policy of trial ", best->number, " fold ", policy_fold,
+                   " (", policy->path, ")");
+  const std::string recorded = absl::AsciiStrToLower(policy->sha256);
+  ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy->path));
+  if (found != recorded) {
+    return absl::DataLossError(absl::StrCat(
+        context, ": sha256 mismatch: recorded ", recorded, ", found ", found,
+        " (the files changed after the run finished); nothing exported"));
+  }
+
+  // Copy to hidden names, hash the copies, then rename into place: what
+  // lands in out_dir is exactly what was recorded.
+  const fs::path source(policy->path);
+  const bool is_directory = fs::is_directory(source);
+  const std::vector<std::string> names =
+      is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
+                   : std::vector<std::string>{source.filename().string()};
+  const fs::path dir(out_dir);
+  RETURN_IF_ERROR(CreateDirectories(dir));
+  Sha256 copied;
+  for (const std::string& name : names) {
+    const fs::path from = is_directory ? source / name : source;
+    const fs::path partial = dir / ("." + name + ".partial");
+    RETURN_IF_ERROR(CopyFile(from, partial));
+    RETURN_IF_ERROR(HashFile(partial.string(), &copied));
+  }
+  const std::string copied_hex = Sha256::ToHex(copied.Finish());
+  if (copied_hex != recorded) {
+    for (const std::string& name : names) {
+      std::error_code ec;
+      fs::remove(dir / ("." + name + ".partial"), ec);
+    }
+    return absl::DataLossError(absl::StrCat(
+        context, ": the files changed while being copied (sha256 ", copied_hex,
+        ", recorded ", recorded, "); nothing exported"));
+  }
+  for (const std::string& name : names) {
+    RETURN_IF_ERROR(Rename(dir / ("." + name + ".partial"), dir / name));
+  }
+  return out_dir;
+}
+
+int RunStudyCommand(int argc, char** argv, int first) {
+  if (first >= argc) {
+    std::fputs(kStudyUsage, stderr);
+    return 2;
+  }
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {"wait"});
+  if (!args.ok()) return Fail(args.status());
+  const std::string verb = argv[first];
+  absl::Status status;
+  if (verb == "create") {
+    status = StudyCreate(*args);
+  } else if (verb == "start") {
+    status = StudyStart(*args);
+  } else if (verb == "stop") {
+    status = StudyStop(*args);
+  } else if (verb == "ls") {
+    status = StudyLs(*args);
+  } else if (verb == "show") {
+    status = StudyShow(*args);
+  } else if (verb == "best") {
+    status = StudyBest(*args);
+  } else if (verb == "export") {
+    status = StudyExport(*args);
+  } else if (verb == "--help" || verb == "help") {
+    std::fputs(kStudyUsage, stdout);
+    return 0;
+  } else {
+    status = absl::InvalidArgumentError(
+        absl::StrCat("unknown study command '", verb,
+                     "' (create, start, stop, ls, show, best, export)"));
+  }
+  return status.ok() ? 0 : Fail(status);
+}
+
+int RunDatasetCommandWithStore(int argc, char** argv, int first) {
+  const std::string verb = first < argc ? argv[first] : "";
+  if (verb != "ls" && verb != "import" && verb != "synth") {
+    return RunDatasetCommand(argc, argv, first);
+  }
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
+  if (!args.ok()) return Fail(args.status());
+  if (verb == "ls") {
+    const absl::Status status = DatasetLs(*args);
+    return status.ok() ? 0 : Fail(status);
+  }
+  if (!args->Has("db") && !args->Has("data-dir")) {
+    return RunDatasetCommand(argc, argv, first);
+  }
+  return DatasetWithRegistration(*args, argc, argv, first);
+}
+
+}  // namespace ristretto::cli

@@ -1,0 +1,105 @@
+// `ristretto study …` and the database side of `ristretto dataset …`: the
+// commands that read and write the coordinator's PostgreSQL store. The
+// coordinator process does the work; these commands create studies, ask it
+// to start or stop them (Store::SetStudyState), and report what it recorded.
+//
+// The database is named by `--db DSN` or the RISTRETTO_DB environment
+// variable (a libpq connection string or URI). A DSN's password is never
+// printed: messages show RedactDsn(dsn) and have the password masked.
+//
+// The helpers below are reused by `ristretto up`. Each takes a connected
+// Store and, like it, is thread-compatible (one Store per thread).
+#ifndef RISTRETTO_CLI_STUDY_COMMANDS_H_
+#define RISTRETTO_CLI_STUDY_COMMANDS_H_
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/store/store.h"
+
+namespace ristretto::cli {
+
+// `ristretto study create|start|stop|ls|show|best|export`; argv[first] is
+// the verb. Returns the exit status (0 ok, 1 failure, 2 bad usage or input)
+// and prints errors to stderr as "ristretto: <message>".
+int RunStudyCommand(int argc, char** argv, int first);
+
+// `ristretto dataset …`: `ls` lists the datasets registered in the store;
+// `import` and `synth` given `--db DSN` (or `--data-dir DIR` with
+// RISTRETTO_DB set) run as before, then RegisterDataset the file written to
+// --out. Any other invocation is RunDatasetCommand unchanged.
+int RunDatasetCommandWithStore(int argc, char** argv, int first);
+
+// `dsn` with its password replaced by "***" (key=value form
+// "password=…" and URI form "postgresql://user:…@host" or "?password=…").
+std::string RedactDsn(const std::string& dsn);
+
+// Connects to the store named by `dsn` and applies pending migrations.
+// Errors keep the Store's code (kUnavailable when the server cannot be
+// reached after `give_up_after`) and name the redacted DSN.
+absl::StatusOr<std::unique_ptr<coordinator::Store>> ConnectStore(
+    const std::string& dsn, absl::Duration give_up_after = absl::Seconds(10));
+
+// Copies the dataset file `dataset_file` (read and hash-checked) to
+// `data_dir`/datasets/<id>.rds (absolute path; directories created) and
+// records it with Store::PutDataset (upsert by id). Returns the row stored.
+// Errors: those of env::ReadDataset, kInternal on I/O, the Store's.
+absl::StatusOr<coordinator::DatasetRow> RegisterDataset(
+    coordinator::Store& store, const std::string& dataset_file,
+    const std::string& data_dir);
+
+// The content hash recorded for a policy artifact (lowercase hex SHA-256):
+//  * `path` a directory: SHA-256 of the bytes of <path>/contract.json
+//    followed by the bytes of <path>/policy.pt (as written by
+//    learner::ExportPolicy), nothing between them;
+//  * `path` a regular file: SHA-256 of its bytes.
+// The learner computes artifact hashes with this function, and `study
+// export` checks them with it. Errors: kNotFound (path, contract.json or
+// policy.pt missing), kInternal (read error).
+absl::StatusOr<std::string> ArtifactSha256(const std::string& path);
+
+// Prints a progress line for study `study_name` to `out` until the study is
+// done (state "done", or as many trials finished as its max_trials and none
+// running), stopped, or `should_stop()` returns true (polled every 100 ms;
+// the store every second):
+//   trials 7/20 done: 5 complete, 1 pruned, 1 failed; 2 running | best
+//   0.4123 (trial 3) | 14.2 trials/h | ETA 55m
+// On a terminal the line is rewritten in place (\r); otherwise a new line is
+// printed whenever the counts, the best score or the state change. Ends with
+// a line saying why it returned. Errors: kNotFound (no such study), the
+// Store's.
+absl::Status WaitForStudy(coordinator::Store& store,
+                          const std::string& study_name,
+                          const std::function<bool()>& should_stop,
+                          std::FILE* out);
+
+// Prints the `top_n` best complete trials of the study (rank, trial, score,
+// params), best first; ties keep the earlier trial. Says so when none is
+// complete. Errors: kNotFound (no such study), the Store's.
+absl::Status PrintLeaderboard(coordinator::Store& store,
+                              const std::string& study_name, int top_n,
+                              std::FILE* out);
+
+// Exports the policy of the study's best complete trial into `out_dir`
+// (created if missing) and returns `out_dir`. The trial's "policy" artifact
+// of its highest fold is used (under walk-forward, the one validated on the
+// latest data). Its recorded sha256 is checked against ArtifactSha256
+// before copying and again on the copies, so the exported bytes are
+// exactly the recorded ones: for a directory artifact, <out_dir>/policy.pt
+// and <out_dir>/contract.json; for a file, <out_dir>/<its file name>.
+// Existing files of those names are replaced (each rename is atomic).
+// Errors: kNotFound (no such study, artifact missing on disk),
+// kFailedPrecondition (no complete trial, or it has no policy artifact),
+// kDataLoss (hash mismatch: nothing is exported), kInternal on I/O.
+absl::StatusOr<std::string> ExportBest(coordinator::Store& store,
+                                       const std::string& study_name,
+                                       const std::string& out_dir);
+
+}  // namespace ristretto::cli
+
+#endif  // RISTRETTO_CLI_STUDY_COMMANDS_H_
