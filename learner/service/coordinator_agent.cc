@@ -217,7 +217,12 @@ void CoordinatorAgent::Reap(bool shutting_down) {
       absl::StatusOr<std::string> sha =
           exported.ok() ? PolicyDirectorySha256(policy_dir)
                         : absl::StatusOr<std::string>(exported);
-      const std::optional<EvaluationResult> eval = h.host->last_evaluation();
+      std::optional<EvaluationResult> eval = h.host->last_evaluation();
+      if (!eval.has_value()) {
+        // Resumed from a checkpoint already at its budget: evaluate now.
+        absl::StatusOr<EvaluationResult> now = h.host->EvaluateNow();
+        if (now.ok()) eval = *now;
+      }
       if (!sha.ok()) {
         Fail(h, absl::StrCat("exporting the policy failed: ",
                              sha.status().message()));

@@ -310,6 +310,23 @@ absl::Status RunHost::Export(const std::string& out_dir) {
   return ExportPolicy(learner_->model(), contract_, out_dir);
 }
 
+absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {
+  Stop();
+  const TrainerOptions& o = spec_.trainer;
+  if (o.validation_domains.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", spec_.run_id, " has no validation slice"));
+  }
+  ASSIGN_OR_RETURN(EvaluationResult eval,
+                   EvaluatePolicy(learner_->model(), market_, o.env,
+                                  o.validation_domains));
+  eval.at_env_steps = counters().env_steps_trained;
+  absl::MutexLock lock(&mu_);
+  last_evaluation_ = eval;
+  counters_.last_score = eval.score;
+  return eval;
+}
+
 std::optional<EvaluationResult> RunHost::last_evaluation() const {
   absl::MutexLock lock(&mu_);
   return last_evaluation_;

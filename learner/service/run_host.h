@@ -107,6 +107,11 @@ class RunHost {
   // Exports the deterministic policy (TorchScript + contract.json, see
   // ExportPolicy) to `out_dir`. Stops the run first if it is still training.
   absl::Status Export(const std::string& out_dir);
+  // Evaluates the current policy on the validation slice now (stopping the
+  // run first), e.g. for a run resumed from a checkpoint at its budget.
+  // Errors: kFailedPrecondition without validation domains; as
+  // EvaluatePolicy.
+  absl::StatusOr<EvaluationResult> EvaluateNow();
   // Blocks until the run has finished or `timeout_ms` passed.
   bool WaitFinished(int64_t timeout_ms);
 
