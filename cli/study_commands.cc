@@ -29,6 +29,7 @@
 #include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/file_util.h"
+#include "common/artifact_hash.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "coordinator/core/pruner.h"
@@ -368,19 +369,6 @@ int64_t MaxTrials(const StudyRow& study) {
 }
 
 // ---- files -----------------------------------------------------------------
-
-// Feeds the bytes of `path` to `hash`. kNotFound if it cannot be opened.
-absl::Status HashFile(const std::string& path, Sha256* hash) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    hash->Update(buffer.data(), static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
-  return absl::OkStatus();
-}
 
 absl::Status CopyFile(const fs::path& from, const fs::path& to) {
   std::error_code ec;
@@ -807,20 +795,7 @@ absl::StatusOr<DatasetRow> RegisterDataset(Store& store,
 }
 
 absl::StatusOr<std::string> ArtifactSha256(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  Sha256 hash;
-  if (fs::is_directory(status)) {
-    for (const char* name : {"contract.json", "policy.pt"}) {
-      RETURN_IF_ERROR(HashFile((fs::path(path) / name).string(), &hash));
-    }
-  } else if (fs::is_regular_file(status)) {
-    RETURN_IF_ERROR(HashFile(path, &hash));
-  } else {
-    return absl::NotFoundError(
-        absl::StrCat("artifact ", path, " does not exist"));
-  }
-  return Sha256::ToHex(hash.Finish());
+  return PolicyArtifactSha256(path);
 }
 
 absl::Status WaitForStudy(Store& store, const std::string& study_name,

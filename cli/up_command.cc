@@ -105,7 +105,8 @@ absl::Status Up(const Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat(study_file, ": ", config.status().message()));
   }
-  ASSIGN_OR_RETURN(std::string data_dir, args.String("data-dir", "ristretto-data"));
+  ASSIGN_OR_RETURN(std::string data_dir,
+                   args.String("data-dir", "ristretto-data"));
   std::error_code ec;
   fs::create_directories(fs::path(data_dir) / "logs", ec);
   if (ec) {
@@ -123,7 +124,8 @@ absl::Status Up(const Args& args) {
                    FindBinary("ristretto-coordinator", bin_dir));
   ASSIGN_OR_RETURN(std::string learner_bin,
                    FindBinary("ristretto-learner", bin_dir));
-  ASSIGN_OR_RETURN(std::string actor_bin, FindBinary("ristretto-actor", bin_dir));
+  ASSIGN_OR_RETURN(std::string actor_bin,
+                   FindBinary("ristretto-actor", bin_dir));
 
   std::printf("up: starting PostgreSQL in %s/pg\n", data_dir.c_str());
   std::fflush(stdout);
@@ -155,10 +157,9 @@ absl::Status Up(const Args& args) {
   }
 
   const std::string logs = data_dir + "/logs";
-  Subprocess coordinator_process(
-      {coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
-       data_dir + "/coordinator"},
-      logs + "/coordinator.log");
+  Subprocess coordinator_process({coordinator_bin, "--db", pg->dsn(), "--port",
+                                  "0", "--data-dir", data_dir + "/coordinator"},
+                                 logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
                    WaitListening(coordinator_process, "the coordinator"));
   Subprocess learner_process(
@@ -191,8 +192,8 @@ absl::Status Up(const Args& args) {
     return "";
   };
   absl::Status waited = WaitForStudy(
-      *store, config->name,
-      [&] { return g_stop.load() || !crashed().empty(); }, stdout);
+      *store, config->name, [&] { return g_stop.load() || !crashed().empty(); },
+      stdout);
   const std::string died = crashed();
 
   std::printf("up: shutting down\n");
@@ -202,11 +203,11 @@ absl::Status Up(const Args& args) {
   StopProcess(&learner_process, 60s);
   StopProcess(&coordinator_process, 15s);
   if (!died.empty()) {
-    return absl::InternalError(absl::StrCat(
-        died, " exited early; see ", logs, " (",
-        died == "the learner" ? learner_process.Log()
-                              : coordinator_process.Log(),
-        ")"));
+    return absl::InternalError(
+        absl::StrCat(died, " exited early; see ", logs, " (",
+                     died == "the learner" ? learner_process.Log()
+                                           : coordinator_process.Log(),
+                     ")"));
   }
   RETURN_IF_ERROR(waited);
   if (!g_stop.load()) {
@@ -239,12 +240,13 @@ int RunUpCommand(int argc, char** argv, int first) {
   absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
   absl::Status s = args.status();
   if (s.ok()) {
-    s = args->CheckKnown({"study", "data-dir", "actors", "envs", "slots",
-                          "bin-dir", "export"});
+    s = args->CheckKnown(
+        {"study", "data-dir", "actors", "envs", "slots", "bin-dir", "export"});
   }
   if (s.ok()) s = Up(*args);
   if (!s.ok()) {
-    std::fprintf(stderr, "ristretto up: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "ristretto up: %s\n",
+                 std::string(s.message()).c_str());
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;

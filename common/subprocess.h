@@ -7,8 +7,8 @@
 #define RISTRETTO_COMMON_SUBPROCESS_H_
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -1,13 +1,36 @@
 #include "learner/chunk_codec.h"
 
+#include <algorithm>
+#include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 
 namespace ristretto::learner {
+namespace {
+
+// Copies a float tensor's data (whose size CheckTensor has verified) into
+// `out`, checking every value is finite. The error wording is
+// TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE".
+template <typename Where>
+absl::Status CopyFinite(const v1::Tensor& tensor, const char* field,
+                        Where where, std::vector<float>* out) {
+  out->clear();
+  const int64_t bad = AppendFloat32(tensor.data(), /*finite_only=*/true, out);
+  if (bad < 0) return absl::OkStatus();
+  float value;
+  std::memcpy(&value, tensor.data().data() + bad * sizeof(float),
+              sizeof(value));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "chunk ", field, "[", bad, "] (", where(bad), ") is ", value));
+}
+
+}  // namespace
 
 void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
                   v1::TrajectoryChunk* out) {
@@ -16,6 +39,7 @@ void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
   out->set_run_id(chunk.run_id);
   out->set_actor_id(chunk.actor_id);
   out->clear_env_copy_ids();
+  out->mutable_env_copy_ids()->Reserve(chunk.copies);
   for (int b = 0; b < chunk.copies; ++b) out->add_env_copy_ids(b);
   out->set_policy_version(chunk.policy_version);
   out->set_sequence(sequence);
@@ -28,9 +52,9 @@ void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
                 out->mutable_final_observations());
 }
 
-absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& p,
-                                               int obs_size, int action_size,
-                                               const ChunkLimits& limits) {
+absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
+                            int action_size, const ChunkLimits& limits,
+                            TrajectoryChunk* out) {
   if (p.run_id().empty()) {
     return absl::InvalidArgumentError("chunk: run_id is empty");
   }
@@ -38,13 +62,24 @@ absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& p,
     return absl::InvalidArgumentError(absl::StrCat(
         "chunk: policy_version ", p.policy_version(), " is negative"));
   }
+  // The run's sizes (TrajectoryChunk::Validate()'s wording).
+  if (obs_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk obs_size = ", obs_size, " must be >= 1"));
+  }
+  if (action_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk action_size = ", action_size, " must be >= 1"));
+  }
   const int64_t kMax = int64_t{limits.max_steps + 1} * limits.max_copies *
                        std::max(obs_size, action_size);
+  // 1. Every tensor's dtype, shape and byte count, before copying anything.
+  //    The observation tensor fixes T and B for the rest.
   std::vector<int64_t> shape;
-  // The observation tensor fixes T and B for the rest.
-  ASSIGN_OR_RETURN(std::vector<float> obs,
-                   DecodeFloat32(p.observations(), {kAnyDim, kAnyDim, obs_size},
-                                 "chunk.observations", kMax, &shape));
+  RETURN_IF_ERROR(CheckTensor(p.observations(), v1::Tensor::FLOAT32,
+                              {kAnyDim, kAnyDim, obs_size},
+                              "chunk.observations", kMax, &shape)
+                      .status());
   const int64_t T = shape[0] - 1;
   const int64_t B = shape[1];
   if (T < 1 || T > limits.max_steps || B < 1 || B > limits.max_copies) {
@@ -52,29 +87,75 @@ absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& p,
         "chunk.observations: ", T, " steps x ", B, " copies is outside [1, ",
         limits.max_steps, "] x [1, ", limits.max_copies, "]"));
   }
+  RETURN_IF_ERROR(CheckTensor(p.actions(), v1::Tensor::FLOAT32,
+                              {T, B, action_size}, "chunk.actions", kMax)
+                      .status());
+  RETURN_IF_ERROR(CheckTensor(p.log_probs(), v1::Tensor::FLOAT32, {T, B},
+                              "chunk.log_probs", kMax)
+                      .status());
+  RETURN_IF_ERROR(CheckTensor(p.rewards(), v1::Tensor::FLOAT32, {T, B},
+                              "chunk.rewards", kMax)
+                      .status());
+  RETURN_IF_ERROR(
+      CheckTensor(p.dones(), v1::Tensor::UINT8, {T, B}, "chunk.dones", kMax)
+          .status());
+  const absl::string_view dones = p.dones().data();
+  const int64_t num_dones = static_cast<int64_t>(dones.size()) -
+                            std::count(dones.begin(), dones.end(), '\0');
+  RETURN_IF_ERROR(CheckTensor(p.final_observations(), v1::Tensor::FLOAT32,
+                              {num_dones, obs_size}, "chunk.final_observations",
+                              kMax)
+                      .status());
+  // 2. Values: dones are 0 or 1, every float is finite (checked while it is
+  //    copied). The wording is TrajectoryChunk::Validate()'s.
+  for (size_t i = 0; i < dones.size(); ++i) {
+    const auto d = static_cast<uint8_t>(dones[i]);
+    if (d > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk dones[", i, "] (step ", static_cast<int64_t>(i) / B, ", copy ",
+          static_cast<int64_t>(i) % B, ") is ", int{d}, ", not 0 or 1"));
+    }
+  }
+  out->run_id = p.run_id();
+  out->actor_id = p.actor_id();
+  out->policy_version = p.policy_version();
+  out->steps = static_cast<int>(T);
+  out->copies = static_cast<int>(B);
+  out->obs_size = obs_size;
+  out->action_size = action_size;
+  const auto* done_bytes = reinterpret_cast<const uint8_t*>(dones.data());
+  out->dones.assign(done_bytes, done_bytes + dones.size());
+  auto step_copy = [B](int64_t i) {
+    return absl::StrCat("step ", i / B, ", copy ", i % B);
+  };
+  auto step_copy_element = [B](int64_t width) {
+    return [B, width](int64_t i) {
+      const int64_t row = i / width;
+      return absl::StrCat("step ", row / B, ", copy ", row % B, ", element ",
+                          i % width);
+    };
+  };
+  RETURN_IF_ERROR(CopyFinite(p.observations(), "obs",
+                             step_copy_element(obs_size), &out->obs));
+  RETURN_IF_ERROR(CopyFinite(p.actions(), "actions",
+                             step_copy_element(action_size), &out->actions));
+  RETURN_IF_ERROR(
+      CopyFinite(p.log_probs(), "log_probs", step_copy, &out->log_probs));
+  RETURN_IF_ERROR(CopyFinite(p.rewards(), "rewards", step_copy, &out->rewards));
+  const int64_t d = obs_size;
+  return CopyFinite(
+      p.final_observations(), "final_obs",
+      [d](int64_t i) {
+        return absl::StrCat("done ", i / d, ", element ", i % d);
+      },
+      &out->final_obs);
+}
+
+absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& p,
+                                               int obs_size, int action_size,
+                                               const ChunkLimits& limits) {
   TrajectoryChunk c;
-  c.run_id = p.run_id();
-  c.actor_id = p.actor_id();
-  c.policy_version = p.policy_version();
-  c.steps = static_cast<int>(T);
-  c.copies = static_cast<int>(B);
-  c.obs_size = obs_size;
-  c.action_size = action_size;
-  c.obs = std::move(obs);
-  ASSIGN_OR_RETURN(c.actions, DecodeFloat32(p.actions(), {T, B, action_size},
-                                            "chunk.actions", kMax));
-  ASSIGN_OR_RETURN(c.log_probs, DecodeFloat32(p.log_probs(), {T, B},
-                                              "chunk.log_probs", kMax));
-  ASSIGN_OR_RETURN(c.rewards,
-                   DecodeFloat32(p.rewards(), {T, B}, "chunk.rewards", kMax));
-  ASSIGN_OR_RETURN(c.dones,
-                   DecodeUint8(p.dones(), {T, B}, "chunk.dones", kMax));
-  int64_t dones = 0;
-  for (uint8_t d : c.dones) dones += d != 0;
-  ASSIGN_OR_RETURN(c.final_obs,
-                   DecodeFloat32(p.final_observations(), {dones, obs_size},
-                                 "chunk.final_observations", kMax));
-  RETURN_IF_ERROR(c.Validate());
+  RETURN_IF_ERROR(ChunkFromProto(p, obs_size, action_size, limits, &c));
   return c;
 }
 

@@ -2,11 +2,17 @@
 // learner's ingest validation: shapes must match the run (obs and action
 // sizes), sizes must stay under the server's limits, and every value must
 // be finite. Thread-compatible (pure functions).
+//
+// Cost (issue 4, docs/performance.md): decoding makes one copy of the
+// payload, checks finiteness block by block while the copy is in cache and
+// never value-initialises the destination first; every tensor's dtype and
+// shape is checked before anything is copied. Encoding makes one copy.
 #ifndef RISTRETTO_LEARNER_CHUNK_CODEC_H_
 #define RISTRETTO_LEARNER_CHUNK_CODEC_H_
 
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
@@ -27,10 +33,18 @@ void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
 // action sizes. Errors: kInvalidArgument naming the field (wrong dtype or
 // shape, sizes over the limits, inconsistent T/B/D/A between tensors, a
 // final-observation count that differs from the number of dones, NaN/Inf
-// values, dones other than 0/1).
+// values, dones other than 0/1). A decoded chunk passes Validate().
 absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& proto,
                                                int obs_size, int action_size,
                                                const ChunkLimits& limits);
+
+// The same into `*out`, reusing the capacity of its arrays (for a caller
+// that recycles chunks: no allocation or page faults once they are large
+// enough). Same checks and errors; on error `*out` holds unspecified
+// (partially decoded) contents.
+absl::Status ChunkFromProto(const v1::TrajectoryChunk& proto, int obs_size,
+                            int action_size, const ChunkLimits& limits,
+                            TrajectoryChunk* out);
 
 }  // namespace ristretto::learner
 

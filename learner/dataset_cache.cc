@@ -35,8 +35,8 @@ absl::Status ReceiveDatasetFile(
               piece.total_size()) {
         status = absl::DataLossError(
             absl::StrCat("dataset piece at offset ", piece.offset(), " of ",
-                         piece.total_size(), " bytes does not follow ",
-                         written, " bytes received"));
+                         piece.total_size(), " bytes does not follow ", written,
+                         " bytes received"));
         ctx->TryCancel();
         break;
       }
@@ -49,9 +49,9 @@ absl::Status ReceiveDatasetFile(
     const grpc::Status finish = reader->Finish();
     out.close();
     if (status.ok() && !finish.ok()) {
-      status = absl::UnavailableError(absl::StrCat(
-          "FetchDataset ", id, ": ", finish.error_message(), " (code ",
-          static_cast<int>(finish.error_code()), ")"));
+      status = absl::UnavailableError(
+          absl::StrCat("FetchDataset ", id, ": ", finish.error_message(),
+                       " (code ", static_cast<int>(finish.error_code()), ")"));
     } else if (status.ok() && (!last || written != total)) {
       status = absl::DataLossError(absl::StrCat(
           "dataset ", id, " ended after ", written, " of ", total, " bytes"));
@@ -85,8 +85,7 @@ absl::StatusOr<env::Dataset> LoadOrFetchDataset(
   if (fs::exists(path, ec)) {
     absl::StatusOr<env::Dataset> cached = env::ReadDataset(path);
     if (cached.ok() && cached->ComputeId() == id) return cached;
-    std::fprintf(stderr, "cached %s is unusable (%s); fetching\n",
-                 path.c_str(),
+    std::fprintf(stderr, "cached %s is unusable (%s); fetching\n", path.c_str(),
                  cached.ok() ? "wrong id" : cached.status().ToString().c_str());
     fs::remove(path, ec);
   }

@@ -34,9 +34,9 @@
 #include "grpcpp/grpcpp.h"
 #include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_service.h"
-#include "learner/torch/device_memory.h"
 #include "learner/service/run_host.h"
 #include "learner/torch/checkpoint.h"
+#include "learner/torch/device_memory.h"
 
 namespace ristretto::learner {
 namespace {
@@ -142,9 +142,9 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
   ASSIGN_OR_RETURN(options.coordinator_address, args.String("coordinator", ""));
   ASSIGN_OR_RETURN(options.advertise_address,
                    args.String("advertise", listening.address));
-  ASSIGN_OR_RETURN(options.member_id,
-                   args.String("member-id",
-                               absl::StrCat("learner-", listening.address)));
+  ASSIGN_OR_RETURN(
+      options.member_id,
+      args.String("member-id", absl::StrCat("learner-", listening.address)));
   ASSIGN_OR_RETURN(options.token, args.String("token", ""));
   ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", 2));
   if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
@@ -315,16 +315,15 @@ absl::Status Main(int argc, char** argv) {
     spec.queue_capacity = static_cast<int>(queue);
     const int obs_size =
         1 + market->num_assets + market->num_features * base.env.lookback;
-    const int64_t bytes =
-        EstimateRunBytes(spec, obs_size, market->num_assets,
-                         MaxChunkSamples(max_message_bytes, obs_size,
-                                         market->num_assets));
+    const int64_t bytes = EstimateRunBytes(
+        spec, obs_size, market->num_assets,
+        MaxChunkSamples(max_message_bytes, obs_size, market->num_assets));
     if (bytes_in_use + bytes > budget_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "run ", spec.run_id, " needs about ", bytes >> 20,
-          " MiB; the memory budget is ", memory_mb, " MiB with ",
-          bytes_in_use >> 20, " MiB taken by ", k,
-          " run(s) (raise --memory-mb or host fewer --runs)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("run ", spec.run_id, " needs about ", bytes >> 20,
+                       " MiB; the memory budget is ", memory_mb, " MiB with ",
+                       bytes_in_use >> 20, " MiB taken by ", k,
+                       " run(s) (raise --memory-mb or host fewer --runs)"));
     }
     bytes_in_use += bytes;
     ASSIGN_OR_RETURN(std::unique_ptr<RunHost> host,

@@ -48,9 +48,9 @@ absl::Status Main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
 
   ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
-  RETURN_IF_ERROR(args.CheckKnown({"db", "address", "port", "data-dir",
-                                   "lease-ttl-s", "tick-ms", "token",
-                                   "max-message-mb"}));
+  RETURN_IF_ERROR(
+      args.CheckKnown({"db", "address", "port", "data-dir", "lease-ttl-s",
+                       "tick-ms", "token", "max-message-mb"}));
   const char* env_dsn = std::getenv("RISTRETTO_DB");
   ASSIGN_OR_RETURN(std::string dsn,
                    args.String("db", env_dsn != nullptr ? env_dsn : ""));
@@ -69,7 +69,8 @@ absl::Status Main(int argc, char** argv) {
   }
   options.data_dir = std::filesystem::absolute(options.data_dir).string();
   ASSIGN_OR_RETURN(int64_t ttl_s, args.Int("lease-ttl-s", 30));
-  if (ttl_s < 1) return absl::InvalidArgumentError("--lease-ttl-s must be >= 1");
+  if (ttl_s < 1)
+    return absl::InvalidArgumentError("--lease-ttl-s must be >= 1");
   options.lease_ttl = absl::Seconds(ttl_s);
   ASSIGN_OR_RETURN(options.token, args.String("token", ""));
   ASSIGN_OR_RETURN(int64_t tick_ms, args.Int("tick-ms", 500));

@@ -46,7 +46,8 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* /*context*/,
 }
 
 grpc::Status CoordinatorService::ReportEvaluation(
-    grpc::ServerContext* /*context*/, const v1::ReportEvaluationRequest* request,
+    grpc::ServerContext* /*context*/,
+    const v1::ReportEvaluationRequest* request,
     v1::ReportEvaluationResponse* response) {
   return Reply(scheduler_->ReportEvaluation(*request), response);
 }

@@ -53,8 +53,8 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
   if (it != studies_.end()) return it->second.get();
   auto cache = std::make_unique<StudyCache>();
   ASSIGN_OR_RETURN(cache->config, ParseStudyConfig(row.config_text));
-  ASSIGN_OR_RETURN(cache->sampler, MakeSampler(cache->config.sampler,
-                                               cache->config.space));
+  ASSIGN_OR_RETURN(cache->sampler,
+                   MakeSampler(cache->config.sampler, cache->config.space));
   ASSIGN_OR_RETURN(cache->pruner, MakePruner(cache->config.pruner));
   // Resolve the dataset.
   const DatasetSpec& spec = cache->config.dataset;
@@ -84,9 +84,9 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
   } else {
     absl::StatusOr<DatasetRow> known = store_->GetDataset(spec.id);
     if (!known.ok()) {
-      return absl::NotFoundError(absl::StrCat(
-          "dataset ", spec.id,
-          " is not registered (ristretto dataset import --db …)"));
+      return absl::NotFoundError(
+          absl::StrCat("dataset ", spec.id,
+                       " is not registered (ristretto dataset import --db …)"));
     }
     ASSIGN_OR_RETURN(dataset, env::ReadDataset(known->path));
   }
@@ -161,11 +161,13 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     ASSIGN_OR_RETURN(std::vector<learner::TrainerOptions> runs,
                      BuildRunOptions(study->config, params, study->dataset));
     std::vector<std::string> configs;
+    configs.reserve(runs.size());
     for (const learner::TrainerOptions& o : runs) {
       configs.push_back(learner::TrainerOptionsToJson(o));
     }
     std::vector<ParamRow> param_rows;
-    for (const auto& [name, value] : params) param_rows.push_back({name, value});
+    for (const auto& [name, value] : params)
+      param_rows.push_back({name, value});
     ASSIGN_OR_RETURN(TrialRow trial,
                      store_->CreateTrial(row.id, param_rows, configs,
                                          options_.data_dir + "/runs"));
@@ -192,6 +194,7 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
                    store_->ListFoldMetrics(trial_id));
   std::vector<FoldScore> scores;
+  scores.reserve(folds.size());
   for (const FoldMetrics& m : folds) {
     scores.push_back(FoldScore{m.sharpe, m.benchmark_sharpe});
   }
@@ -231,9 +234,9 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
   member.kind = "learner";
   member.address = request.address();
   member.capacity_json =
-      absl::StrCat("{\"slots\":", request.slots(), ",\"memory_mb\":",
-                   request.memory_budget_mb(), ",\"device\":\"",
-                   request.device(), "\"}");
+      absl::StrCat("{\"slots\":", request.slots(),
+                   ",\"memory_mb\":", request.memory_budget_mb(),
+                   ",\"device\":\"", request.device(), "\"}");
   RETURN_IF_ERROR(store_->UpsertMember(member));
   learners_[request.member_id()] = request.address();
   std::fprintf(stderr, "coordinator: learner %s at %s (%d slots)\n",
@@ -260,8 +263,8 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
                    learner::TrainerOptionsFromJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
-  lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
-                                   "/fold-", run->fold));
+  lease->set_run_name(
+      absl::StrCat(study.name, "/trial-", trial.number, "/fold-", run->fold));
   lease->set_study_id(run->study_id);
   lease->set_trial_id(run->trial_id);
   lease->set_trial_number(trial.number);
@@ -286,9 +289,9 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(
   for (const v1::RunProgress& p : request.runs()) {
     steps.emplace_back(p.run_id(), p.env_steps());
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> lost,
-                   store_->Heartbeat(request.member_id(), options_.lease_ttl,
-                                     steps));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> lost,
+      store_->Heartbeat(request.member_id(), options_.lease_ttl, steps));
   v1::HeartbeatResponse response;
   for (int64_t id : lost) response.add_stop_run_ids(id);
   return response;
@@ -309,6 +312,7 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   ASSIGN_OR_RETURN(std::vector<IntermediateRow> rows,
                    store_->ListIntermediates(run.study_id));
   std::vector<IntermediateValue> all;
+  all.reserve(rows.size());
   for (const IntermediateRow& r : rows) {
     all.push_back(IntermediateValue{r.trial_id, r.fold, r.step, r.value});
   }
@@ -348,10 +352,10 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
     row.sha256 = a.sha256();
     artifacts.push_back(std::move(row));
   }
-  ASSIGN_OR_RETURN(bool all_done,
-                   store_->CompleteRun(request.run_id(), request.member_id(),
-                                       ToMetrics(request.final_evaluation()),
-                                       artifacts));
+  ASSIGN_OR_RETURN(
+      bool all_done,
+      store_->CompleteRun(request.run_id(), request.member_id(),
+                          ToMetrics(request.final_evaluation()), artifacts));
   ++counters_.runs_completed;
   if (all_done) RETURN_IF_ERROR(MaybeCompleteTrial(run.trial_id));
   return absl::OkStatus();
@@ -359,8 +363,8 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
 
 absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(store_->FailRun(request.run_id(), request.member_id(),
-                                  request.reason()));
+  RETURN_IF_ERROR(
+      store_->FailRun(request.run_id(), request.member_id(), request.reason()));
   ++counters_.trials_failed;
   std::fprintf(stderr, "coordinator: run %lld failed: %s\n",
                static_cast<long long>(request.run_id()),

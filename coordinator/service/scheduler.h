@@ -100,7 +100,8 @@ class Scheduler {
   std::map<int64_t, std::unique_ptr<StudyCache>> studies_ ABSL_GUARDED_BY(mu_);
   // Studies whose file cannot be run (reason logged once).
   std::map<int64_t, std::string> broken_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> learners_ ABSL_GUARDED_BY(mu_);  // id → address
+  std::map<std::string, std::string> learners_
+      ABSL_GUARDED_BY(mu_);  // id → address
   int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;
   SchedulerCounters counters_ ABSL_GUARDED_BY(mu_);
 };

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/artifact_hash.h"
 #include "common/file_util.h"
-#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "learner/dataset_cache.h"
@@ -38,38 +38,6 @@ void ToProto(const EvaluationResult& e, v1::Evaluation* out) {
 int64_t Mib(int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
 
 }  // namespace
-
-absl::StatusOr<std::string> PolicyDirectorySha256(const std::string& dir) {
-  Sha256 hash;
-  for (const char* name : {"contract.json", "policy.pt"}) {
-    ASSIGN_OR_RETURN(std::string bytes,
-                     ReadFileToString(absl::StrCat(dir, "/", name)));
-    hash.Update(bytes);
-  }
-  return Sha256::ToHex(hash.Finish());
-}
-
-absl::StatusOr<std::string> CheckpointSha256(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file()) names.push_back(entry.path().filename());
-  }
-  if (ec) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot list ", dir, ": ", ec.message()));
-  }
-  std::sort(names.begin(), names.end());
-  Sha256 hash;
-  for (const std::string& name : names) {
-    ASSIGN_OR_RETURN(std::string bytes,
-                     ReadFileToString(absl::StrCat(dir, "/", name)));
-    hash.Update(name);
-    hash.Update(absl::string_view("\0", 1));
-    hash.Update(bytes);
-  }
-  return Sha256::ToHex(hash.Finish());
-}
 
 CoordinatorAgent::CoordinatorAgent(AgentOptions options,
                                    LearnerService* service)
@@ -154,8 +122,8 @@ bool CoordinatorAgent::Register() {
   }
   registered_ = true;
   std::fprintf(stderr, "learner: registered with %s as %s (%d slots)\n",
-               options_.coordinator_address.c_str(),
-               options_.member_id.c_str(), options_.slots);
+               options_.coordinator_address.c_str(), options_.member_id.c_str(),
+               options_.slots);
   return true;
 }
 
@@ -174,7 +142,8 @@ void CoordinatorAgent::SendReports() {
     const grpc::Status s =
         stub_->ReportEvaluation(Context().get(), request, &response);
     auto it = runs_.find(run_id);
-    if (s.ok() && response.prune() && it != runs_.end()) it->second.prune = true;
+    if (s.ok() && response.prune() && it != runs_.end())
+      it->second.prune = true;
   }
 }
 
@@ -215,7 +184,7 @@ void CoordinatorAgent::Reap(bool shutting_down) {
       const std::string policy_dir = h.options.run_dir + "/policy";
       absl::Status exported = h.host->Export(policy_dir);
       absl::StatusOr<std::string> sha =
-          exported.ok() ? PolicyDirectorySha256(policy_dir)
+          exported.ok() ? PolicyArtifactSha256(policy_dir)
                         : absl::StatusOr<std::string>(exported);
       std::optional<EvaluationResult> eval = h.host->last_evaluation();
       if (!eval.has_value()) {
@@ -323,24 +292,23 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
   auto it = markets_.find(dataset_id);
   if (it != markets_.end()) return it->second;
   std::string cached_path;
-  ASSIGN_OR_RETURN(
-      env::Dataset dataset,
-      LoadOrFetchDataset(
-          options_.cache_dir, dataset_id,
-          [this, &dataset_id](const std::string& path) {
-            v1::FetchDatasetRequest request;
-            request.set_dataset_id(dataset_id);
-            auto ctx = std::make_unique<grpc::ClientContext>();
-            ctx->set_deadline(std::chrono::system_clock::now() +
-                              std::chrono::seconds(120));
-            auto reader = stub_->FetchDataset(ctx.get(), request);
-            return ReceiveDatasetFile(reader.get(), ctx.get(), dataset_id,
-                                      path);
-          }));
+  ASSIGN_OR_RETURN(env::Dataset dataset,
+                   LoadOrFetchDataset(
+                       options_.cache_dir, dataset_id,
+                       [this, &dataset_id](const std::string& path) {
+                         v1::FetchDatasetRequest request;
+                         request.set_dataset_id(dataset_id);
+                         auto ctx = std::make_unique<grpc::ClientContext>();
+                         ctx->set_deadline(std::chrono::system_clock::now() +
+                                           std::chrono::seconds(120));
+                         auto reader = stub_->FetchDataset(ctx.get(), request);
+                         return ReceiveDatasetFile(reader.get(), ctx.get(),
+                                                   dataset_id, path);
+                       }));
   ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
                    env::MarketData::FromDataset(dataset));
-  service_->AddDataset(dataset_id, absl::StrCat(options_.cache_dir, "/",
-                                                dataset_id, ".rds"));
+  service_->AddDataset(
+      dataset_id, absl::StrCat(options_.cache_dir, "/", dataset_id, ".rds"));
   markets_[dataset_id] = market;
   return market;
 }

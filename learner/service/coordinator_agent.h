@@ -115,14 +115,6 @@ class CoordinatorAgent {
   std::vector<AgentRunSummary> summaries_ ABSL_GUARDED_BY(mu_);
 };
 
-// SHA-256 (hex) of an exported policy directory: the bytes of
-// contract.json followed by those of policy.pt.
-absl::StatusOr<std::string> PolicyDirectorySha256(const std::string& dir);
-
-// SHA-256 (hex) of a checkpoint directory: for every regular file in name
-// order, its name, a NUL byte and its bytes.
-absl::StatusOr<std::string> CheckpointSha256(const std::string& dir);
-
 }  // namespace ristretto::learner
 
 #endif  // RISTRETTO_LEARNER_SERVICE_COORDINATOR_AGENT_H_

@@ -25,8 +25,8 @@
 namespace ristretto::learner {
 
 struct LearnerServiceOptions {
-  ChunkLimits limits;        // largest chunk accepted (T, B)
-  int credits = 4;           // chunks an actor may have unacknowledged
+  ChunkLimits limits;  // largest chunk accepted (T, B)
+  int credits = 4;     // chunks an actor may have unacknowledged
   // A dataset file served by FetchDataset from the start (more can be
   // added with AddDataset). Assignments carry each run's own dataset id,
   // episode length and rollout length (RunSpec::trainer).

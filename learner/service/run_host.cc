@@ -250,7 +250,8 @@ void RunHost::TrainLoop() {
     }
     if (stats.ok()) (void)Publish();
     const int64_t steps = counters().env_steps_trained;
-    if (!stats.ok() && stats.status().code() != absl::StatusCode::kFailedPrecondition) {
+    if (!stats.ok() &&
+        stats.status().code() != absl::StatusCode::kFailedPrecondition) {
       absl::MutexLock lock(&mu_);
       failure_ = Annotate(stats.status(), "PPO update failed");
     }
@@ -317,9 +318,9 @@ absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {
     return absl::FailedPreconditionError(
         absl::StrCat("run ", spec_.run_id, " has no validation slice"));
   }
-  ASSIGN_OR_RETURN(EvaluationResult eval,
-                   EvaluatePolicy(learner_->model(), market_, o.env,
-                                  o.validation_domains));
+  ASSIGN_OR_RETURN(
+      EvaluationResult eval,
+      EvaluatePolicy(learner_->model(), market_, o.env, o.validation_domains));
   eval.at_env_steps = counters().env_steps_trained;
   absl::MutexLock lock(&mu_);
   last_evaluation_ = eval;
@@ -358,9 +359,8 @@ int64_t EstimateRunBytes(const RunSpec& spec, int obs_size, int action_size,
   // One env step of a chunk: obs, bootstrap share, action, log-prob,
   // reward, done, truncated, value/advantage/return in the update.
   const int64_t per_sample = (obs_size + 2 * action_size + 8) * kFloat;
-  const int64_t queue =
-      (spec.queue_capacity + 1) * std::max<int64_t>(max_chunk_samples, 1) *
-      per_sample;
+  const int64_t queue = (spec.queue_capacity + 1) *
+                        std::max<int64_t>(max_chunk_samples, 1) * per_sample;
   // The update batch, its tensor copy and the minibatch activations.
   int64_t widest = 1;
   for (int h : n.policy_hidden) widest = std::max<int64_t>(widest, h);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/artifact_hash.h"
 #include "coordinator/store/store.h"
 #include "gtest/gtest.h"
 #include "learner/contract.h"
@@ -99,9 +100,8 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
   void StartLearner() {
     learner_ = std::make_unique<Process>(
         std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
-                                 coordinator_address_, "--port", "0",
-                                 "--slots", "2", "--run-dir",
-                                 dir_ + "/learner"},
+                                 coordinator_address_, "--port", "0", "--slots",
+                                 "2", "--run-dir", dir_ + "/learner"},
         absl::StrCat(dir_, "/learner-", ++starts_, ".log"));
     ASSERT_FALSE(Address(*learner_).empty()) << learner_->Log();
   }
@@ -137,12 +137,13 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
   // Every trial complete with a finite score; one done run each with one
   // fold_metrics row and a policy artifact that matches its hash.
   void ExpectCompleteStudy() {
-    absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);
+    absl::StatusOr<std::vector<TrialRow>> trials =
+        store_->ListTrials(study_id_);
     ASSERT_TRUE(trials.ok()) << trials.status();
     ASSERT_EQ(trials->size(), 3u);
     for (const TrialRow& t : *trials) {
-      EXPECT_EQ(t.state, kTrialComplete) << "trial " << t.number << " "
-                                         << t.fail_reason;
+      EXPECT_EQ(t.state, kTrialComplete)
+          << "trial " << t.number << " " << t.fail_reason;
       ASSERT_TRUE(t.score.has_value());
       EXPECT_TRUE(std::isfinite(*t.score));
       EXPECT_EQ(t.params.size(), 2u);  // learning_rate, gamma
@@ -164,8 +165,7 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
       for (const ArtifactRow& a : *artifacts) {
         if (a.kind != "policy") continue;
         ++policies;
-        absl::StatusOr<std::string> sha =
-            learner::PolicyDirectorySha256(a.path);
+        absl::StatusOr<std::string> sha = PolicyArtifactSha256(a.path);
         ASSERT_TRUE(sha.ok()) << sha.status();
         EXPECT_EQ(*sha, a.sha256);
       }
@@ -237,8 +237,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
         absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
         if (!runs.ok()) continue;
         for (const RunRow& r : *runs) {
-          if (r.state == kRunLeased && r.env_steps > 0 &&
-              r.env_steps < 12000) {
+          if (r.state == kRunLeased && r.env_steps > 0 && r.env_steps < 12000) {
             killed_run = r.id;
           }
         }
