@@ -360,11 +360,14 @@ void CoordinatorAgent::Admit() {
     }
     h.host = std::shared_ptr<RunHost>(std::move(*host));
     service_->AddRun(h.host);
-    std::fprintf(stderr,
-                 "learner: hosting %s (attempt %d, ~%lld MiB of %lld MiB)\n",
-                 h.lease.run_name().c_str(), h.lease.attempt(),
-                 static_cast<long long>(Mib(h.bytes)),
-                 static_cast<long long>(Mib(options_.memory_budget_bytes)));
+    std::fprintf(
+        stderr,
+        "learner: hosting %s (attempt %d, from step %lld, ~%lld MiB of %lld "
+        "MiB)\n",
+        h.lease.run_name().c_str(), h.lease.attempt(),
+        static_cast<long long>(h.host->counters().env_steps_trained),
+        static_cast<long long>(Mib(h.bytes)),
+        static_cast<long long>(Mib(options_.memory_budget_bytes)));
   }
   for (auto it = runs_.begin(); it != runs_.end();) {
     if (it->second.lease.run_id() < 0) {

@@ -237,7 +237,9 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
         absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
         if (!runs.ok()) continue;
         for (const RunRow& r : *runs) {
-          if (r.state == kRunLeased && r.env_steps > 0 && r.env_steps < 12000) {
+          // Past the first checkpoint (every 4096 steps), not yet done.
+          if (r.state == kRunLeased && r.env_steps >= 6000 &&
+              r.env_steps < 12000) {
             killed_run = r.id;
           }
         }
@@ -254,6 +256,9 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   ASSERT_TRUE(cluster().Restart().ok());
   StartCoordinator();
   StartLearner();
+  // And once more while the coordinator and learner are connected.
+  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(cluster().Restart().ok());
   ASSERT_EQ(WaitDone(300s), kStudyDone) << Logs();
   ExpectCompleteStudy();
   // The killed runs were leased again (their leases expired).
@@ -263,6 +268,18 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   ASSERT_TRUE(killed.ok());
   EXPECT_GE(killed->attempts, 2);
   EXPECT_EQ(killed->state, kRunDone);
+  // The second learner resumed it from its checkpoint, not from step 0.
+  absl::StatusOr<TrialRow> trial = store_->GetTrial(killed->trial_id);
+  ASSERT_TRUE(trial.ok());
+  const std::string name =
+      absl::StrCat("e2e/trial-", trial->number, "/fold-", killed->fold);
+  std::smatch m;
+  const std::string log = learner_->Log();
+  ASSERT_TRUE(std::regex_search(
+      log, m,
+      std::regex("hosting " + name + " \\(attempt [0-9]+, from step ([0-9]+)")))
+      << log;
+  EXPECT_GE(std::stoll(m[1].str()), 4096) << log;
 }
 
 }  // namespace
