@@ -341,5 +341,32 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
 }
 
+// Every run's memory estimate is admitted against --memory-mb: the run that
+// does not fit is refused with a message naming the sizes, before anything
+// is served (no out-of-memory crash later). With a 64 MiB message cap and a
+// queue of 2 chunks a run needs about 200 MiB, so 300 MiB admit one run.
+TEST_F(DistributedTest, RunOverTheMemoryBudgetIsRefusedWithAClearError) {
+  Process refused(
+      {RISTRETTO_LEARNER_BINARY, "--port", "0", "--run-dir", dir_ + "/runs",
+       "--synthetic-rows", "1200", "--policy-hidden", "32,32", "--runs", "2",
+       "--memory-mb", "300"},
+      dir_ + "/refused.log");
+  ASSERT_EQ(refused.Wait(60s), 1) << refused.Log();
+  EXPECT_THAT(refused.Log(), ::testing::HasSubstr("run run-1 needs about"));
+  EXPECT_THAT(refused.Log(),
+              ::testing::HasSubstr("the memory budget is 300 MiB"));
+  EXPECT_THAT(refused.Log(),
+              ::testing::Not(::testing::HasSubstr("listening on")));
+
+  Process admitted(
+      {RISTRETTO_LEARNER_BINARY, "--port", "0", "--run-dir", dir_ + "/runs1",
+       "--synthetic-rows", "1200", "--policy-hidden", "32,32", "--runs", "1",
+       "--memory-mb", "300"},
+      dir_ + "/admitted.log");
+  ASSERT_TRUE(admitted.WaitForLog("listening on", 60s)) << admitted.Log();
+  admitted.Signal(SIGTERM);
+  EXPECT_EQ(admitted.Wait(60s), 0) << admitted.Log();
+}
+
 }  // namespace
 }  // namespace ristretto
