@@ -20,6 +20,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # helpers used by scripts
   zlib1g-dev nlohmann-json3-dev
+  # network namespaces for the multi-machine test (tests/integration/netns_test.sh)
+  iproute2
 )
 
 SUDO=""
