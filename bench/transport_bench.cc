@@ -9,7 +9,15 @@
 //                  credits), fed by a client that streams pre-built chunks
 //                  the way ristretto-actor does (sync stream, a reader
 //                  thread for the acks, at most --inflight unacknowledged
-//                  chunks; every Write serialises the proto).
+//                  chunks; every Write serialises the proto). 64 MiB
+//                  message caps, otherwise gRPC's defaults, as in the
+//                  binaries.
+//   grpc_old_codec as grpc, but the server decodes with the chunk codec as it
+//                  was before the issue-4 receive-path work (`legacy` below:
+//                  zero-filled vectors, a copy, then a second pass of
+//                  TrajectoryChunk::Validate()): before/after in one run.
+//   grpc_tuned     as grpc plus large-message HTTP/2 and TCP settings on both
+//                  ends (an experiment; the binaries do not use them).
 //   raw_tcp        the same ActorMessage serialised once, sent
 //                  length-prefixed (8 bytes) over 127.0.0.1; the receiver
 //                  reads every byte into a buffer. No parsing, no acks.
@@ -17,16 +25,28 @@
 //                  receiver parses and validates it (ParseFromArray +
 //                  ChunkFromProto): the CPU work of the gRPC path, no gRPC.
 //
+// --malloc chunks calls learner::TuneAllocatorForChunkTraffic()
+// (learner/grpc_options.h) first, as the binaries would; --malloc default
+// (the default) leaves glibc's adaptive settings. It is a process-wide
+// setting, so the two are compared across processes
+// (scripts/bench_distributed.sh alternates them).
+//
 // A measurement sends --chunks chunks; its clock starts with the first
 // chunk (stream/connection already open) and stops when the receiver has
 // everything (gRPC: the last ack has arrived). MB = 10^6 bytes of the
-// serialised ActorMessage. Env steps = T × B per chunk.
+// serialised ActorMessage. Env steps = T × B per chunk. CPU ms/chunk = the
+// process's user + system CPU time over the measurement (both ends live in
+// this process) per chunk: steadier than wall time on a shared machine.
+// Ratio = raw_tcp's seconds / the variant's seconds in the same repetition.
 //
 // Usage: transport_bench [--reps 5] [--chunks 150] [--steps 128]
 //          [--copies 64] [--obs 106] [--actions 7] [--inflight 4]
+//          [--malloc default|chunks] [--only VARIANT[,VARIANT...]]
+//          (--only: run these and raw_tcp, e.g. under perf)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,8 +68,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/tensor_codec.h"
 #include "grpcpp/grpcpp.h"
 #include "learner/chunk_codec.h"
+#include "learner/grpc_options.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "proto/ristretto.pb.h"
@@ -67,6 +93,8 @@ struct Config {
   int obs = 106;     // D: 1 + 7 assets + 98 features × lookback 1
   int actions = 7;   // A
   int inflight = 4;  // unacknowledged chunks (ristretto-actor's default)
+  std::vector<std::string> only;  // variants to run; empty = all
+  bool tune_malloc = false;       // --malloc chunks
 };
 
 [[noreturn]] void Die(const std::string& what) {
@@ -81,6 +109,16 @@ bool ParseFlags(int argc, char** argv, Config* c) {
       {"--obs", &c->obs},          {"--actions", &c->actions},
       {"--inflight", &c->inflight}};
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      c->only = absl::StrSplit(argv[++i], ',');
+      continue;
+    }
+    if (std::strcmp(argv[i], "--malloc") == 0 && i + 1 < argc) {
+      const std::string mode = argv[++i];
+      if (mode != "default" && mode != "chunks") return false;
+      c->tune_malloc = mode == "chunks";
+      continue;
+    }
     bool known = false;
     for (const auto& [name, value] : flags) {
       if (std::strcmp(argv[i], name) == 0 && i + 1 < argc) {
@@ -129,6 +167,128 @@ v1::ActorMessage MakeChunk(const Config& c, uint32_t seed) {
   learner::ChunkToProto(chunk, 0, message.mutable_chunk());
   return message;
 }
+
+// ---- The chunk codec before the issue-4 receive-path work, verbatim in
+// behaviour (the grpc_old_codec baseline and the codec costs): every
+// tensor decoded into a value-initialised vector, then copied, then
+// TrajectoryChunk::Validate() re-reads everything (sizes, dones, finite
+// values); encoding went through set_data(ptr, n), i.e. a temporary
+// std::string and a second copy.
+namespace legacy {
+
+template <typename T>
+absl::StatusOr<std::vector<T>> Decode(const v1::Tensor& tensor,
+                                      v1::Tensor::DType dtype,
+                                      absl::Span<const int64_t> expected,
+                                      const std::string& name,
+                                      int64_t max_elements,
+                                      std::vector<int64_t>* shape_out) {
+  // The header checks are unchanged (CheckTensor is the old code's first
+  // half); the copy is the old one.
+  absl::StatusOr<int64_t> count =
+      CheckTensor(tensor, dtype, expected, name, max_elements, shape_out);
+  if (!count.ok()) return count.status();
+  std::vector<T> values(static_cast<size_t>(*count));
+  const size_t bytes = values.size() * sizeof(T);
+  if (bytes > 0) std::memcpy(values.data(), tensor.data().data(), bytes);
+  return values;
+}
+
+void Encode(const float* values, size_t n, absl::Span<const int64_t> shape,
+            v1::Tensor* out) {
+  out->set_dtype(v1::Tensor::FLOAT32);
+  out->clear_shape();
+  for (int64_t d : shape) out->add_shape(d);
+  out->set_data(reinterpret_cast<const char*>(values), n * sizeof(float));
+}
+
+void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
+                  v1::TrajectoryChunk* out) {
+  const int64_t T = chunk.steps, B = chunk.copies, D = chunk.obs_size,
+                A = chunk.action_size;
+  out->set_run_id(chunk.run_id);
+  out->set_actor_id(chunk.actor_id);
+  out->clear_env_copy_ids();
+  for (int b = 0; b < chunk.copies; ++b) out->add_env_copy_ids(b);
+  out->set_policy_version(chunk.policy_version);
+  out->set_sequence(sequence);
+  Encode(chunk.obs.data(), chunk.obs.size(), {T + 1, B, D},
+         out->mutable_observations());
+  Encode(chunk.actions.data(), chunk.actions.size(), {T, B, A},
+         out->mutable_actions());
+  Encode(chunk.log_probs.data(), chunk.log_probs.size(), {T, B},
+         out->mutable_log_probs());
+  Encode(chunk.rewards.data(), chunk.rewards.size(), {T, B},
+         out->mutable_rewards());
+  v1::Tensor* dones = out->mutable_dones();
+  dones->set_dtype(v1::Tensor::UINT8);
+  dones->clear_shape();
+  dones->add_shape(T);
+  dones->add_shape(B);
+  dones->set_data(reinterpret_cast<const char*>(chunk.dones.data()),
+                  chunk.dones.size());
+  Encode(chunk.final_obs.data(), chunk.final_obs.size(), {chunk.num_dones(), D},
+         out->mutable_final_observations());
+}
+
+absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
+    const v1::TrajectoryChunk& p, int obs_size, int action_size,
+    const learner::ChunkLimits& limits) {
+  if (p.run_id().empty()) {
+    return absl::InvalidArgumentError("chunk: run_id is empty");
+  }
+  if (p.policy_version() < 0) {
+    return absl::InvalidArgumentError("chunk: policy_version is negative");
+  }
+  const int64_t kMax = int64_t{limits.max_steps + 1} * limits.max_copies *
+                       std::max(obs_size, action_size);
+  std::vector<int64_t> shape;
+  absl::StatusOr<std::vector<float>> obs = Decode<float>(
+      p.observations(), v1::Tensor::FLOAT32, {kAnyDim, kAnyDim, obs_size},
+      "chunk.observations", kMax, &shape);
+  if (!obs.ok()) return obs.status();
+  const int64_t T = shape[0] - 1;
+  const int64_t B = shape[1];
+  if (T < 1 || T > limits.max_steps || B < 1 || B > limits.max_copies) {
+    return absl::InvalidArgumentError("chunk.observations: bad T or B");
+  }
+  learner::TrajectoryChunk c;
+  c.run_id = p.run_id();
+  c.actor_id = p.actor_id();
+  c.policy_version = p.policy_version();
+  c.steps = static_cast<int>(T);
+  c.copies = static_cast<int>(B);
+  c.obs_size = obs_size;
+  c.action_size = action_size;
+  c.obs = *std::move(obs);
+  auto floats = [&](const v1::Tensor& t, const std::vector<int64_t>& expected,
+                    const char* name, std::vector<float>* out) {
+    absl::StatusOr<std::vector<float>> v =
+        Decode<float>(t, v1::Tensor::FLOAT32, expected, name, kMax, nullptr);
+    if (!v.ok()) return v.status();
+    *out = *std::move(v);
+    return absl::OkStatus();
+  };
+  absl::Status s =
+      floats(p.actions(), {T, B, action_size}, "chunk.actions", &c.actions);
+  if (s.ok())
+    s = floats(p.log_probs(), {T, B}, "chunk.log_probs", &c.log_probs);
+  if (s.ok()) s = floats(p.rewards(), {T, B}, "chunk.rewards", &c.rewards);
+  if (!s.ok()) return s;
+  absl::StatusOr<std::vector<uint8_t>> dones = Decode<uint8_t>(
+      p.dones(), v1::Tensor::UINT8, {T, B}, "chunk.dones", kMax, nullptr);
+  if (!dones.ok()) return dones.status();
+  c.dones = *std::move(dones);
+  int64_t n_dones = 0;
+  for (uint8_t d : c.dones) n_dones += d != 0;
+  s = floats(p.final_observations(), {n_dones, obs_size},
+             "chunk.final_observations", &c.final_obs);
+  if (s.ok()) s = c.Validate();
+  if (!s.ok()) return s;
+  return c;
+}
+
+}  // namespace legacy
 
 // ---- gRPC: an Act stream that decodes and acknowledges every chunk.
 
@@ -194,7 +354,8 @@ class ChunkReactor final
 
 class BenchService final : public v1::Learner::CallbackService {
  public:
-  explicit BenchService(const Config& config) : config_(config) {}
+  BenchService(const Config& config, bool legacy_codec)
+      : config_(config), legacy_codec_(legacy_codec) {}
 
   grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>* Act(
       grpc::CallbackServerContext* /*context*/) override {
@@ -202,11 +363,13 @@ class BenchService final : public v1::Learner::CallbackService {
   }
 
   const Config& config() const { return config_; }
+  bool legacy_codec() const { return legacy_codec_; }
   std::atomic<int64_t> steps_decoded{0};
   std::atomic<int64_t> chunks_rejected{0};
 
  private:
   const Config config_;
+  const bool legacy_codec_;
 };
 
 void ChunkReactor::OnReadDone(bool ok) {
@@ -216,8 +379,12 @@ void ChunkReactor::OnReadDone(bool ok) {
   }
   if (in_.has_chunk()) {
     const Config& c = service_->config();
-    absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
-        in_.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    absl::StatusOr<learner::TrajectoryChunk> chunk =
+        service_->legacy_codec()
+            ? legacy::ChunkFromProto(in_.chunk(), c.obs, c.actions,
+                                     learner::ChunkLimits{})
+            : learner::ChunkFromProto(in_.chunk(), c.obs, c.actions,
+                                      learner::ChunkLimits{});
     v1::LearnerMessage ack;
     ack.mutable_ack()->set_sequence(in_.chunk().sequence());
     ack.mutable_ack()->set_credits(c.inflight);
@@ -435,37 +602,78 @@ double Median(std::vector<double> v) {
 }
 
 // Single-thread CPU cost of the codec steps on one chunk (medians of
-// `iterations`, milliseconds): where the gRPC path's time goes besides the
-// socket.
+// `iterations`, milliseconds; old and new codec interleaved): where the
+// gRPC path's time goes besides the socket.
 void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
                      int iterations) {
-  std::vector<double> serialise, parse, decode;
+  absl::StatusOr<learner::TrajectoryChunk> source = learner::ChunkFromProto(
+      message.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+  if (!source.ok()) Die(std::string(source.status().message()));
+  enum Step {
+    kEncodeOld,
+    kEncode,
+    kSerialise,
+    kParse,
+    kDecodeOld,
+    kDecode,
+    kDecodeReuse,
+    kSteps
+  };
+  const char* const names[kSteps] = {"ChunkToProto (old)",   "ChunkToProto",
+                                     "SerializeToString",    "ParseFromString",
+                                     "ChunkFromProto (old)", "ChunkFromProto",
+                                     "ChunkFromProto reuse"};
+  std::vector<double> ms[kSteps];
   std::string bytes;
   v1::ActorMessage parsed;
+  learner::TrajectoryChunk reused;
   for (int i = 0; i < iterations; ++i) {
-    Clock::time_point t0 = Clock::now();
-    message.SerializeToString(&bytes);
-    Clock::time_point t1 = Clock::now();
+    Clock::time_point t[kSteps + 1];
+    {
+      v1::ActorMessage old_encoded, encoded;
+      t[0] = Clock::now();
+      legacy::ChunkToProto(*source, 0, old_encoded.mutable_chunk());
+      t[1] = Clock::now();
+      learner::ChunkToProto(*source, 0, encoded.mutable_chunk());
+      t[2] = Clock::now();
+      encoded.SerializeToString(&bytes);
+      t[3] = Clock::now();
+    }
     if (!parsed.ParseFromString(bytes)) Die("parse failed");
-    Clock::time_point t2 = Clock::now();
+    t[4] = Clock::now();
+    absl::StatusOr<learner::TrajectoryChunk> old_chunk = legacy::ChunkFromProto(
+        parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    t[5] = Clock::now();
     absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
         parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{});
-    Clock::time_point t3 = Clock::now();
-    if (!chunk.ok()) Die(std::string(chunk.status().message()));
-    serialise.push_back(std::chrono::duration<double>(t1 - t0).count());
-    parse.push_back(std::chrono::duration<double>(t2 - t1).count());
-    decode.push_back(std::chrono::duration<double>(t3 - t2).count());
+    t[6] = Clock::now();
+    const absl::Status reuse = learner::ChunkFromProto(
+        parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{}, &reused);
+    t[7] = Clock::now();
+    if (!old_chunk.ok() || !chunk.ok() || !reuse.ok() ||
+        chunk->obs != old_chunk->obs || reused.obs != chunk->obs ||
+        chunk->final_obs != old_chunk->final_obs) {
+      Die("codec costs: the decoders disagree");
+    }
+    for (int k = 0; k < kSteps; ++k) {
+      ms[k].push_back(std::chrono::duration<double>(t[k + 1] - t[k]).count() *
+                      1e3);
+    }
   }
   const double mb = static_cast<double>(bytes.size()) / 1e6;
-  const std::pair<const char*, std::vector<double>*> steps[] = {
-      {"SerializeToString", &serialise},
-      {"ParseFromString", &parse},
-      {"ChunkFromProto", &decode}};
-  for (const auto& [name, v] : steps) {
-    const double m = Median(*v);
-    std::printf("codec %-18s %6.3f ms/chunk %8.1f MB/s (one thread)\n", name,
-                m * 1e3, mb / m);
+  for (int k = 0; k < kSteps; ++k) {
+    const double m = Median(ms[k]);
+    std::printf("codec %-21s %6.3f ms/chunk %8.1f MB/s (one thread)\n",
+                names[k], m, mb / m * 1e3);
   }
+}
+
+// Process CPU time (user + system) in seconds.
+double CpuSeconds() {
+  rusage u = {};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 int Main(int argc, char** argv) {
@@ -474,8 +682,12 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: transport_bench [--reps 5] [--chunks 150] "
                  "[--steps 128] [--copies 64] [--obs 106] [--actions 7] "
-                 "[--inflight 4]\n");
+                 "[--inflight 4] [--malloc default|chunks] "
+                 "[--only VARIANT,...]\n");
     return 2;
+  }
+  if (c.tune_malloc && !learner::TuneAllocatorForChunkTraffic()) {
+    Die("mallopt refused the chunk settings");
   }
   constexpr int kDistinctChunks = 4;
   std::vector<v1::ActorMessage> messages;
@@ -490,75 +702,111 @@ int Main(int argc, char** argv) {
   const double chunk_mb = static_cast<double>(bytes[0].size()) / 1e6;
   const double chunk_steps = static_cast<double>(c.steps) * c.copies;
 
-  BenchService service(c);
-  std::unique_ptr<grpc::Server> server, tuned_server;
-  std::unique_ptr<v1::Learner::Stub> stub, tuned_stub;
-  StartGrpc(&service, false, &server, &stub);
-  StartGrpc(&service, true, &tuned_server, &tuned_stub);
+  // One server and stub per gRPC variant (each its own connection).
+  struct GrpcEnd {
+    std::unique_ptr<BenchService> service;
+    std::unique_ptr<grpc::Server> server;
+    std::unique_ptr<v1::Learner::Stub> stub;
+  };
+  auto start = [&](bool tuned, bool legacy_codec) {
+    GrpcEnd end;
+    end.service = std::make_unique<BenchService>(c, legacy_codec);
+    StartGrpc(end.service.get(), tuned, &end.server, &end.stub);
+    return end;
+  };
+  struct Variant {
+    std::string name;
+    GrpcEnd grpc;  // no server: a raw TCP variant
+    bool codec = false;
+  };
+  std::vector<Variant> all;
+  all.push_back({"grpc", start(false, false)});
+  all.push_back({"grpc_old_codec", start(false, true)});
+  all.push_back({"grpc_tuned", start(true, false)});
+  all.push_back({"raw_tcp", {}, false});
+  all.push_back({"raw_tcp_codec", {}, true});
+  std::vector<Variant> variants;
+  for (Variant& v : all) {
+    if (v.name == "raw_tcp" || c.only.empty() ||
+        std::find(c.only.begin(), c.only.end(), v.name) != c.only.end()) {
+      variants.push_back(std::move(v));
+    }
+  }
+  const int n = static_cast<int>(variants.size());
+  int raw = 0;
+  while (variants[raw].name != "raw_tcp") ++raw;
 
   std::printf(
       "transport_bench: T=%d B=%d D=%d A=%d, chunk %zu bytes (%.0f env steps), "
       "%d chunks per measurement, %d repetitions interleaved, inflight %d, "
-      "%u cores\n",
+      "malloc %s, %u cores\n",
       c.steps, c.copies, c.obs, c.actions, bytes[0].size(), chunk_steps,
-      c.chunks, c.reps, c.inflight, std::thread::hardware_concurrency());
+      c.chunks, c.reps, c.inflight, c.tune_malloc ? "chunks" : "default",
+      std::thread::hardware_concurrency());
 
-  enum Variant { kGrpc = 0, kGrpcTuned = 1, kRaw = 2, kRawCodec = 3 };
-  constexpr int kVariants = 4;
-  const char* const kNames[kVariants] = {"grpc", "grpc_tuned", "raw_tcp",
-                                         "raw_tcp_codec"};
-  auto measure = [&](int variant, int chunks) {
-    switch (variant) {
-      case kGrpc:
-        return RunGrpc(stub.get(), &messages, chunks, c.inflight);
-      case kGrpcTuned:
-        return RunGrpc(tuned_stub.get(), &messages, chunks, c.inflight);
-      case kRaw:
-        return RunRawTcp(c, &messages, bytes, chunks, false);
-      default:
-        return RunRawTcp(c, &messages, bytes, chunks, true);
+  int64_t grpc_chunks_sent = 0;
+  // Returns {wall seconds, process CPU seconds}.
+  auto measure = [&](int v, int chunks) {
+    const double cpu0 = CpuSeconds();
+    double seconds = 0.0;
+    Variant& variant = variants[v];
+    if (variant.grpc.stub != nullptr) {
+      seconds = RunGrpc(variant.grpc.stub.get(), &messages, chunks, c.inflight);
+      grpc_chunks_sent += chunks;
+    } else {
+      seconds = RunRawTcp(c, &messages, bytes, chunks, variant.codec);
     }
+    return std::make_pair(seconds, CpuSeconds() - cpu0);
   };
   // Warm-up (connections, allocators, page faults), not reported.
   const int warmup_chunks = std::max(1, c.chunks / 4);
-  for (int v = 0; v < kVariants; ++v) measure(v, warmup_chunks);
+  for (int v = 0; v < n; ++v) measure(v, warmup_chunks);
 
   PrintCodecCosts(c, messages[0], 20);
 
-  std::vector<double> seconds[kVariants];
-  std::vector<double> ratios[kVariants];  // raw_tcp seconds / variant seconds
+  std::vector<std::vector<double>> seconds(n), cpu(n), ratios(n);
   for (int rep = 0; rep < c.reps; ++rep) {
-    double s[kVariants] = {};
-    for (int k = 0; k < kVariants; ++k) {  // rotate the order every rep
-      const int v = (rep + k) % kVariants;
-      s[v] = measure(v, c.chunks);
+    std::vector<std::pair<double, double>> r(n);
+    for (int k = 0; k < n; ++k) {  // rotate the order every rep
+      const int v = (rep + k) % n;
+      r[v] = measure(v, c.chunks);
     }
-    for (int v = 0; v < kVariants; ++v) {
-      seconds[v].push_back(s[v]);
-      ratios[v].push_back(s[kRaw] / s[v]);
-      std::printf("rep %d %-14s %7.3f s %8.1f MB/s %7.3f M env steps/s\n",
-                  rep + 1, kNames[v], s[v], c.chunks * chunk_mb / s[v],
-                  c.chunks * chunk_steps / s[v] / 1e6);
+    for (int v = 0; v < n; ++v) {
+      const double s = r[v].first;
+      seconds[v].push_back(s);
+      cpu[v].push_back(r[v].second * 1e3 / c.chunks);
+      ratios[v].push_back(r[raw].first / s);
+      std::printf(
+          "rep %d %-15s %7.3f s %8.1f MB/s %7.3f M env steps/s %6.2f CPU "
+          "ms/chunk ratio %.3f\n",
+          rep + 1, variants[v].name.c_str(), s, c.chunks * chunk_mb / s,
+          c.chunks * chunk_steps / s / 1e6, cpu[v].back(), ratios[v].back());
     }
+    std::fflush(stdout);
   }
   // Every chunk the gRPC clients sent was decoded and validated.
-  const int64_t expected =
-      (int64_t{c.chunks} * c.reps + warmup_chunks) * 2 * c.steps * c.copies;
-  const int64_t decoded = service.steps_decoded.load();
+  const int64_t expected = grpc_chunks_sent * c.steps * c.copies;
+  int64_t decoded = 0, rejected = 0;
+  for (const Variant& v : variants) {
+    if (v.grpc.service == nullptr) continue;
+    decoded += v.grpc.service->steps_decoded.load();
+    rejected += v.grpc.service->chunks_rejected.load();
+  }
   std::printf("grpc servers decoded %" PRId64 " of %" PRId64
               " env steps sent, rejected %" PRId64 " chunks\n",
-              decoded, expected, service.chunks_rejected.load());
-  for (int v = 0; v < kVariants; ++v) {
+              decoded, expected, rejected);
+  for (int v = 0; v < n; ++v) {
     const double m = Median(seconds[v]);
     std::printf(
-        "median %-14s %7.3f s %8.1f MB/s %7.3f M env steps/s  "
-        "(vs raw_tcp: %.2f, median of per-rep ratios)\n",
-        kNames[v], m, c.chunks * chunk_mb / m, c.chunks * chunk_steps / m / 1e6,
-        Median(ratios[v]));
+        "median %-15s %7.3f s %8.1f MB/s %7.3f M env steps/s %6.2f CPU "
+        "ms/chunk  (vs raw_tcp: %.2f, median of per-rep ratios)\n",
+        variants[v].name.c_str(), m, c.chunks * chunk_mb / m,
+        c.chunks * chunk_steps / m / 1e6, Median(cpu[v]), Median(ratios[v]));
   }
-  server->Shutdown();
-  tuned_server->Shutdown();
-  return decoded == expected && service.chunks_rejected.load() == 0 ? 0 : 1;
+  for (Variant& v : variants) {
+    if (v.grpc.server != nullptr) v.grpc.server->Shutdown();
+  }
+  return decoded == expected && rejected == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -129,5 +129,166 @@ TEST(ChunkCodecTest, DoneValuesOtherThanZeroOrOneAreRejected) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("dones"));
 }
 
+// Every float field is checked for finiteness, with Validate()'s wording
+// (field, flat index, position, value).
+TEST(ChunkCodecTest, NonFiniteValuesInEveryFieldAreRejected) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    float* (*field)(TrajectoryChunk*);
+    float value;
+    std::string message;
+  };
+  const Case cases[] = {
+      {[](TrajectoryChunk* c) { return &c->obs[13]; }, inf,
+       "chunk obs[13] (step 1, copy 1, element 1) is inf"},
+      {[](TrajectoryChunk* c) { return &c->actions[5]; }, -inf,
+       "chunk actions[5] (step 1, copy 0, element 1) is -inf"},
+      {[](TrajectoryChunk* c) { return &c->log_probs[0]; }, nan,
+       "chunk log_probs[0] (step 0, copy 0) is nan"},
+      {[](TrajectoryChunk* c) { return &c->rewards[5]; }, nan,
+       "chunk rewards[5] (step 2, copy 1) is nan"},
+      {[](TrajectoryChunk* c) { return &c->final_obs[3]; }, -nan,
+       "chunk final_obs[3] (done 0, element 3) is"},
+  };
+  for (const Case& k : cases) {
+    TrajectoryChunk c = MakeChunk();
+    *k.field(&c) = k.value;
+    const absl::Status s = Decode(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << k.message;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(k.message));
+    EXPECT_EQ(s.message(), c.Validate().message());  // the same wording
+  }
+}
+
+// T = 64, B = 8, D = 20, A = 3: arrays past one 4096-value copy block.
+TrajectoryChunk MakeLargeChunk() {
+  TrajectoryChunk c;
+  c.run_id = "run-2";
+  c.actor_id = "actor-1";
+  c.policy_version = 3;
+  c.steps = 64;
+  c.copies = 8;
+  c.obs_size = 20;
+  c.action_size = 3;
+  for (int i = 0; i < 65 * 8 * 20; ++i) c.obs.push_back(0.001f * i - 5.0f);
+  for (int i = 0; i < 64 * 8 * 3; ++i) c.actions.push_back(0.01f * (i % 97));
+  for (int i = 0; i < 64 * 8; ++i) c.log_probs.push_back(-0.01f * i);
+  for (int i = 0; i < 64 * 8; ++i) c.rewards.push_back(i % 2 ? 1e-3f : -0.0f);
+  c.dones.assign(64 * 8, 0);
+  for (int i : {7, 100, 511}) {
+    c.dones[i] = 1;
+    for (int d = 0; d < 20; ++d) c.final_obs.push_back(i + 0.5f * d);
+  }
+  return c;
+}
+
+TEST(ChunkCodecTest, NanPastTheFirstCopyBlockIsRejectedWithItsIndex) {
+  TrajectoryChunk c = MakeLargeChunk();
+  c.obs[10000] = std::numeric_limits<float>::quiet_NaN();  // step 62, copy 4
+  const absl::Status s = Decode(c, 20, 3);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "chunk obs[10000] (step 62, copy 4, element 0) is nan");
+}
+
+TEST(ChunkCodecTest, LargeChunkRoundTripsAndPassesValidate) {
+  const TrajectoryChunk c = MakeLargeChunk();
+  v1::TrajectoryChunk proto;
+  ChunkToProto(c, 9, &proto);
+  auto back = ChunkFromProto(proto, 20, 3, ChunkLimits{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->Validate().ok());
+  EXPECT_EQ(back->obs, c.obs);
+  EXPECT_EQ(back->actions, c.actions);
+  EXPECT_EQ(back->log_probs, c.log_probs);
+  EXPECT_EQ(back->rewards, c.rewards);
+  EXPECT_EQ(back->dones, c.dones);
+  EXPECT_EQ(back->final_obs, c.final_obs);
+  EXPECT_EQ(back->num_samples(), 64 * 8);
+}
+
+TEST(ChunkCodecTest, DecodingIntoAReusedChunkMatchesAFreshDecode) {
+  v1::TrajectoryChunk large, small;
+  ChunkToProto(MakeLargeChunk(), 0, &large);
+  ChunkToProto(MakeChunk(), 0, &small);
+  TrajectoryChunk reused;
+  ASSERT_TRUE(ChunkFromProto(large, 20, 3, ChunkLimits{}, &reused).ok());
+  const float* storage = reused.obs.data();
+  // A smaller chunk into the same arrays: no reallocation, nothing left over.
+  ASSERT_TRUE(ChunkFromProto(small, 4, 2, ChunkLimits{}, &reused).ok());
+  EXPECT_EQ(reused.obs.data(), storage);
+  const TrajectoryChunk expected = MakeChunk();
+  EXPECT_EQ(reused.run_id, expected.run_id);
+  EXPECT_EQ(reused.steps, 3);
+  EXPECT_EQ(reused.copies, 2);
+  EXPECT_EQ(reused.obs, expected.obs);
+  EXPECT_EQ(reused.actions, expected.actions);
+  EXPECT_EQ(reused.log_probs, expected.log_probs);
+  EXPECT_EQ(reused.rewards, expected.rewards);
+  EXPECT_EQ(reused.dones, expected.dones);
+  EXPECT_EQ(reused.final_obs, expected.final_obs);
+  EXPECT_TRUE(reused.Validate().ok());
+  // After a rejected chunk the same object decodes the next one correctly.
+  TrajectoryChunk bad = MakeLargeChunk();
+  bad.rewards[300] = std::numeric_limits<float>::infinity();
+  v1::TrajectoryChunk bad_proto;
+  ChunkToProto(bad, 0, &bad_proto);
+  EXPECT_EQ(ChunkFromProto(bad_proto, 20, 3, ChunkLimits{}, &reused).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ChunkFromProto(large, 20, 3, ChunkLimits{}, &reused).ok());
+  EXPECT_EQ(reused.obs, MakeLargeChunk().obs);
+  EXPECT_EQ(reused.rewards, MakeLargeChunk().rewards);
+}
+
+TEST(ChunkCodecTest, ShapeErrorsAreReportedBeforeValueErrors) {
+  // A NaN observation and a wrong action shape: every tensor's shape is
+  // checked before any value is copied.
+  TrajectoryChunk c = MakeChunk();
+  c.obs[0] = std::numeric_limits<float>::quiet_NaN();
+  v1::TrajectoryChunk proto;
+  ChunkToProto(c, 0, &proto);
+  proto.mutable_actions()->set_shape(2, 5);
+  const absl::Status s = ChunkFromProto(proto, 4, 2, ChunkLimits{}).status();
+  EXPECT_EQ(s.message(), "chunk.actions: shape [3, 2, 5], expected [3, 2, 2]");
+}
+
+TEST(ChunkCodecTest, WrongDtypesAndByteCountsAreRejected) {
+  v1::TrajectoryChunk proto;
+  ChunkToProto(MakeChunk(), 0, &proto);
+  v1::TrajectoryChunk dones_as_float = proto;
+  dones_as_float.mutable_dones()->set_dtype(v1::Tensor::FLOAT32);
+  EXPECT_EQ(
+      ChunkFromProto(dones_as_float, 4, 2, ChunkLimits{}).status().message(),
+      "chunk.dones: dtype is float32, expected uint8");
+  v1::TrajectoryChunk short_rewards = proto;
+  short_rewards.mutable_rewards()->mutable_data()->resize(23);
+  EXPECT_THAT(std::string(ChunkFromProto(short_rewards, 4, 2, ChunkLimits{})
+                              .status()
+                              .message()),
+              HasSubstr("chunk.rewards: 23 data bytes for shape [3, 2]"));
+}
+
+TEST(ChunkCodecTest, RunSizesBelowOneAreRejected) {
+  v1::TrajectoryChunk proto;
+  ChunkToProto(MakeChunk(), 0, &proto);
+  EXPECT_EQ(ChunkFromProto(proto, 4, 0, ChunkLimits{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChunkFromProto(proto, 0, 2, ChunkLimits{}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ChunkCodecTest, EncodingIntoAReusedMessageReplacesEveryField) {
+  v1::TrajectoryChunk proto;
+  ChunkToProto(MakeLargeChunk(), 1, &proto);
+  ChunkToProto(MakeChunk(), 2, &proto);
+  EXPECT_EQ(proto.sequence(), 2);
+  EXPECT_EQ(proto.env_copy_ids_size(), 2);
+  auto back = ChunkFromProto(proto, 4, 2, ChunkLimits{});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->obs, MakeChunk().obs);
+  EXPECT_EQ(back->final_obs, MakeChunk().final_obs);
+}
+
 }  // namespace
 }  // namespace ristretto::learner

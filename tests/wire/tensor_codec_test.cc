@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,113 @@ TEST(TensorCodecTest, NegativeAndOversizedShapesAreRejectedWithoutAllocating) {
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(decoded.status().message()),
               HasSubstr("exceeds the limit of 1000 elements"));
+}
+
+TEST(TensorCodecTest, CheckTensorReturnsTheCountAndTheDecodersErrors) {
+  v1::Tensor t;
+  EncodeFloat32(std::vector<float>(6, 1.0f), {2, 3}, &t);
+  std::vector<int64_t> shape;
+  auto count =
+      CheckTensor(t, v1::Tensor::FLOAT32, {kAnyDim, 3}, "x", 100, &shape);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count, 6);
+  EXPECT_THAT(shape, ElementsAre(2, 3));
+  EXPECT_EQ(
+      CheckTensor(t, v1::Tensor::UINT8, {2, 3}, "x", 100).status().message(),
+      "x: dtype is float32, expected uint8");
+  EXPECT_EQ(CheckTensor(t, v1::Tensor::FLOAT32, {kAnyDim, 4}, "x", 100)
+                .status()
+                .message(),
+            "x: shape [2, 3], expected [*, 4]");
+  EXPECT_THAT(std::string(CheckTensor(t, v1::Tensor::FLOAT32, {2, 3}, "x", 5)
+                              .status()
+                              .message()),
+              HasSubstr("exceeds the limit of 5 elements"));
+  t.mutable_data()->push_back('\0');
+  EXPECT_EQ(
+      CheckTensor(t, v1::Tensor::FLOAT32, {2, 3}, "x", 100).status().message(),
+      "x: 25 data bytes for shape [2, 3], expected 24");
+}
+
+std::string Bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()),
+                     v.size() * sizeof(float));
+}
+
+TEST(TensorCodecTest, AppendFloat32AppendsAfterExistingValuesBitForBit) {
+  const std::vector<float> values = {-0.0f, 1e-45f, 3.4e38f, -2.5f};
+  std::vector<float> out = {7.0f};
+  EXPECT_EQ(AppendFloat32(Bytes(values), /*finite_only=*/true, &out), -1);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[0], 7.0f);
+  EXPECT_EQ(Bytes(std::vector<float>(out.begin() + 1, out.end())),
+            Bytes(values));
+  EXPECT_EQ(AppendFloat32("", true, &out), -1);
+  EXPECT_EQ(out.size(), 5u);
+}
+
+TEST(TensorCodecTest, AppendFloat32ReusesCapacity) {
+  std::vector<float> out;
+  out.reserve(100);
+  const float* storage = out.data();
+  EXPECT_EQ(AppendFloat32(Bytes(std::vector<float>(100, 0.5f)), true, &out),
+            -1);
+  EXPECT_EQ(out.data(), storage);
+  EXPECT_EQ(out, std::vector<float>(100, 0.5f));
+}
+
+TEST(TensorCodecTest, AppendFloat32StopsAtTheFirstNonFiniteValue) {
+  // Every kind of non-finite value, early, in a later copy block (blocks
+  // are 4096 values) and as the very last value.
+  uint32_t negative_nan_bits = 0xffc00001U;
+  float negative_nan;
+  std::memcpy(&negative_nan, &negative_nan_bits, sizeof(negative_nan));
+  const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::signaling_NaN(),
+                              negative_nan,
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity()};
+  for (float bad : bad_values) {
+    for (size_t at : {size_t{0}, size_t{3}, size_t{4095}, size_t{4096},
+                      size_t{9000}, size_t{9999}}) {
+      std::vector<float> values(10000, 1.0f);
+      values[at] = bad;
+      if (at < 9999) values[9999] = bad;  // a second one after it
+      std::vector<float> out;
+      EXPECT_EQ(AppendFloat32(Bytes(values), true, &out),
+                static_cast<int64_t>(at))
+          << bad << " at " << at;
+      EXPECT_EQ(out.size(), at);
+      // Without the check every value is copied.
+      std::vector<float> all;
+      EXPECT_EQ(AppendFloat32(Bytes(values), false, &all), -1);
+      ASSERT_EQ(all.size(), values.size());
+      EXPECT_EQ(Bytes(all), Bytes(values));
+    }
+  }
+}
+
+TEST(TensorCodecTest, EncodeOverwritesAReusedTensor) {
+  v1::Tensor t;
+  EncodeFloat32(std::vector<float>(8, 1.0f), {2, 4}, &t);
+  EncodeFloat32(std::vector<float>{2.0f, 3.0f}, {2}, &t);
+  EXPECT_THAT(t.shape(), ElementsAre(2));
+  auto decoded = DecodeFloat32(t, {2}, "x", 100);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_THAT(*decoded, ElementsAre(2.0f, 3.0f));
+  EncodeUint8(std::vector<uint8_t>{}, {0}, &t);
+  EXPECT_EQ(t.dtype(), v1::Tensor::UINT8);
+  EXPECT_TRUE(t.data().empty());
+}
+
+TEST(TensorCodecTest, DecodeFloat32KeepsNonFiniteValues) {
+  // Finiteness is the chunk codec's rule, not the tensor codec's.
+  v1::Tensor t;
+  EncodeFloat32(std::vector<float>{std::numeric_limits<float>::infinity()}, {1},
+                &t);
+  auto decoded = DecodeFloat32(t, {1}, "x", 100);
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_TRUE(std::isinf((*decoded)[0]));
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Process settings for binaries that move trajectory chunks through gRPC
+// (ristretto-learner, ristretto-actor; issue 4: ~3.8 MB per 128-step ×
+// 64-copy chunk, hundreds per second). Header-only.
+//
+// Measured with bench/transport_bench (docs/performance.md, "Distributed
+// transport and end to end"):
+//  - glibc's allocator is what costs: every chunk allocates several
+//    multi-megabyte buffers (gRPC's read and write slices, the parsed
+//    proto's strings, the decoded vectors) and frees them a moment later.
+//    By default those blocks are mmap'ed or trimmed back to the kernel
+//    when freed, so the next chunk page-faults on ~1,000 fresh zeroed
+//    pages: ~1 ms of CPU per chunk, more than the codec itself. Keeping
+//    them in the process removes that (TuneAllocatorForChunkTraffic()).
+//  - HTTP/2 and TCP channel arguments (16 MiB lookahead and frames, BDP
+//    probe off, 8 MiB write buffer, 1–16 MiB TCP reads: the bench's
+//    grpc_tuned variant) change neither CPU per chunk nor throughput
+//    measurably on loopback, so the binaries keep gRPC's defaults beside
+//    their message-size caps.
+#ifndef RISTRETTO_LEARNER_GRPC_OPTIONS_H_
+#define RISTRETTO_LEARNER_GRPC_OPTIONS_H_
+
+#include <malloc.h>
+
+namespace ristretto::learner {
+
+// Blocks below this are served from malloc's arenas instead of their own
+// mmap (the largest value glibc accepts on 64-bit).
+inline constexpr int kChunkMmapThresholdBytes = 32 << 20;
+// Free memory at the top of an arena is returned to the kernel only past
+// this (a non-main arena is at most 64 MiB, so it keeps its pages).
+inline constexpr int kChunkTrimThresholdBytes = 64 << 20;
+
+// Makes glibc keep freed multi-megabyte blocks for reuse (fixed mmap and
+// trim thresholds instead of the adaptive defaults). Call once at start-up,
+// before the gRPC server or channel is created. Cost: the process keeps up
+// to ~64 MiB of freed memory per malloc arena instead of returning it.
+// Returns false if glibc refused a setting (the defaults then stay).
+inline bool TuneAllocatorForChunkTraffic() {
+  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kChunkMmapThresholdBytes) == 1;
+  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kChunkTrimThresholdBytes) == 1;
+  return mmap_ok && trim_ok;
+}
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_GRPC_OPTIONS_H_
