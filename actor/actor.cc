@@ -24,9 +24,9 @@
 #include "env/vector_env.h"
 #include "learner/chunk_codec.h"
 #include "learner/dataset_cache.h"
-#include "proto/coordinator.grpc.pb.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
+#include "proto/coordinator.grpc.pb.h"
 
 namespace ristretto::actor {
 namespace {
@@ -130,10 +130,11 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   }
   if (options.max_message_bytes < 1 ||
       options.initial_backoff <= absl::ZeroDuration() ||
-      options.max_backoff < options.initial_backoff) {
+      options.max_backoff < options.initial_backoff ||
+      options.drain_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        "max_message_bytes must be >= 1 and 0 < initial_backoff <= "
-        "max_backoff");
+        "max_message_bytes must be >= 1, 0 < initial_backoff <= "
+        "max_backoff and drain_timeout >= 0");
   }
   ActorOptions filled = options;
   if (filled.actor_id.empty()) {
@@ -319,6 +320,8 @@ grpc::Status Actor::RunSession() {
     session_error_ = absl::OkStatus();
     session_assigned_ = false;
     learner_stop_.reset();
+    reader_done_ = false;
+    rollout_done_ = false;
     unacked_.clear();
     window_ = options_.max_inflight;
     if (stop_) return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
@@ -338,6 +341,7 @@ grpc::Status Actor::RunSession() {
   if (stream->Write(hello_message)) {
     std::thread reader([this, &stream] { ReaderLoop(stream.get()); });
     std::thread rollout([this, &stream] { RolloutLoop(stream.get()); });
+    bool drain = false;
     {
       absl::MutexLock lock(&mu_);
       while (session_end_ == SessionEnd::kNone && !stop_) {
@@ -356,10 +360,16 @@ grpc::Status Actor::RunSession() {
       // a dataset fetch (the next session starts it again).
       cv_.SignalAll();
       if (fetch_ctx_ != nullptr) fetch_ctx_->TryCancel();
-      // A stream the learner closed keeps its status for Finish(); any
-      // other end cancels the call (Stop() may still cancel it later).
-      if (session_end_ != SessionEnd::kStreamClosed) ctx.TryCancel();
+      // A stream the learner closed keeps its status for Finish(), and one
+      // it stopped is drained (chunks already written are still counted
+      // there); any other end cancels the call (Stop() may still cancel it
+      // later).
+      drain = session_end_ == SessionEnd::kLearnerStop && !stop_;
+      if (session_end_ != SessionEnd::kStreamClosed && !drain) {
+        ctx.TryCancel();
+      }
     }
+    if (drain) DrainSession(&ctx);
     reader.join();
     rollout.join();
   } else {
@@ -371,9 +381,36 @@ grpc::Status Actor::RunSession() {
   return status;
 }
 
+void Actor::DrainSession(grpc::ClientContext* ctx) {
+  const absl::Time deadline = absl::Now() + options_.drain_timeout;
+  absl::MutexLock lock(&mu_);
+  while (!stop_ && !(reader_done_ && rollout_done_) && absl::Now() < deadline) {
+    cv_.WaitWithDeadline(&mu_, deadline);
+  }
+  if (reader_done_ && rollout_done_) return;
+  if (!stop_) {
+    std::fprintf(stderr,
+                 "actor %s: the learner did not end the stream within %s of "
+                 "its stop; cancelling\n",
+                 options_.actor_id.c_str(),
+                 Millis(options_.drain_timeout).c_str());
+  }
+  // Unblocks a Write held by flow control and the reader's Read.
+  ctx->TryCancel();
+}
+
 void Actor::ReaderLoop(Stream* stream) {
   v1::LearnerMessage message;
   while (stream->Read(&message)) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_) break;
+      if (session_end_ == SessionEnd::kLearnerStop) {
+        // Draining after the learner's Stop: only the acks of chunks
+        // written before it still matter.
+        if (!message.has_ack()) continue;
+      }
+    }
     switch (message.kind_case()) {
       case v1::LearnerMessage::kAssignment:
         HandleAssignment(message.assignment());
@@ -390,10 +427,20 @@ void Actor::ReaderLoop(Stream* stream) {
       case v1::LearnerMessage::KIND_NOT_SET:
         break;  // a newer learner's message kind: ignore
     }
+    // Any end but the learner's Stop cancels the call: stop reading. After
+    // a Stop, read on until the learner ends the call.
     absl::MutexLock lock(&mu_);
-    if (session_end_ != SessionEnd::kNone || stop_) break;
+    if (stop_ || (session_end_ != SessionEnd::kNone &&
+                  session_end_ != SessionEnd::kLearnerStop)) {
+      break;
+    }
   }
-  EndSession(SessionEnd::kStreamClosed, absl::OkStatus());
+  absl::MutexLock lock(&mu_);
+  if (session_end_ == SessionEnd::kNone) {
+    session_end_ = SessionEnd::kStreamClosed;
+  }
+  reader_done_ = true;
+  cv_.SignalAll();
 }
 
 void Actor::HandleAssignment(const v1::RunAssignment& a) {
@@ -541,6 +588,18 @@ void Actor::RolloutLoop(Stream* stream) {
     status = absl::InternalError(absl::StrCat("rollout: ", e.what()));
   }
   if (!status.ok()) EndSession(SessionEnd::kError, status);
+  bool half_close = false;
+  {
+    absl::MutexLock lock(&mu_);
+    half_close = session_end_ == SessionEnd::kLearnerStop && !stop_;
+  }
+  // The learner stopped us: no more chunks. Half-closing tells it that it
+  // has read every chunk we wrote; it then ends the call (DrainSession).
+  // This thread is the stream's only writer, so nothing races the close.
+  if (half_close) stream->WritesDone();
+  absl::MutexLock lock(&mu_);
+  rollout_done_ = true;
+  cv_.SignalAll();
 }
 
 absl::Status Actor::RolloutChunks(Stream* stream) {

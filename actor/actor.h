@@ -11,7 +11,12 @@
 // updates the shared state) and a rollout thread (applies assignments, steps
 // the envs, writes chunks). Shutdown order: the supervisor cancels the
 // stream, joins the reader and the rollout thread, then finishes the call;
-// nothing outlives Run().
+// nothing outlives Run(). A session the learner ends with a Stop message is
+// drained instead of cancelled: the rollout thread stops writing and
+// half-closes the stream, the reader keeps reading acks until the learner
+// ends the call (which it does once it has read every chunk written before
+// the half-close), so each chunk counted in env_steps_sent() reaches the
+// learner's accounting; after drain_timeout the call is cancelled.
 #ifndef RISTRETTO_ACTOR_ACTOR_H_
 #define RISTRETTO_ACTOR_ACTOR_H_
 
@@ -67,6 +72,10 @@ struct ActorOptions {
   // new assignment arrives within `idle_timeout`; otherwise wait forever.
   bool exit_when_idle = false;
   absl::Duration idle_timeout = absl::Seconds(2);
+  // After the learner's Stop: how long to wait for the chunks written
+  // before it to be read (the learner ends the call after the actor's
+  // half-close) before cancelling the call.
+  absl::Duration drain_timeout = absl::Seconds(10);
 };
 
 // The default dataset cache directory (see ActorOptions::cache_dir).
@@ -154,6 +163,10 @@ class Actor {
   void HandleStop(const v1::Stop& stop);
   // Ends the current session (first call wins); wakes every waiter.
   void EndSession(SessionEnd end, absl::Status error);
+  // After the learner's Stop: waits (drain_timeout at most, Stop() cuts it
+  // short) for the rollout thread to half-close and the learner to end the
+  // call; cancels `ctx` if it has not by then.
+  void DrainSession(grpc::ClientContext* ctx);
 
   // Rollout thread. Returns OK when the session ends; errors end it.
   absl::Status RolloutChunks(
@@ -212,6 +225,10 @@ class Actor {
   absl::Status session_error_ ABSL_GUARDED_BY(mu_);
   bool session_assigned_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<v1::Stop> learner_stop_ ABSL_GUARDED_BY(mu_);
+  // Set by the reader (its last Read failed or it gave up) and the rollout
+  // thread (it writes no more) as they exit.
+  bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool rollout_done_ ABSL_GUARDED_BY(mu_) = false;
   // Set when the learner finished our run; cleared by a new assignment.
   std::optional<absl::Time> idle_since_ ABSL_GUARDED_BY(mu_);
   std::map<int, int64_t> rejected_by_code_ ABSL_GUARDED_BY(mu_);
