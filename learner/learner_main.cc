@@ -6,6 +6,10 @@
 // the machine's RAM); on CUDA, --gpu-memory-fraction caps LibTorch's caching
 // allocator.
 //
+// With --metrics-port P (or 'auto') it serves Prometheus metrics on
+// --metrics-address:P (docs/metrics.md), GPU telemetry included, and prints
+// "metrics on HOST:PORT".
+//
 // Prints "listening on HOST:PORT" once serving; on SIGTERM/SIGINT (or, with
 // --exit-when-done, once every run has reached its budget) it stops
 // accepting, checkpoints every run and prints one summary line per run.
@@ -29,10 +33,13 @@
 #include "absl/time/clock.h"
 #include "cli/args.h"
 #include "cli/run_flags.h"
+#include "common/gpu_metrics.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
 #include "learner/service/coordinator_agent.h"
+#include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
 #include "learner/torch/checkpoint.h"
@@ -134,8 +141,11 @@ int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
 
 // Coordinator mode: lease runs from --coordinator until SIGTERM.
 absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
-                              int64_t max_message_bytes) {
-  LearnerService service({}, LearnerServiceOptions{});
+                              int64_t max_message_bytes,
+                              LearnerMetrics* metrics) {
+  LearnerServiceOptions service_options;
+  service_options.metrics = metrics;
+  LearnerService service({}, service_options);
   ASSIGN_OR_RETURN(Listening listening,
                    Listen(args, &service, max_message_bytes));
   AgentOptions options;
@@ -161,6 +171,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
   options.max_chunk_samples = MaxChunkSamples(max_message_bytes, 8, 1);
   ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 2));
   options.queue_capacity = static_cast<int>(queue);
+  options.metrics = metrics;
   CoordinatorAgent agent(options, &service);
   agent.Start();
   WaitForStop([] { return false; });
@@ -224,7 +235,9 @@ absl::Status Main(int argc, char** argv) {
                                    "token",
                                    "cache-dir",
                                    "memory-mb",
-                                   "gpu-memory-fraction"}));
+                                   "gpu-memory-fraction",
+                                   "metrics-port",
+                                   "metrics-address"}));
   ASSIGN_OR_RETURN(int64_t default_mb, DefaultMemoryMb());
   ASSIGN_OR_RETURN(int64_t memory_mb, args.Int("memory-mb", default_mb));
   if (memory_mb < 1) {
@@ -239,8 +252,33 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(double gpu_fraction, args.Double("gpu-memory-fraction", 0));
   ASSIGN_OR_RETURN(std::string device, args.String("device", "cpu"));
   RETURN_IF_ERROR(CapDeviceMemory(device, gpu_fraction));
+
+  // Metrics first, so every run exports from its start. Declared before
+  // the runs, the service and the agent: destroyed after them.
+  ASSIGN_OR_RETURN(std::string metrics_port, args.String("metrics-port", "0"));
+  ASSIGN_OR_RETURN(std::string metrics_address,
+                   args.String("metrics-address", "0.0.0.0"));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<MetricsServer> metrics_server,
+      StartMetricsServer(metrics_port, metrics_address, "learner"));
+  std::unique_ptr<LearnerMetrics> metrics;
+  if (metrics_server != nullptr) {
+    metrics = std::make_unique<LearnerMetrics>(metrics_server.get());
+    std::shared_ptr<const GpuMonitor> gpu =
+        GpuMonitor::Open(GpuMonitorOptions{});
+    if (gpu->source() == GpuMonitor::kNone) {
+      std::fprintf(stderr,
+                   "learner: no GPU telemetry (neither NVML nor ROCm SMI "
+                   "could be loaded)\n");
+    } else {
+      std::fprintf(stderr, "learner: GPU telemetry from %s: %s\n",
+                   gpu->source().c_str(), gpu->detail().c_str());
+    }
+    metrics_server->AddCollectable(MakeGpuCollector(gpu));
+  }
   if (args.Has("coordinator")) {
-    return ServeCoordinated(args, budget_bytes, max_message_bytes);
+    return ServeCoordinated(args, budget_bytes, max_message_bytes,
+                            metrics.get());
   }
 
   // Dataset: a file, or a synthetic market written next to the runs so
@@ -313,6 +351,10 @@ absl::Status Main(int argc, char** argv) {
     spec.trainer.run_dir = RunDirectory(run_root, "local", spec.run_id, 0);
     spec.samples_per_update = samples;
     spec.queue_capacity = static_cast<int>(queue);
+    spec.metrics = metrics.get();
+    spec.study = "local";
+    spec.trial = k;
+    spec.fold = 0;
     const int obs_size =
         1 + market->num_assets + market->num_features * base.env.lookback;
     const int64_t bytes = EstimateRunBytes(
@@ -338,6 +380,7 @@ absl::Status Main(int argc, char** argv) {
   LearnerServiceOptions service_options;
   service_options.dataset_path = dataset_path;
   service_options.dataset_id = dataset_id;
+  service_options.metrics = metrics.get();
   LearnerService service(runs, service_options);
 
   ASSIGN_OR_RETURN(Listening listening,

@@ -345,6 +345,12 @@ void CoordinatorAgent::Admit() {
     spec.samples_per_update =
         int64_t{h.options.num_envs} * h.options.rollout_steps;
     spec.queue_capacity = options_.queue_capacity;
+    spec.metrics = options_.metrics;
+    // run_name is "<study>/trial-<n>/fold-<k>".
+    const std::string& name = h.lease.run_name();
+    spec.study = name.substr(0, std::min(name.rfind("/trial-"), name.size()));
+    spec.trial = h.lease.trial_number();
+    spec.fold = h.lease.fold();
     const int64_t run_id = id;
     spec.on_evaluation = [this, run_id](const EvaluationResult& e) {
       absl::MutexLock lock(&mu_);

@@ -52,6 +52,8 @@ struct AgentOptions {
   int queue_capacity = 2;
   absl::Duration rpc_deadline = absl::Seconds(10);
   absl::Duration poll_interval = absl::Milliseconds(200);
+  // Series of the hosted runs (not owned; outlives the agent); null: none.
+  LearnerMetrics* metrics = nullptr;
 };
 
 // Outcome of one run, for the learner's exit summary.

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "learner/service/learner_metrics.h"
 
 namespace ristretto::learner {
 namespace {
@@ -64,7 +66,8 @@ class ActorReactor final
     } else if (in_.has_chunk()) {
       HandleChunk();  // continues reading when the chunk is queued
     } else {
-      Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage");
+      Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage",
+             RejectReason::kProtocol);
       ContinueReading();
     }
   }
@@ -151,15 +154,18 @@ class ActorReactor final
     }
   }
 
+  // `reason`: why the service refused the chunk; null when the run did
+  // (RunHost::Ingest counts its own reasons).
   void Reject(int64_t sequence, absl::StatusCode code,
-              absl::string_view message) {
-    service_->CountRejected();
+              absl::string_view message, std::optional<RejectReason> reason) {
+    service_->CountRejected(reason);
     Send(AckMessage(sequence, code, message, service_->options().credits));
   }
 
   void HandleHello() {
     if (run_ != nullptr) {
-      Reject(-1, absl::StatusCode::kFailedPrecondition, "duplicate Hello");
+      Reject(-1, absl::StatusCode::kFailedPrecondition, "duplicate Hello",
+             RejectReason::kProtocol);
       return;
     }
     const v1::Hello& hello = in_.hello();
@@ -206,15 +212,16 @@ class ActorReactor final
     const int64_t sequence = proto.sequence();
     if (run_ == nullptr) {
       Reject(sequence, absl::StatusCode::kFailedPrecondition,
-             "send Hello before chunks");
+             "send Hello before chunks", RejectReason::kProtocol);
       ContinueReading();
       return;
     }
     if (proto.run_id() != run_->run_id()) {
-      Reject(sequence, absl::StatusCode::kNotFound,
-             absl::StrCat("unknown run '", proto.run_id(),
-                          "' (this stream is assigned to '", run_->run_id(),
-                          "')"));
+      Reject(
+          sequence, absl::StatusCode::kNotFound,
+          absl::StrCat("unknown run '", proto.run_id(),
+                       "' (this stream is assigned to '", run_->run_id(), "')"),
+          RejectReason::kUnknownRun);
       ContinueReading();
       return;
     }
@@ -222,7 +229,8 @@ class ActorReactor final
         ChunkFromProto(proto, run_->obs_size(), run_->action_size(),
                        service_->options().limits);
     if (!chunk.ok()) {
-      Reject(sequence, chunk.status().code(), chunk.status().message());
+      Reject(sequence, chunk.status().code(), chunk.status().message(),
+             RejectReason::kMalformed);
       ContinueReading();
       return;
     }
@@ -237,7 +245,7 @@ class ActorReactor final
                       service_->options().credits));
       ContinueReading();
     } else if (status.code() != absl::StatusCode::kUnavailable) {
-      Reject(sequence, status.code(), status.message());
+      Reject(sequence, status.code(), status.message(), std::nullopt);
       ContinueReading();
     }
     // kUnavailable: parked; OnQueued acknowledges and resumes reading.
@@ -331,6 +339,21 @@ LearnerService::LearnerService(std::vector<std::shared_ptr<RunHost>> runs,
   if (!options_.dataset_id.empty()) {
     datasets_[options_.dataset_id] = options_.dataset_path;
   }
+  absl::MutexLock lock(&mu_);
+  ExportRunsHosted();
+}
+
+void LearnerService::CountRejected(std::optional<RejectReason> reason) {
+  chunks_rejected_.fetch_add(1);
+  if (reason.has_value() && options_.metrics != nullptr) {
+    options_.metrics->CountRejected(*reason);
+  }
+}
+
+void LearnerService::ExportRunsHosted() {
+  if (options_.metrics != nullptr) {
+    options_.metrics->SetRunsHosted(static_cast<int>(runs_.size()));
+  }
 }
 
 grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>*
@@ -374,6 +397,7 @@ grpc::ServerUnaryReactor* LearnerService::GetStatus(
 void LearnerService::AddRun(std::shared_ptr<RunHost> run) {
   absl::MutexLock lock(&mu_);
   runs_.push_back(std::move(run));
+  ExportRunsHosted();
 }
 
 void LearnerService::RemoveRun(const std::string& run_id) {
@@ -381,6 +405,7 @@ void LearnerService::RemoveRun(const std::string& run_id) {
   for (auto it = runs_.begin(); it != runs_.end(); ++it) {
     if ((*it)->run_id() == run_id) {
       runs_.erase(it);
+      ExportRunsHosted();
       return;
     }
   }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@
 
 namespace ristretto::learner {
 
+class LearnerMetrics;
+enum class RejectReason;  // learner_metrics.h
+
 struct LearnerServiceOptions {
   ChunkLimits limits;  // largest chunk accepted (T, B)
   int credits = 4;     // chunks an actor may have unacknowledged
@@ -32,6 +36,9 @@ struct LearnerServiceOptions {
   // episode length and rollout length (RunSpec::trainer).
   std::string dataset_path;
   std::string dataset_id;
+  // Where rejections by reason and the hosted run count go (not owned;
+  // must outlive the service). Null: no metrics.
+  LearnerMetrics* metrics = nullptr;
 };
 
 // A server-streaming reactor sending the file at `path` in 1 MiB pieces
@@ -67,7 +74,9 @@ class LearnerService final : public v1::Learner::CallbackService {
   // `want_run_id` if it is still training); nullptr if none.
   std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id);
   void ReleaseRun(RunHost* run);
-  void CountRejected() { chunks_rejected_.fetch_add(1); }
+  // Counts a chunk answered with an error; `reason` (when the service, not
+  // the run, decided) also goes to the metrics.
+  void CountRejected(std::optional<RejectReason> reason);
   const LearnerServiceOptions& options() const { return options_; }
   std::shared_ptr<RunHost> FindRun(const std::string& run_id) const;
   int ActorsOn(const std::string& run_id) const;
@@ -79,6 +88,7 @@ class LearnerService final : public v1::Learner::CallbackService {
   std::vector<std::shared_ptr<RunHost>> runs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> datasets_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> actors_ ABSL_GUARDED_BY(mu_);
+  void ExportRunsHosted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 }  // namespace ristretto::learner

@@ -1,15 +1,38 @@
 #include "learner/service/run_host.h"
 
+#include <torch/cuda.h>
+
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
 
 namespace ristretto::learner {
+namespace {
+
+// Device work is bracketed on the host clock. On a GPU the end first waits
+// for the device, so the interval covers the kernels, not only their
+// launches (the update's own .item() calls usually have already).
+void BeginDeviceWork(RunMetrics* metrics) { metrics->busy().Begin(); }
+
+void EndDeviceWork(const torch::Device& device, RunMetrics* metrics) {
+  if (device.is_cuda()) {
+    try {
+      torch::cuda::synchronize(device.index());
+    } catch (const c10::Error&) {
+      // Telemetry only: the update's own status reports device failures.
+    }
+  }
+  metrics->busy().End();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
     const RunSpec& spec, std::shared_ptr<const env::MarketData> market) {
@@ -19,6 +42,11 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
         "samples_per_update and queue_capacity must be >= 1");
   }
   std::unique_ptr<RunHost> host(new RunHost(spec, std::move(market)));
+  if (spec.metrics != nullptr) {
+    host->metrics_ = spec.metrics->ForRun(RunLabels{spec.run_id, spec.study,
+                                                    absl::StrCat(spec.trial),
+                                                    absl::StrCat(spec.fold)});
+  }
   const TrainerOptions& o = spec.trainer;
   std::vector<std::string> symbols;
   for (const env::AssetMeta& a : host->market_->assets) {
@@ -55,6 +83,10 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
     host->counters_.last_score = state.last_score;
     host->counters_.finished = state.env_steps >= o.budget_env_steps;
   }
+  if (host->metrics_ != nullptr) {
+    host->metrics_->SetWeightVersion(host->learner_->version());
+    host->metrics_->SetQueueDepth(0);
+  }
   host->next_eval_ =
       state.env_steps + (o.eval_every_env_steps > 0 ? o.eval_every_env_steps
                                                     : o.budget_env_steps);
@@ -76,11 +108,16 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
     // Well-formed steps that arrive after the end are received and dropped.
     counters_.env_steps_received += chunk.num_samples();
     counters_.env_steps_dropped += chunk.num_samples();
+    if (metrics_ != nullptr) {
+      metrics_->AddDropped(chunk.num_samples());
+      metrics_->Rejected(RejectReason::kFinished);
+    }
     return absl::FailedPreconditionError(
         absl::StrCat("run ", spec_.run_id, " has finished"));
   }
   if (chunk.policy_version > counters_.policy_version) {
     ++counters_.chunks_rejected;
+    if (metrics_ != nullptr) metrics_->Rejected(RejectReason::kFuture);
     return absl::InvalidArgumentError(
         absl::StrCat("chunk policy version ", chunk.policy_version,
                      " is newer than the run's ", counters_.policy_version));
@@ -91,18 +128,34 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
     // chunks the update itself drops).
     counters_.env_steps_received += chunk.num_samples();
     counters_.env_steps_dropped += chunk.num_samples();
+    if (metrics_ != nullptr) {
+      metrics_->AddDropped(chunk.num_samples());
+      metrics_->Rejected(RejectReason::kStale);
+    }
     return absl::FailedPreconditionError(absl::StrCat(
         "chunk policy version ", chunk.policy_version,
         " is stale: the run is at ", counters_.policy_version,
         " and max_policy_lag is ", spec_.trainer.ppo.max_policy_lag));
   }
   counters_.env_steps_received += chunk.num_samples();
+  if (metrics_ != nullptr) {
+    metrics_->ObservePolicyLag(counters_.policy_version - chunk.policy_version);
+  }
   if (static_cast<int>(queue_.size()) < spec_.queue_capacity) {
     queue_.push_back(std::move(chunk));
+    ExportQueueDepth();
     return absl::OkStatus();
   }
   parked_.emplace_back(std::move(chunk), std::move(on_space));
+  ExportQueueDepth();
   return absl::UnavailableError("ingest queue full; chunk parked");
+}
+
+void RunHost::ExportQueueDepth() {
+  if (metrics_ != nullptr) {
+    metrics_->SetQueueDepth(
+        static_cast<int64_t>(queue_.size() + parked_.size()));
+  }
 }
 
 std::shared_ptr<const v1::LearnerMessage> RunHost::latest_weights() const {
@@ -186,6 +239,7 @@ absl::Status RunHost::EvaluateAndCheckpoint() {
                                     o.validation_domains));
     state.last_score = eval.score;
     eval.at_env_steps = state.env_steps;
+    if (metrics_ != nullptr) metrics_->SetValidationScore(eval.score);
     {
       absl::MutexLock lock(&mu_);
       counters_.last_score = eval.score;
@@ -221,12 +275,20 @@ void RunHost::TrainLoop() {
         resumed = std::move(parked_.front().second);
         parked_.pop_front();
       }
+      ExportQueueDepth();
     }
     if (resumed) resumed();
     batch_samples += batch.back().num_samples();
     if (batch_samples < spec_.samples_per_update) continue;
 
+    const auto started = std::chrono::steady_clock::now();
+    if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
     absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
+    if (metrics_ != nullptr) EndDeviceWork(learner_->device(), metrics_.get());
+    const double update_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      started)
+            .count();
     int64_t trained = 0, dropped = 0;
     if (stats.ok()) {
       trained = stats->samples_trained;
@@ -247,6 +309,15 @@ void RunHost::TrainLoop() {
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->AddTrained(trained);
+      metrics_->AddDropped(dropped);
+      metrics_->SetWeightVersion(learner_->version());
+      if (stats.ok()) {
+        metrics_->Updated(update_seconds, stats->policy_loss, stats->value_loss,
+                          stats->entropy, stats->approx_kl);
+      }
     }
     if (stats.ok()) (void)Publish();
     const int64_t steps = counters().env_steps_trained;
@@ -297,6 +368,8 @@ void RunHost::TrainLoop() {
     queue_.clear();
     parked_.clear();
     counters_.env_steps_dropped += left;
+    ExportQueueDepth();
+    if (metrics_ != nullptr) metrics_->AddDropped(left);
     if (counters_.env_steps_trained >= o.budget_env_steps) {
       counters_.finished = true;
     }
@@ -322,6 +395,7 @@ absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {
       EvaluationResult eval,
       EvaluatePolicy(learner_->model(), market_, o.env, o.validation_domains));
   eval.at_env_steps = counters().env_steps_trained;
+  if (metrics_ != nullptr) metrics_->SetValidationScore(eval.score);
   absl::MutexLock lock(&mu_);
   last_evaluation_ = eval;
   counters_.last_score = eval.score;

@@ -29,6 +29,9 @@
 
 namespace ristretto::learner {
 
+class LearnerMetrics;
+class RunMetrics;
+
 struct RunSpec {
   std::string run_id;
   // Env, network and PPO options, budget, seed, train/validation domains,
@@ -41,6 +44,13 @@ struct RunSpec {
   // Called on the training thread after every evaluation on the validation
   // slice (at each eval interval and at the end of the budget).
   std::function<void(const EvaluationResult&)> on_evaluation;
+  // Prometheus series of the run (learner_metrics.h); not owned, must
+  // outlive the RunHost. Null: no metrics.
+  LearnerMetrics* metrics = nullptr;
+  // Labels of the run's validation score: study name, trial number, fold.
+  std::string study = "local";
+  int64_t trial = 0;
+  int fold = 0;
 };
 
 // Host memory a run is expected to need at most, in bytes: parameters,
@@ -120,8 +130,12 @@ class RunHost {
   void TrainLoop();
   absl::Status Publish();  // serialises the current weights
   absl::Status EvaluateAndCheckpoint();
+  // Queue depth for the metrics (queued + parked chunks).
+  void ExportQueueDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RunSpec spec_;
+  // Null when spec_.metrics is; otherwise set by Create before any thread.
+  std::shared_ptr<RunMetrics> metrics_;
   const std::shared_ptr<const env::MarketData> market_;
   PolicyContract contract_;
   // Used only by the training thread once it runs (and by Create before).
