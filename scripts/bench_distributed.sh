@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Distributed speed (issue 4), in one script run:
 #  1. transport: bench/transport_bench (chunk ingestion over loopback gRPC
-#     vs a raw TCP socket moving the same bytes; medians of 5 interleaved
-#     repetitions). Skip with TRANSPORT=0.
+#     vs a raw TCP socket moving the same bytes, interleaved in each
+#     process). glibc's allocator settings are per process, so the bench
+#     runs ROUNDS (4) times with `--malloc default` (what the binaries do
+#     without learner/grpc_options.h) and `--malloc chunks`
+#     (TuneAllocatorForChunkTraffic()), alternating, each with --reps 3;
+#     the summary gives medians over all repetitions per mode and variant
+#     (ratio: median of the per-repetition ratios to raw_tcp in the same
+#     repetition). Skip with TRANSPORT=0.
 #  2. end to end: env steps/s consumed (trained) by ristretto-learner with
 #     1 and 2 ristretto-actors against the single-process trainer
 #     (`ristretto train`) on the same run settings, REPS (3) repetitions,
-#     the three modes in rotated order in every repetition; medians.
+#     the three modes in rotated order in every repetition; medians. Skip
+#     with E2E=0.
 #
 # Steps/s = env steps trained / wall seconds of the whole run: the trainer
 # process from start to exit; the learner process from start to exit
@@ -25,7 +32,7 @@
 # OpenBLAS keeps its default threads; LibTorch's pool is 1 (--threads 1).
 #
 # Usage: scripts/bench_distributed.sh   (after scripts/build.sh)
-#        REPS=3 BUDGET=20480 TRANSPORT=1 BUILD_DIR=build
+#        REPS=3 BUDGET=20480 ROUNDS=4 TRANSPORT=1 E2E=1 BUILD_DIR=build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -43,9 +50,40 @@ echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1)
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 if [ "${TRANSPORT:-1}" != 0 ]; then
-  echo "== transport: $B/bench/transport_bench --reps 5 --chunks 150"
-  "$B/bench/transport_bench" --reps 5 --chunks 150
+  ROUNDS=${ROUNDS:-4}
+  echo "== transport: $B/bench/transport_bench --reps 3 --chunks 150" \
+    "--malloc default|chunks, alternated, $ROUNDS rounds"
+  for round in $(seq "$ROUNDS"); do
+    modes="default chunks"
+    [ $((round % 2)) = 0 ] && modes="chunks default"
+    for mode in $modes; do
+      echo "-- round $round, malloc $mode, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+      "$B/bench/transport_bench" --reps 3 --chunks 150 --malloc "$mode" |
+        tee "$work/transport-$round-$mode.txt"
+    done
+  done
+  # "KEY VALUE" lines -> median per KEY (KEY has no spaces).
+  medians() { sort -k1,1 -k2,2g | awk '
+    function flush() { if (n) printf "%s %s\n", key, (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+    $1 != key { flush(); key = $1; n = 0 }
+    { v[++n] = $2 }
+    END { flush() }'; }
+  echo "== transport summary (medians over $ROUNDS processes x 3 repetitions per malloc mode)"
+  for mode in default chunks; do
+    cat "$work"/transport-*-"$mode".txt | awk -v m="$mode" '
+      $1 == "rep" { print m "/" $3 "/MBps", $6; print m "/" $3 "/CPUms", $12;
+                    print m "/" $3 "/ratio", $16 }
+      $1 == "codec" { name = $0; sub(/^codec +/, "", name); sub(/ +[0-9.]+ ms\/chunk.*/, "", name);
+                      gsub(/ /, "_", name); for (i = 1; i <= NF; ++i) if ($(i + 1) == "ms/chunk") print m "/codec/" name, $i }'
+  done | medians | awk -F'[/ ]' '
+    $2 == "codec" { printf "malloc %-8s codec %-22s %6.3f ms/chunk\n", $1, $3, $4; next }
+    { k = $1 " " $2; if (!(k in seen)) { seen[k] = 1; order[++n] = k }; val[k, $3] = $4 }
+    END { for (i = 1; i <= n; ++i) { split(order[i], a, " ");
+            printf "malloc %-8s %-15s %8.1f MB/s %6.2f CPU ms/chunk  vs raw_tcp %.2f\n",
+              a[1], a[2], val[order[i], "MBps"], val[order[i], "CPUms"], val[order[i], "ratio"] } }'
 fi
+
+[ "${E2E:-1}" = 0 ] && exit 0
 
 COMMON=(--synthetic-rows 4000 --lookback 1 --policy-hidden "512,512" --epochs 4
   --minibatch 1024 --rollout 128 --episode 1024 --budget "$BUDGET"
