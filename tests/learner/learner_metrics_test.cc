@@ -74,7 +74,7 @@ TEST_F(LearnerMetricsTest, RunSeriesCarryTheRunAndTheFoldLabels) {
   const std::string body = Scrape();
   const std::map<std::string, std::string> r = {{"run", "s/trial-3/fold-1"}};
   auto value = [&](const std::string& name,
-                   std::map<std::string, std::string> labels) {
+                   const std::map<std::string, std::string>& labels) {
     return SampleValue(body, name, labels);
   };
   EXPECT_EQ(value("ristretto_learner_samples_trained_total", r),
