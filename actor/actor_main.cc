@@ -23,6 +23,7 @@
 #include "actor/actor.h"
 #include "cli/args.h"
 #include "common/status_macros.h"
+#include "learner/grpc_options.h"
 
 namespace ristretto::actor {
 namespace {
@@ -48,9 +49,9 @@ void OnSignal(int /*sig*/) {
 absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
   ASSIGN_OR_RETURN(cli::Args args,
                    cli::Args::Parse(argc, argv, 1, {"exit-when-idle", "help"}));
-  RETURN_IF_ERROR(
-      args.CheckKnown({"learner", "coordinator", "envs", "actor-id", "cache-dir", "seed",
-                       "max-inflight", "exit-when-idle", "help"}));
+  RETURN_IF_ERROR(args.CheckKnown({"learner", "coordinator", "envs", "actor-id",
+                                   "cache-dir", "seed", "max-inflight",
+                                   "exit-when-idle", "help"}));
   if (args.Has("help")) return absl::CancelledError("help");
   if (!args.positional().empty()) {
     return absl::InvalidArgumentError(
@@ -81,6 +82,7 @@ absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
 }
 
 int Main(int argc, char** argv) {
+  learner::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   if (pipe(g_signal_pipe) != 0) {
     std::perror("ristretto-actor: pipe");
     return 1;

@@ -38,6 +38,7 @@
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
+#include "learner/grpc_options.h"
 #include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
@@ -186,6 +187,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
 }
 
 absl::Status Main(int argc, char** argv) {
+  TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   if (pipe(g_signal_pipe) != 0) return absl::InternalError("pipe() failed");
   struct sigaction action = {};
   action.sa_handler = OnSignal;
