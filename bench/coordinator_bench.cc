@@ -54,9 +54,10 @@
 //
 // Rates: per repetition, calls / summed call time; tables show the median
 // over repetitions, ratios are medians of the per-repetition ratios.
-// Latency percentiles pool every call of every repetition. The scheduler's
-// log lines (stderr) go to a file in the temporary directory, as the
-// coordinator's go to its log file.
+// Latency percentiles pool every call of every repetition (the baselines
+// are timed per batch: their percentiles are over batch averages). The
+// scheduler's log lines (stderr) go to a file in the temporary directory, as
+// the coordinator's go to its log file.
 //
 // Usage: coordinator_bench [--reps 5] [--trials 40] [--select-calls 2000]
 //          [--floor-calls 200] [--fast 1] [--study deploy/studies/small.yaml]
