@@ -3,9 +3,12 @@
 //
 //   ristretto-coordinator --db DSN [--port P] [--address A] [--data-dir D]
 //       [--lease-ttl-s 30] [--tick-ms 500] [--token T]
+//       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
 //
 // The DSN may also come from $RISTRETTO_DB (keeps passwords off the command
-// line). Prints "listening on HOST:PORT" once serving; on SIGTERM/SIGINT it
+// line). With --metrics-port it serves Prometheus metrics (docs/metrics.md)
+// and prints "metrics on HOST:PORT". Prints "listening on HOST:PORT" once
+// serving; on SIGTERM/SIGINT it
 // stops scheduling, finishes the calls in flight and exits 0. A restart
 // resumes every study from the database.
 #include <signal.h>
@@ -23,7 +26,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "cli/args.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
+#include "coordinator/service/coordinator_metrics.h"
 #include "coordinator/service/coordinator_service.h"
 #include "coordinator/service/scheduler.h"
 #include "coordinator/store/store.h"
@@ -48,9 +53,9 @@ absl::Status Main(int argc, char** argv) {
   sigaction(SIGINT, &action, nullptr);
 
   ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
-  RETURN_IF_ERROR(
-      args.CheckKnown({"db", "address", "port", "data-dir", "lease-ttl-s",
-                       "tick-ms", "token", "max-message-mb"}));
+  RETURN_IF_ERROR(args.CheckKnown(
+      {"db", "address", "port", "data-dir", "lease-ttl-s", "tick-ms", "token",
+       "max-message-mb", "metrics-port", "metrics-address"}));
   const char* env_dsn = std::getenv("RISTRETTO_DB");
   ASSIGN_OR_RETURN(std::string dsn,
                    args.String("db", env_dsn != nullptr ? env_dsn : ""));
@@ -74,6 +79,18 @@ absl::Status Main(int argc, char** argv) {
   options.lease_ttl = absl::Seconds(ttl_s);
   ASSIGN_OR_RETURN(options.token, args.String("token", ""));
   ASSIGN_OR_RETURN(int64_t tick_ms, args.Int("tick-ms", 500));
+  ASSIGN_OR_RETURN(std::string metrics_port, args.String("metrics-port", "0"));
+  ASSIGN_OR_RETURN(std::string metrics_address,
+                   args.String("metrics-address", "0.0.0.0"));
+  // Declared before the scheduler: destroyed after it.
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<MetricsServer> metrics_server,
+      StartMetricsServer(metrics_port, metrics_address, "coordinator"));
+  std::unique_ptr<CoordinatorMetrics> metrics;
+  if (metrics_server != nullptr) {
+    metrics = std::make_unique<CoordinatorMetrics>(metrics_server->registry());
+    options.metrics = metrics.get();
+  }
 
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn));
   RETURN_IF_ERROR(store->Migrate());

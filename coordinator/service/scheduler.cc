@@ -63,7 +63,7 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
     ASSIGN_OR_RETURN(env::Dataset generated,
                      env::GenerateSyntheticDataset(SyntheticOptions(spec)));
     const std::string id = generated.ComputeId();
-    absl::StatusOr<DatasetRow> known = store_->GetDataset(id);
+    absl::StatusOr<DatasetRow> known = Db(DbOp::kGetDataset)->GetDataset(id);
     if (!known.ok() || !std::filesystem::exists(known->path)) {
       std::error_code ec;
       std::filesystem::create_directories(options_.data_dir + "/datasets", ec);
@@ -78,11 +78,12 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
       }
       put.rows = generated.num_rows();
       put.interval_seconds = generated.interval_seconds;
-      RETURN_IF_ERROR(store_->PutDataset(put));
+      RETURN_IF_ERROR(Db(DbOp::kPutDataset)->PutDataset(put));
     }
     dataset = std::move(generated);
   } else {
-    absl::StatusOr<DatasetRow> known = store_->GetDataset(spec.id);
+    absl::StatusOr<DatasetRow> known =
+        Db(DbOp::kGetDataset)->GetDataset(spec.id);
     if (!known.ok()) {
       return absl::NotFoundError(
           absl::StrCat("dataset ", spec.id,
@@ -101,7 +102,8 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
 
 absl::Status Scheduler::Tick() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(std::vector<StudyRow> studies, store_->ListStudies());
+  ASSIGN_OR_RETURN(std::vector<StudyRow> studies,
+                   Db(DbOp::kListStudies)->ListStudies());
   int max_attempts = 3;
   for (const StudyRow& row : studies) {
     auto it = studies_.find(row.id);
@@ -109,9 +111,13 @@ absl::Status Scheduler::Tick() {
       max_attempts = std::max(max_attempts, it->second->config.max_attempts);
     }
   }
-  ASSIGN_OR_RETURN(std::vector<int64_t> expired,
-                   store_->ExpireLeases(absl::Now(), max_attempts));
+  ASSIGN_OR_RETURN(
+      std::vector<int64_t> expired,
+      Db(DbOp::kExpireLeases)->ExpireLeases(absl::Now(), max_attempts));
   counters_.leases_expired += static_cast<int64_t>(expired.size());
+  if (options_.metrics != nullptr) {
+    options_.metrics->CountLeasesExpired(static_cast<int64_t>(expired.size()));
+  }
   for (int64_t run_id : expired) {
     std::fprintf(stderr, "coordinator: lease of run %lld expired\n",
                  static_cast<long long>(run_id));
@@ -126,29 +132,47 @@ absl::Status Scheduler::Tick() {
                      row.name.c_str(), std::string(s.message()).c_str());
         broken_[row.id] = std::string(s.message());
       }
-      RETURN_IF_ERROR(store_->SetStudyState(row.id, kStudyStopped));
+      RETURN_IF_ERROR(
+          Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyStopped));
     }
+  }
+  if (options_.metrics != nullptr) return ExportTrialCounts(studies);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::ExportTrialCounts(
+    const std::vector<StudyRow>& studies) {
+  for (const StudyRow& row : studies) {
+    // `row` was read at the start of the pass: a study that finished during
+    // it is still counted (and once more next pass, then no longer).
+    if (row.state == kStudyDone && !counted_done_.insert(row.id).second) {
+      continue;
+    }
+    ASSIGN_OR_RETURN(TrialCounts counts,
+                     Db(DbOp::kCountTrials)->CountTrials(row.id));
+    options_.metrics->SetTrials(row.name, counts);
   }
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
   ASSIGN_OR_RETURN(StudyCache * study, Study(row));
-  ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store_->ListTrials(row.id));
+  ASSIGN_OR_RETURN(std::vector<TrialRow> trials,
+                   Db(DbOp::kListTrials)->ListTrials(row.id));
   // Recovery: a trial whose runs all finished while the coordinator was
   // away (or between two transactions) is completed now.
   int running = 0;
   for (const TrialRow& t : trials) {
     if (t.state != kTrialRunning) continue;
     RETURN_IF_ERROR(MaybeCompleteTrial(t.id));
-    ASSIGN_OR_RETURN(TrialRow now, store_->GetTrial(t.id));
+    ASSIGN_OR_RETURN(TrialRow now, Db(DbOp::kGetTrial)->GetTrial(t.id));
     if (now.state == kTrialRunning) ++running;
   }
   int64_t created = static_cast<int64_t>(trials.size());
   while (running < study->config.concurrency &&
          created < study->config.max_trials) {
     std::vector<TrialHistory> history;
-    ASSIGN_OR_RETURN(trials, store_->ListTrials(row.id));
+    ASSIGN_OR_RETURN(trials, Db(DbOp::kListTrials)->ListTrials(row.id));
     for (const TrialRow& t : trials) {
       TrialHistory h;
       h.number = t.number;
@@ -169,8 +193,9 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     for (const auto& [name, value] : params)
       param_rows.push_back({name, value});
     ASSIGN_OR_RETURN(TrialRow trial,
-                     store_->CreateTrial(row.id, param_rows, configs,
-                                         options_.data_dir + "/runs"));
+                     Db(DbOp::kCreateTrial)
+                         ->CreateTrial(row.id, param_rows, configs,
+                                       options_.data_dir + "/runs"));
     ++counters_.trials_created;
     std::fprintf(stderr, "coordinator: %s trial %lld started (%zu runs)\n",
                  row.name.c_str(), static_cast<long long>(trial.number),
@@ -179,27 +204,29 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     ++created;
   }
   if (running == 0 && created >= study->config.max_trials) {
-    RETURN_IF_ERROR(store_->SetStudyState(row.id, kStudyDone));
+    RETURN_IF_ERROR(
+        Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyDone));
     std::fprintf(stderr, "coordinator: study %s done\n", row.name.c_str());
   }
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
-  ASSIGN_OR_RETURN(std::vector<RunRow> runs, store_->ListRuns(trial_id));
+  ASSIGN_OR_RETURN(std::vector<RunRow> runs,
+                   Db(DbOp::kListRuns)->ListRuns(trial_id));
   for (const RunRow& r : runs) {
     if (r.state != kRunDone) return absl::OkStatus();
   }
   if (runs.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
-                   store_->ListFoldMetrics(trial_id));
+                   Db(DbOp::kListFoldMetrics)->ListFoldMetrics(trial_id));
   std::vector<FoldScore> scores;
   scores.reserve(folds.size());
   for (const FoldMetrics& m : folds) {
     scores.push_back(FoldScore{m.sharpe, m.benchmark_sharpe});
   }
   const double score = TrialScore(scores);
-  absl::Status s = store_->CompleteTrial(trial_id, score);
+  absl::Status s = Db(DbOp::kCompleteTrial)->CompleteTrial(trial_id, score);
   if (s.code() == absl::StatusCode::kFailedPrecondition) {
     return absl::OkStatus();  // already finished (pruned, failed, done)
   }
@@ -237,7 +264,7 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
       absl::StrCat("{\"slots\":", request.slots(),
                    ",\"memory_mb\":", request.memory_budget_mb(),
                    ",\"device\":\"", request.device(), "\"}");
-  RETURN_IF_ERROR(store_->UpsertMember(member));
+  RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
   learners_[request.member_id()] = request.address();
   std::fprintf(stderr, "coordinator: learner %s at %s (%d slots)\n",
                request.member_id().c_str(), request.address().c_str(),
@@ -254,11 +281,14 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(request.member_id()));
   v1::LeaseRunResponse response;
-  ASSIGN_OR_RETURN(std::optional<RunRow> run,
-                   store_->LeaseRun(request.member_id(), options_.lease_ttl));
+  ASSIGN_OR_RETURN(
+      std::optional<RunRow> run,
+      Db(DbOp::kLeaseRun)->LeaseRun(request.member_id(), options_.lease_ttl));
   if (!run.has_value()) return response;
-  ASSIGN_OR_RETURN(TrialRow trial, store_->GetTrial(run->trial_id));
-  ASSIGN_OR_RETURN(StudyRow study, store_->GetStudyById(run->study_id));
+  ASSIGN_OR_RETURN(TrialRow trial,
+                   Db(DbOp::kGetTrial)->GetTrial(run->trial_id));
+  ASSIGN_OR_RETURN(StudyRow study,
+                   Db(DbOp::kGetStudyById)->GetStudyById(run->study_id));
   ASSIGN_OR_RETURN(learner::TrainerOptions options,
                    learner::TrainerOptionsFromJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
@@ -275,6 +305,7 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   lease->set_attempt(run->attempts);
   response.set_has_run(true);
   ++counters_.runs_leased;
+  if (options_.metrics != nullptr) options_.metrics->CountRunLeased();
   std::fprintf(stderr, "coordinator: leased %s to %s (attempt %d)\n",
                lease->run_name().c_str(), request.member_id().c_str(),
                run->attempts);
@@ -291,7 +322,8 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(
   }
   ASSIGN_OR_RETURN(
       std::vector<int64_t> lost,
-      store_->Heartbeat(request.member_id(), options_.lease_ttl, steps));
+      Db(DbOp::kHeartbeat)
+          ->Heartbeat(request.member_id(), options_.lease_ttl, steps));
   v1::HeartbeatResponse response;
   for (int64_t id : lost) response.add_stop_run_ids(id);
   return response;
@@ -303,14 +335,18 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   RETURN_IF_ERROR(CheckFinite(request.evaluation()));
   const v1::Evaluation& e = request.evaluation();
   const double value = e.sharpe() - e.benchmark_sharpe();
-  RETURN_IF_ERROR(store_->ReportIntermediate(
-      request.run_id(), request.member_id(), e.env_steps(), value));
+  RETURN_IF_ERROR(Db(DbOp::kReportIntermediate)
+                      ->ReportIntermediate(request.run_id(),
+                                           request.member_id(), e.env_steps(),
+                                           value));
   v1::ReportEvaluationResponse response;
-  ASSIGN_OR_RETURN(RunRow run, store_->GetRun(request.run_id()));
-  ASSIGN_OR_RETURN(StudyRow study_row, store_->GetStudyById(run.study_id));
+  ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  ASSIGN_OR_RETURN(StudyRow study_row,
+                   Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
-  ASSIGN_OR_RETURN(std::vector<IntermediateRow> rows,
-                   store_->ListIntermediates(run.study_id));
+  ASSIGN_OR_RETURN(
+      std::vector<IntermediateRow> rows,
+      Db(DbOp::kListIntermediates)->ListIntermediates(run.study_id));
   std::vector<IntermediateValue> all;
   all.reserve(rows.size());
   for (const IntermediateRow& r : rows) {
@@ -319,7 +355,7 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   // The final evaluation of a run is not a pruning point: the run is done.
   const bool final_step = e.env_steps() >= study->config.budget_env_steps;
   if (!final_step && study->pruner->ShouldPrune(run.trial_id, all)) {
-    absl::Status pruned = store_->PruneTrial(run.trial_id);
+    absl::Status pruned = Db(DbOp::kPruneTrial)->PruneTrial(run.trial_id);
     if (pruned.ok()) {
       ++counters_.trials_pruned;
       std::fprintf(stderr, "coordinator: trial %lld pruned at %lld steps\n",
@@ -336,7 +372,7 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
 absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
-  ASSIGN_OR_RETURN(RunRow run, store_->GetRun(request.run_id()));
+  ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
   std::vector<ArtifactRow> artifacts;
   for (const v1::Artifact& a : request.artifacts()) {
     if (a.kind() != "policy" && a.kind() != "checkpoint") {
@@ -354,8 +390,9 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   }
   ASSIGN_OR_RETURN(
       bool all_done,
-      store_->CompleteRun(request.run_id(), request.member_id(),
-                          ToMetrics(request.final_evaluation()), artifacts));
+      Db(DbOp::kCompleteRun)
+          ->CompleteRun(request.run_id(), request.member_id(),
+                        ToMetrics(request.final_evaluation()), artifacts));
   ++counters_.runs_completed;
   if (all_done) RETURN_IF_ERROR(MaybeCompleteTrial(run.trial_id));
   return absl::OkStatus();
@@ -364,7 +401,8 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
 absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(
-      store_->FailRun(request.run_id(), request.member_id(), request.reason()));
+      Db(DbOp::kFailRun)
+          ->FailRun(request.run_id(), request.member_id(), request.reason()));
   ++counters_.trials_failed;
   std::fprintf(stderr, "coordinator: run %lld failed: %s\n",
                static_cast<long long>(request.run_id()),
@@ -375,7 +413,7 @@ absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
 absl::Status Scheduler::Release(const v1::ReleaseRequest& request) {
   absl::MutexLock lock(&mu_);
   learners_.erase(request.member_id());
-  return store_->ReleaseLeases(request.member_id());
+  return Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id());
 }
 
 absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
@@ -391,13 +429,14 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   member.kind = "actor";
   member.address = "";
   member.capacity_json = "{}";
-  if (!member.id.empty()) RETURN_IF_ERROR(store_->UpsertMember(member));
+  if (!member.id.empty())
+    RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
   return response;
 }
 
 absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id) {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(DatasetRow row, store_->GetDataset(id));
+  ASSIGN_OR_RETURN(DatasetRow row, Db(DbOp::kGetDataset)->GetDataset(id));
   return row.path;
 }
 

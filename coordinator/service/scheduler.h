@@ -15,14 +15,17 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordinator/core/study_config.h"
+#include "coordinator/service/coordinator_metrics.h"
 #include "coordinator/store/store.h"
 #include "proto/coordinator.pb.h"
 
@@ -32,6 +35,9 @@ struct SchedulerOptions {
   std::string data_dir;  // datasets/<id>.rds, runs/<study>/trial-N/fold-K
   absl::Duration lease_ttl = absl::Seconds(30);
   std::string token;  // learners must present it (empty = none)
+  // Prometheus series (not owned; must outlive the scheduler); null: none.
+  // With metrics, every Tick also counts each study's trials by state.
+  CoordinatorMetrics* metrics = nullptr;
 };
 
 // Counters for logs and metrics.
@@ -93,6 +99,36 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMember(const std::string& member_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Exports every study's trial counts (metrics only). Studies that are done
+  // are counted once more after they finish, then no longer queried.
+  absl::Status ExportTrialCounts(const std::vector<StudyRow>& studies)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // One timed Store call: `Db(DbOp::kLeaseRun)->LeaseRun(...)` observes the
+  // call's latency under op "LeaseRun" when the full expression ends.
+  class TimedStore {
+   public:
+    TimedStore(Store* store, CoordinatorMetrics* metrics, DbOp op)
+        : store_(store), metrics_(metrics), op_(op), start_(absl::Now()) {}
+    ~TimedStore() {
+      if (metrics_ != nullptr) {
+        metrics_->ObserveDbLatency(op_,
+                                   absl::ToDoubleSeconds(absl::Now() - start_));
+      }
+    }
+    TimedStore(const TimedStore&) = delete;
+    TimedStore& operator=(const TimedStore&) = delete;
+    Store* operator->() const { return store_; }
+
+   private:
+    Store* const store_;
+    CoordinatorMetrics* const metrics_;
+    const DbOp op_;
+    const absl::Time start_;
+  };
+  TimedStore Db(DbOp op) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return TimedStore(store_.get(), options_.metrics, op);
+  }
 
   const SchedulerOptions options_;
   mutable absl::Mutex mu_;
@@ -104,6 +140,8 @@ class Scheduler {
       ABSL_GUARDED_BY(mu_);  // id → address
   int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;
   SchedulerCounters counters_ ABSL_GUARDED_BY(mu_);
+  // Done studies whose final trial counts have been exported.
+  std::set<int64_t> counted_done_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ristretto::coordinator

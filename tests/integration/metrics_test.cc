@@ -1,0 +1,378 @@
+// Every binary's /metrics endpoint with real processes on 127.0.0.1: a
+// learner (static runs) and an actor training, and a whole study with a
+// coordinator on a real PostgreSQL. Each endpoint is scraped over HTTP while
+// the processes work; the names and labels are those of docs/metrics.md and
+// the counters move with the work done.
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "coordinator/store/store.h"
+#include "gtest/gtest.h"
+#include "tests/common/metrics_scrape.h"
+#include "tests/coordinator_store/pg_test_env.h"
+#include "tests/integration/process.h"
+
+namespace ristretto {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ristretto::testing::HttpGet;
+using ::ristretto::testing::Process;
+using ::ristretto::testing::SampleValue;
+using Labels = std::map<std::string, std::string>;
+using namespace std::chrono_literals;
+
+// The value of `pattern`'s first group in the process's log once it shows
+// up (60 s at most); "" otherwise.
+std::string WaitForMatch(Process& p, const std::string& pattern) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  const std::regex re(pattern);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    const std::string log = p.Log();
+    if (std::regex_search(log, m, re)) return m[1].str();
+    if (!p.running()) return "";
+    std::this_thread::sleep_for(50ms);
+  }
+  return "";
+}
+
+// The metrics port the process printed ("metrics on HOST:PORT"); 0 if none.
+int MetricsPort(Process& p) {
+  int port = 0;
+  const std::string s = WaitForMatch(p, "metrics on [^\\s]*:([0-9]+)");
+  return absl::SimpleAtoi(s, &port) ? port : 0;
+}
+
+// Scrapes `port` until `done(body)` holds (`timeout` at most); returns the
+// last body.
+std::string ScrapeUntil(int port,
+                        const std::function<bool(const std::string&)>& done,
+                        std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string body;
+  while (std::chrono::steady_clock::now() < deadline) {
+    body = HttpGet(port).value_or("");
+    if (done(body)) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  return body;
+}
+
+double Value(const std::string& body, const std::string& name,
+             const Labels& labels = {}) {
+  return SampleValue(body, name, labels).value_or(-1);
+}
+
+// Every metric name with this prefix in `body` is a valid Prometheus name
+// in the ristretto_ namespace with base-unit suffixes (docs/metrics.md).
+void ExpectConventionalNames(const std::string& body) {
+  const std::regex name("ristretto_[a-z0-9_]+");
+  for (const auto& s : testing::ParseSamples(body)) {
+    if (s.name.rfind("ristretto_", 0) != 0) continue;
+    EXPECT_TRUE(std::regex_match(s.name, name)) << s.name;
+    EXPECT_EQ(s.name.find("milli"), std::string::npos) << s.name;
+    EXPECT_EQ(s.name.find("percent"), std::string::npos) << s.name;
+  }
+  for (const char* line : {"# TYPE ristretto_learner_samples_trained_total",
+                           "# TYPE ristretto_actor_env_steps_total"}) {
+    const size_t at = body.find(line);
+    if (at != std::string::npos) {
+      EXPECT_EQ(body.compare(at + std::strlen(line), 8, " counter"), 0) << line;
+    }
+  }
+}
+
+class MetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ristretto_metrics_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+TEST_F(MetricsTest, LearnerMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
+  Process learner({RISTRETTO_LEARNER_BINARY,
+                   "--port",
+                   "0",
+                   "--metrics-port",
+                   "auto",
+                   "--metrics-address",
+                   "127.0.0.1",
+                   "--runs",
+                   "1",
+                   "--run-dir",
+                   dir_ + "/runs",
+                   "--synthetic-rows",
+                   "1200",
+                   "--synthetic-assets",
+                   "3",
+                   "--policy-hidden",
+                   "32,32",
+                   "--samples-per-update",
+                   "1024",
+                   "--rollout",
+                   "32",
+                   "--episode",
+                   "200",
+                   "--epochs",
+                   "2",
+                   "--minibatch",
+                   "512",
+                   "--budget",
+                   "8192",
+                   "--eval-every",
+                   "4096"},
+                  dir_ + "/learner.log");
+  const int port = MetricsPort(learner);
+  ASSERT_GT(port, 0) << learner.Log();
+  const std::string address = WaitForMatch(learner, "listening on ([^\\s]+)");
+  ASSERT_FALSE(address.empty()) << learner.Log();
+
+  // Before any actor: the run's series and every reason exist at zero.
+  std::optional<std::string> body = HttpGet(port);
+  ASSERT_TRUE(body.has_value());
+  const Labels run = {{"run", "run-0"}};
+  EXPECT_EQ(Value(*body, "ristretto_learner_samples_trained_total", run), 0);
+  EXPECT_EQ(Value(*body, "ristretto_learner_runs_hosted"), 1);
+  EXPECT_EQ(Value(*body, "ristretto_learner_chunks_rejected_total",
+                  {{"reason", "stale"}}),
+            0);
+  EXPECT_EQ(
+      Value(*body, "ristretto_gpu_metrics_available", {{"source", "none"}}), 1);
+  EXPECT_GT(Value(*body, "ristretto_process_resident_memory_bytes",
+                  {{"service", "learner"}}),
+            10 << 20);
+
+  Process actor(
+      {RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "8",
+       "--actor-id", "a0", "--cache-dir", dir_ + "/cache", "--exit-when-idle"},
+      dir_ + "/actor.log");
+  const std::string trained = ScrapeUntil(
+      port,
+      [&](const std::string& b) {
+        return Value(b, "ristretto_learner_validation_score",
+                     {{"study", "local"}, {"trial", "0"}, {"fold", "0"}}) !=
+                   0 &&
+               Value(b, "ristretto_learner_updates_total", run) >= 4;
+      },
+      180s);
+  EXPECT_GE(Value(trained, "ristretto_learner_samples_trained_total", run),
+            4096)
+      << trained;
+  EXPECT_GE(Value(trained, "ristretto_learner_updates_total", run), 4);
+  EXPECT_GE(Value(trained, "ristretto_learner_update_seconds_count", run), 4);
+  EXPECT_GT(Value(trained, "ristretto_learner_update_seconds_sum", run), 0);
+  EXPECT_GE(Value(trained, "ristretto_learner_weight_version", run), 4);
+  EXPECT_GE(Value(trained, "ristretto_learner_policy_lag_count", run), 4);
+  EXPECT_TRUE(SampleValue(trained, "ristretto_learner_loss",
+                          {{"run", "run-0"}, {"kind", "value"}})
+                  .has_value());
+  EXPECT_GT(Value(trained, "ristretto_learner_entropy", run), -1e9);
+  EXPECT_TRUE(
+      SampleValue(trained, "ristretto_learner_approx_kl", run).has_value());
+  EXPECT_TRUE(
+      SampleValue(trained, "ristretto_learner_queue_depth", run).has_value());
+  const std::optional<double> busy =
+      SampleValue(trained, "ristretto_learner_gpu_busy_ratio");
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_GT(*busy, 0);  // CPU: the share of time spent in updates
+  EXPECT_LE(*busy, 1);
+  ExpectConventionalNames(trained);
+
+  EXPECT_EQ(actor.Wait(120s), 0) << actor.Log();
+  learner.Signal(SIGTERM);
+  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
+
+  // --metrics-port 0 (the default): no endpoint, no "metrics on" line.
+  Process quiet({RISTRETTO_LEARNER_BINARY, "--port", "0", "--metrics-port", "0",
+                 "--runs", "1", "--run-dir", dir_ + "/quiet",
+                 "--synthetic-rows", "600", "--synthetic-assets", "2"},
+                dir_ + "/quiet.log");
+  ASSERT_TRUE(quiet.WaitForLog("listening on", 60s)) << quiet.Log();
+  EXPECT_EQ(quiet.Log().find("metrics on"), std::string::npos);
+  quiet.Signal(SIGTERM);
+  EXPECT_EQ(quiet.Wait(60s), 0) << quiet.Log();
+
+  // A bad value is a flag error (exit 2).
+  Process bad({RISTRETTO_LEARNER_BINARY, "--metrics-port", "99999", "--runs",
+               "1", "--run-dir", dir_ + "/bad"},
+              dir_ + "/bad.log");
+  EXPECT_EQ(bad.Wait(60s), 2) << bad.Log();
+}
+
+// 1 trial × 1 fold, small nets: the coordinator's and the learner's series
+// for a real study.
+constexpr char kStudy[] = R"(name: metrics
+dataset:
+  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
+cv: {scheme: holdout, validation_fraction: 0.3}
+budget_env_steps: 8192
+eval_every_env_steps: 4096
+sampler: {type: random, seed: 5}
+pruner: {type: none}
+concurrency: 1
+max_trials: 1
+max_attempts: 2
+fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
+        episode_steps: 256}
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
+)";
+
+class StudyMetricsTest : public coordinator::testing::PgDatabaseTest {
+ protected:
+  void SetUp() override {
+    PgDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> dir =
+        coordinator::testing::MakeTempDir("ristretto_metrics_study_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
+  absl::StatusOr<std::unique_ptr<coordinator::Store>> store = MigratedStore();
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<coordinator::StudyRow> study =
+      (*store)->CreateStudy("metrics", kStudy);
+  ASSERT_TRUE(study.ok()) << study.status();
+
+  Process coord({RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
+                 "--data-dir", dir_ + "/coordinator", "--tick-ms", "200",
+                 "--metrics-port", "auto", "--metrics-address", "127.0.0.1"},
+                dir_ + "/coordinator.log");
+  const int coord_port = MetricsPort(coord);
+  ASSERT_GT(coord_port, 0) << coord.Log();
+  const std::string coord_address =
+      WaitForMatch(coord, "listening on ([^\\s]+)");
+  ASSERT_FALSE(coord_address.empty()) << coord.Log();
+
+  // A created (not yet running) study is counted at zero in every state;
+  // every operation's histogram exists before it is used.
+  const Labels running = {{"study", "metrics"}, {"state", "running"}};
+  const Labels complete = {{"study", "metrics"}, {"state", "complete"}};
+  std::string body = ScrapeUntil(
+      coord_port,
+      [&](const std::string& b) {
+        return SampleValue(b, "ristretto_coordinator_trials", complete)
+            .has_value();
+      },
+      30s);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 0) << body;
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials",
+                  {{"study", "metrics"}, {"state", "pruned"}}),
+            0);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials",
+                  {{"study", "metrics"}, {"state", "failed"}}),
+            0);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_runs_leased_total"), 0);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_lease_expiries_total"), 0);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_db_latency_seconds_count",
+                  {{"op", "LeaseRun"}}),
+            0);
+  EXPECT_GT(Value(body, "ristretto_coordinator_db_latency_seconds_count",
+                  {{"op", "ListStudies"}}),
+            0);
+  EXPECT_GT(Value(body, "ristretto_process_resident_memory_bytes",
+                  {{"service", "coordinator"}}),
+            1 << 20);
+
+  ASSERT_TRUE(
+      (*store)->SetStudyState(study->id, coordinator::kStudyRunning).ok());
+  Process learner(
+      {RISTRETTO_LEARNER_BINARY, "--coordinator", coord_address, "--port", "0",
+       "--slots", "1", "--run-dir", dir_ + "/learner", "--metrics-port", "auto",
+       "--metrics-address", "127.0.0.1"},
+      dir_ + "/learner.log");
+  const int learner_port = MetricsPort(learner);
+  ASSERT_GT(learner_port, 0) << learner.Log();
+  Process actor(
+      {RISTRETTO_ACTOR_BINARY, "--coordinator", coord_address, "--envs", "8",
+       "--actor-id", "a0", "--cache-dir", dir_ + "/cache"},
+      dir_ + "/actor.log");
+
+  // While the trial runs: one running trial, one lease.
+  body = ScrapeUntil(
+      coord_port,
+      [&](const std::string& b) {
+        return Value(b, "ristretto_coordinator_trials", running) == 1;
+      },
+      60s);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 1) << body;
+
+  // The learner hosts the lease's run under its name; its validation score
+  // is labelled by study, trial number and fold.
+  const Labels run = {{"run", "metrics/trial-0/fold-0"}};
+  const Labels fold = {{"study", "metrics"}, {"trial", "0"}, {"fold", "0"}};
+  const std::string learned = ScrapeUntil(
+      learner_port,
+      [&](const std::string& b) {
+        return SampleValue(b, "ristretto_learner_validation_score", fold)
+                   .has_value() &&
+               Value(b, "ristretto_learner_validation_score", fold) != 0;
+      },
+      180s);
+  EXPECT_TRUE(
+      std::isfinite(Value(learned, "ristretto_learner_validation_score", fold)))
+      << learned;
+  EXPECT_GE(Value(learned, "ristretto_learner_samples_trained_total", run),
+            4096)
+      << learned;
+
+  body = ScrapeUntil(
+      coord_port,
+      [&](const std::string& b) {
+        return Value(b, "ristretto_coordinator_trials", complete) == 1;
+      },
+      180s);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", complete), 1)
+      << coord.Log() << learner.Log();
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 0);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_runs_leased_total"), 1);
+  EXPECT_GE(Value(body, "ristretto_coordinator_db_latency_seconds_count",
+                  {{"op", "LeaseRun"}}),
+            1);
+  EXPECT_GE(Value(body, "ristretto_coordinator_db_latency_seconds_count",
+                  {{"op", "CompleteRun"}}),
+            1);
+  EXPECT_GE(Value(body, "ristretto_coordinator_db_latency_seconds_count",
+                  {{"op", "CountTrials"}}),
+            1);
+  EXPECT_GT(Value(body, "ristretto_coordinator_db_latency_seconds_sum",
+                  {{"op", "CompleteRun"}}),
+            0);
+  ExpectConventionalNames(body);
+
+  actor.Signal(SIGTERM);
+  EXPECT_EQ(actor.Wait(30s), 0) << actor.Log();
+  learner.Signal(SIGTERM);
+  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
+  coord.Signal(SIGTERM);
+  EXPECT_EQ(coord.Wait(30s), 0) << coord.Log();
+}
+
+}  // namespace
+}  // namespace ristretto
