@@ -106,7 +106,13 @@ class ActorReactor final
     if (message == nullptr) {
       // Keep reading until the actor half-closes: chunks already in flight
       // are still received (and counted as dropped), so the actors' sent
-      // steps equal the learner's trained + dropped steps exactly.
+      // steps equal the learner's trained + dropped steps exactly. Sent
+      // once (a stopped run announces it at Stop() and again at the end).
+      {
+        absl::MutexLock lock(&mu_);
+        if (stop_sent_) return;
+        stop_sent_ = true;
+      }
       const bool finished = run_->counters().finished;
       Send(StopMessage(finished ? "run finished" : "learner shutting down",
                        finished));
@@ -204,7 +210,10 @@ class ActorReactor final
       if (link->reactor != nullptr) link->reactor->OnWeights(message);
     });
     OnWeights(run_->latest_weights());
-    if (run_->counters().finished) OnWeights(nullptr);
+    // A run that finished or was stopped (pruned, shut down) before this
+    // stream subscribed never calls the listener again: stop the actor now
+    // instead of letting it stream chunks that can only be refused.
+    if (!run_->accepting()) OnWeights(nullptr);
   }
 
   void HandleChunk() {
@@ -267,6 +276,7 @@ class ActorReactor final
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
   int64_t sent_version_ ABSL_GUARDED_BY(mu_) = -1;
+  bool stop_sent_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Streams the dataset file in 1 MiB pieces.
@@ -427,7 +437,7 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
   absl::MutexLock lock(&mu_);
   std::shared_ptr<RunHost> best;
   for (const std::shared_ptr<RunHost>& run : runs_) {
-    if (run->counters().finished) continue;
+    if (!run->accepting()) continue;
     if (run->run_id() == want_run_id) {
       best = run;
       break;

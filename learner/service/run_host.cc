@@ -185,10 +185,18 @@ RunCounters RunHost::counters() const {
 }
 
 void RunHost::Stop() {
+  std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);
+    if (!stopping_ && !counters_.finished) {
+      for (const auto& [id, l] : listeners_) listeners.push_back(l);
+    }
     stopping_ = true;
   }
+  // Tell the actors at once (every chunk from now on is refused), not only
+  // when the training thread has drained its queue: otherwise they keep
+  // streaming chunks that can only be dropped until then.
+  for (const Listener& l : listeners) l(nullptr);
   if (thread_.joinable()) thread_.join();
 }
 
@@ -382,6 +390,11 @@ void RunHost::TrainLoop() {
 absl::Status RunHost::Export(const std::string& out_dir) {
   Stop();  // the training thread has exited: learner_ is ours again
   return ExportPolicy(learner_->model(), contract_, out_dir);
+}
+
+bool RunHost::accepting() const {
+  absl::MutexLock lock(&mu_);
+  return !counters_.finished && !stopping_;
 }
 
 absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {

@@ -107,6 +107,8 @@ class RunHost {
   void Unsubscribe(int id);
 
   RunCounters counters() const;
+  // False once the run has finished or is stopping: no chunk can be trained.
+  bool accepting() const;
   // The newest evaluation (nullopt before the first one).
   std::optional<EvaluationResult> last_evaluation() const;
   // OK, or why the run could not go on (evaluation or checkpoint failed,
