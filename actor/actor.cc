@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "actor/actor_metrics.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
@@ -145,7 +147,12 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   // processes, and small MLP forwards lose to thread hand-offs.
   static std::once_flag torch_threads;
   std::call_once(torch_threads, [] { torch::set_num_threads(1); });
-  return std::unique_ptr<Actor>(new Actor(filled));
+  std::unique_ptr<Actor> actor(new Actor(filled));
+  if (filled.metrics != nullptr) {
+    actor->metrics_ =
+        std::make_unique<ActorMetrics>(*filled.metrics, filled.actor_id);
+  }
+  return actor;
 }
 
 Actor::Actor(const ActorOptions& options)
@@ -184,6 +191,11 @@ void Actor::ResolveLearner() {
 }
 
 Actor::~Actor() { Stop(); }
+
+void Actor::SetCurrentVersion(int64_t version) {
+  current_version_.store(version);
+  if (metrics_ != nullptr) metrics_->SetPolicyVersion(version);
+}
 
 void Actor::Stop() {
   absl::MutexLock lock(&mu_);
@@ -231,7 +243,10 @@ absl::Status Actor::Run() {
         return absl::OkStatus();
       }
     }
-    if (!first) reconnects_.fetch_add(1);
+    if (!first) {
+      reconnects_.fetch_add(1);
+      if (metrics_ != nullptr) metrics_->CountReconnect();
+    }
     const grpc::Status final_status = RunSession();
 
     SessionEnd end;
@@ -271,7 +286,7 @@ absl::Status Actor::Run() {
                      id.c_str());
         // Act again only with the weights the learner sends next.
         rollout_->policy.reset();
-        current_version_.store(-1);
+        SetCurrentVersion(-1);
         retry_now = true;
         break;
       case SessionEnd::kLearnerStop:
@@ -283,7 +298,7 @@ absl::Status Actor::Run() {
           rollout_->env.reset();
           rollout_->policy.reset();
           rollout_->assignment_bytes.clear();
-          current_version_.store(-1);
+          SetCurrentVersion(-1);
           // Ask for new work at once, but only after a run we worked on:
           // "no run" answers are retried with backoff.
           retry_now = assigned;
@@ -544,6 +559,7 @@ void Actor::HandleAck(const v1::ChunkAck& ack) {
     return;
   }
   chunks_rejected_.fetch_add(1);
+  if (metrics_ != nullptr) metrics_->CountRejected(ack.code());
   const int64_t n = ++rejected_by_code_[ack.code()];
   if (n <= 3) {
     std::fprintf(stderr, "actor %s: chunk %lld rejected (code %d): %s\n",
@@ -639,7 +655,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
       continue;
     }
     if (r.policy == nullptr) continue;  // weights of another run pending
-    current_version_.store(r.policy->version);
+    SetCurrentVersion(r.policy->version);
 
     // T steps × B copies with one policy version (as the trainer's rollout).
     learner::TrajectoryChunk& chunk = r.chunk;
@@ -660,8 +676,15 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
             torch::from_blob(obs_t, {B, D}, torch::kFloat32);
         const torch::Tensor z =
             torch::from_blob(r.noise.data(), {B, A}, torch::kFloat32);
+        const auto inference_start = std::chrono::steady_clock::now();
         const learner::PolicySample s =
             learner::SampleActions(r.policy->model, x, z, false);
+        if (metrics_ != nullptr) {
+          metrics_->ObserveInference(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            inference_start)
+                  .count());
+        }
         std::memcpy(chunk.actions.data() + static_cast<size_t>(t) * B * A,
                     s.u.data_ptr<float>(), sizeof(float) * B * A);
         std::memcpy(chunk.log_probs.data() + static_cast<size_t>(t) * B,
@@ -678,6 +701,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
           // NaN actions from diverged weights: retry with fresh weights.
           return absl::AbortedError(absl::StrCat("env step: ", step.message()));
         }
+        if (metrics_ != nullptr) metrics_->AddEnvSteps(B);
         for (int b = 0; b < B; ++b) {
           if (out.done[b]) {
             chunk.final_obs.insert(chunk.final_obs.end(),
@@ -715,6 +739,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
     }
     ++next_sequence_;
     chunks_sent_.fetch_add(1);
+    if (metrics_ != nullptr) metrics_->CountChunkSent();
     env_steps_sent_.fetch_add(int64_t{T} * B);
   }
 }
@@ -731,7 +756,7 @@ absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
   r.assignment_bytes.clear();
   if (!same_run) {
     r.policy.reset();
-    current_version_.store(-1);
+    SetCurrentVersion(-1);
   }
   const std::string context = absl::StrCat("run ", a.run_id());
   if (r.market == nullptr || r.market_id != a.dataset_id()) {

@@ -39,8 +39,13 @@
 namespace grpc {
 class ClientContext;
 }  // namespace grpc
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
 
 namespace ristretto::actor {
+
+class ActorMetrics;
 
 struct ActorOptions {
   // Learner address, HOST:PORT; or, with coordinator_address, the learner
@@ -76,6 +81,9 @@ struct ActorOptions {
   // before it to be read (the learner ends the call after the actor's
   // half-close) before cancelling the call.
   absl::Duration drain_timeout = absl::Seconds(10);
+  // Registry the actor's Prometheus series go to, labelled with the actor
+  // id (actor_metrics.h); not owned, must outlive the Actor. Null: none.
+  prometheus::Registry* metrics = nullptr;
 };
 
 // The default dataset cache directory (see ActorOptions::cache_dir).
@@ -242,6 +250,10 @@ class Actor {
   std::atomic<int64_t> reconnects_{0};
   std::atomic<int64_t> weight_versions_received_{0};
   std::atomic<int64_t> current_version_{-1};
+  // Sets current_version_ and the policy-version gauge.
+  void SetCurrentVersion(int64_t version);
+  // Null without ActorOptions::metrics; set in Create, then only read.
+  std::unique_ptr<ActorMetrics> metrics_;
 };
 
 }  // namespace ristretto::actor

@@ -1,7 +1,9 @@
 // ristretto-actor: one CPU actor process. Connects to a learner (retrying
 // with backoff until it answers), steps --envs env copies of the run it is
 // assigned and streams trajectory chunks until SIGTERM/SIGINT (or, with
-// --exit-when-idle, until the learner's runs have finished).
+// --exit-when-idle, until the learner's runs have finished). With
+// --metrics-port P (or 'auto') it serves Prometheus metrics
+// (docs/metrics.md) and prints "metrics on HOST:PORT" first.
 //
 // At exit prints one line that integration tests parse:
 //   actor <id>: env_steps_sent=<n> chunks_sent=<n> chunks_rejected=<n>
@@ -22,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
 #include "cli/args.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "learner/grpc_options.h"
 
@@ -32,7 +35,9 @@ constexpr char kUsage[] =
     "usage: ristretto-actor (--learner HOST:PORT | --coordinator HOST:PORT)\n"
     "         [--envs B (16)]\n"
     "         [--actor-id ID (hostname-pid)] [--cache-dir DIR]\n"
-    "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n";
+    "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n"
+    "         [--metrics-port P|auto (0: off)] [--metrics-address A "
+    "(0.0.0.0)]\n";
 
 // Self-pipe: the handler only writes one byte (async-signal-safe); a watcher
 // thread turns it into Actor::Stop(). Libraries (OpenBLAS, gRPC) may start
@@ -46,12 +51,19 @@ void OnSignal(int /*sig*/) {
   [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
 }
 
-absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
+struct Flags {
+  ActorOptions options;
+  std::string metrics_port;  // ParseMetricsPort syntax
+  std::string metrics_address;
+};
+
+absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   ASSIGN_OR_RETURN(cli::Args args,
                    cli::Args::Parse(argc, argv, 1, {"exit-when-idle", "help"}));
-  RETURN_IF_ERROR(args.CheckKnown({"learner", "coordinator", "envs", "actor-id",
-                                   "cache-dir", "seed", "max-inflight",
-                                   "exit-when-idle", "help"}));
+  RETURN_IF_ERROR(
+      args.CheckKnown({"learner", "coordinator", "envs", "actor-id",
+                       "cache-dir", "seed", "max-inflight", "exit-when-idle",
+                       "help", "metrics-port", "metrics-address"}));
   if (args.Has("help")) return absl::CancelledError("help");
   if (!args.positional().empty()) {
     return absl::InvalidArgumentError(
@@ -78,7 +90,13 @@ absl::StatusOr<ActorOptions> ParseFlags(int argc, char** argv) {
   options.seed = static_cast<uint64_t>(seed);
   options.max_inflight = static_cast<int>(inflight);
   options.exit_when_idle = args.Has("exit-when-idle");
-  return options;
+  Flags flags;
+  flags.options = options;
+  ASSIGN_OR_RETURN(flags.metrics_port, args.String("metrics-port", "0"));
+  RETURN_IF_ERROR(ParseMetricsPort(flags.metrics_port).status());
+  ASSIGN_OR_RETURN(flags.metrics_address,
+                   args.String("metrics-address", "0.0.0.0"));
+  return flags;
 }
 
 int Main(int argc, char** argv) {
@@ -93,18 +111,27 @@ int Main(int argc, char** argv) {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
 
-  absl::StatusOr<ActorOptions> options = ParseFlags(argc, argv);
-  if (!options.ok() &&
-      options.status().code() == absl::StatusCode::kCancelled) {
+  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.ok() && flags.status().code() == absl::StatusCode::kCancelled) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (!options.ok()) {
+  if (!flags.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s\n%s",
-                 options.status().ToString().c_str(), kUsage);
+                 flags.status().ToString().c_str(), kUsage);
     return 2;
   }
-  absl::StatusOr<std::unique_ptr<Actor>> created = Actor::Create(*options);
+  // Declared before the actor: destroyed after it.
+  absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
+      StartMetricsServer(flags->metrics_port, flags->metrics_address, "actor");
+  if (!metrics.ok()) {
+    std::fprintf(stderr, "ristretto-actor: %s\n",
+                 metrics.status().ToString().c_str());
+    return 1;
+  }
+  if (*metrics != nullptr) flags->options.metrics = &(*metrics)->registry();
+  absl::StatusOr<std::unique_ptr<Actor>> created =
+      Actor::Create(flags->options);
   if (!created.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s\n%s",
                  created.status().ToString().c_str(), kUsage);
