@@ -108,7 +108,8 @@ class MetricsTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(MetricsTest, LearnerMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
+TEST_F(MetricsTest,
+       LearnerAndActorMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
   Process learner({RISTRETTO_LEARNER_BINARY,
                    "--port",
                    "0",
@@ -137,7 +138,7 @@ TEST_F(MetricsTest, LearnerMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
                    "--minibatch",
                    "512",
                    "--budget",
-                   "8192",
+                   "16384",
                    "--eval-every",
                    "4096"},
                   dir_ + "/learner.log");
@@ -163,8 +164,43 @@ TEST_F(MetricsTest, LearnerMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
 
   Process actor(
       {RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "8",
-       "--actor-id", "a0", "--cache-dir", dir_ + "/cache", "--exit-when-idle"},
+       "--actor-id", "a0", "--cache-dir", dir_ + "/cache", "--exit-when-idle",
+       "--metrics-port", "auto", "--metrics-address", "127.0.0.1"},
       dir_ + "/actor.log");
+  const int actor_port = MetricsPort(actor);
+  ASSERT_GT(actor_port, 0) << actor.Log();
+
+  // The actor, while it works (T = 32 steps × B = 8 copies per chunk).
+  const Labels a0 = {{"actor", "a0"}};
+  const std::string acting = ScrapeUntil(
+      actor_port,
+      [&](const std::string& b) {
+        return Value(b, "ristretto_actor_chunks_sent_total", a0) >= 4;
+      },
+      120s);
+  const double chunks = Value(acting, "ristretto_actor_chunks_sent_total", a0);
+  EXPECT_GE(chunks, 4) << acting << actor.Log();
+  EXPECT_GE(Value(acting, "ristretto_actor_env_steps_total", a0),
+            chunks * 32 * 8);
+  EXPECT_GE(Value(acting, "ristretto_actor_inference_seconds_count", a0),
+            chunks * 32);
+  EXPECT_GT(Value(acting, "ristretto_actor_inference_seconds_sum", a0), 0);
+  EXPECT_EQ(Value(acting, "ristretto_actor_inference_seconds_bucket",
+                  {{"actor", "a0"}, {"le", "+Inf"}}),
+            Value(acting, "ristretto_actor_inference_seconds_count", a0));
+  EXPECT_GE(Value(acting, "ristretto_actor_policy_version", a0), 0);
+  EXPECT_EQ(Value(acting, "ristretto_actor_reconnects_total", a0), 0);
+  EXPECT_EQ(Value(acting, "ristretto_actor_chunks_rejected_total",
+                  {{"actor", "a0"}, {"code", "INVALID_ARGUMENT"}}),
+            0);
+  EXPECT_EQ(Value(acting, "ristretto_actor_chunks_rejected_total",
+                  {{"actor", "a0"}, {"code", "FAILED_PRECONDITION"}}),
+            0);
+  EXPECT_GT(Value(acting, "ristretto_process_resident_memory_bytes",
+                  {{"service", "actor"}}),
+            10 << 20);
+  ExpectConventionalNames(acting);
+
   const std::string trained = ScrapeUntil(
       port,
       [&](const std::string& b) {
@@ -177,6 +213,9 @@ TEST_F(MetricsTest, LearnerMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
   EXPECT_GE(Value(trained, "ristretto_learner_samples_trained_total", run),
             4096)
       << trained;
+  EXPECT_EQ(
+      Value(trained, "ristretto_gpu_metrics_available", {{"source", "none"}}),
+      1);
   EXPECT_GE(Value(trained, "ristretto_learner_updates_total", run), 4);
   EXPECT_GE(Value(trained, "ristretto_learner_update_seconds_count", run), 4);
   EXPECT_GT(Value(trained, "ristretto_learner_update_seconds_sum", run), 0);
