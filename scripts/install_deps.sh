@@ -16,8 +16,9 @@ PACKAGES=(
   libgoogle-glog-dev
   # metrics, database
   prometheus-cpp-dev libpqxx-dev libpq-dev postgresql libyaml-cpp-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # tests and benchmarks (prometheus + curl: tests/deploy/prometheus_test.sh
+  # evaluates the dashboards' PromQL on a real Prometheus)
+  libgtest-dev libgmock-dev googletest libbenchmark-dev prometheus curl
   # helpers used by scripts
   zlib1g-dev nlohmann-json3-dev
   # network namespaces for the multi-machine test (tests/integration/netns_test.sh)
