@@ -109,6 +109,24 @@ TEST(MetricsServerTest, APortInUseIsUnavailableAndOtherPathsAreNotFound) {
   EXPECT_EQ(HttpGet(first->port(), "/other"), std::nullopt);
 }
 
+TEST(MetricsServerTest, ScrapesAreCountedLikePrometheusCppsExposer) {
+  std::unique_ptr<MetricsServer> server = LocalServer("actor");
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(HttpGet(server->port()).has_value());
+  ASSERT_TRUE(HttpGet(server->port(), "/metrics?x=1").has_value());
+  EXPECT_EQ(HttpGet(server->port(), "/"), std::nullopt);  // 404: not counted
+  const std::optional<std::string> body = HttpGet(server->port());
+  ASSERT_TRUE(body.has_value());
+  // Counted after each response: two scrapes before this one.
+  EXPECT_EQ(SampleValue(*body, "exposer_scrapes_total"),
+            std::optional<double>(2));
+  EXPECT_GT(SampleValue(*body, "exposer_transferred_bytes_total").value_or(0),
+            100);
+  EXPECT_EQ(SampleValue(*body, "exposer_request_latencies_count"),
+            std::optional<double>(2));
+  EXPECT_THAT(*body, HasSubstr("# TYPE exposer_request_latencies summary"));
+}
+
 TEST(MetricsServerTest, BadOptionsAreInvalidArguments) {
   MetricsOptions options;
   options.address = "127.0.0.1";
