@@ -126,8 +126,8 @@ void PrintRun(const std::string& run_id, const RunCounters& c,
 
 // Half of the machine's physical memory, in MiB.
 absl::StatusOr<int64_t> DefaultMemoryMb() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
+  const int64_t pages = sysconf(_SC_PHYS_PAGES);
+  const int64_t page_size = sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page_size <= 0) {
     return absl::InternalError("cannot read the machine's memory size");
   }
