@@ -302,6 +302,9 @@ absl::Status Actor::Run() {
           // Ask for new work at once, but only after a run we worked on:
           // "no run" answers are retried with backoff.
           retry_now = assigned;
+          // The learner is up and will have work soon (its next run is
+          // being leased): poll at least every max_idle_poll.
+          if (!assigned) backoff = std::min(backoff, options_.max_idle_poll);
         }
         break;
       case SessionEnd::kStreamClosed:
