@@ -323,15 +323,19 @@ absl::Status CoordinatorAgent::Build(Hosted& h) {
   ASSIGN_OR_RETURN(h.market, Market(h.lease.dataset_id()));
   const int obs_size = 1 + h.market->num_assets +
                        h.market->num_features * h.options.env.lookback;
+  h.bytes = EstimateRunBytes(SpecFor(h), obs_size, h.market->num_assets,
+                             options_.max_chunk_samples);
+  return absl::OkStatus();
+}
+
+RunSpec CoordinatorAgent::SpecFor(const Hosted& h) const {
   RunSpec spec;
   spec.run_id = h.lease.run_name();
   spec.trainer = h.options;
   spec.samples_per_update =
       int64_t{h.options.num_envs} * h.options.rollout_steps;
   spec.queue_capacity = options_.queue_capacity;
-  h.bytes = EstimateRunBytes(spec, obs_size, h.market->num_assets,
-                             options_.max_chunk_samples);
-  return absl::OkStatus();
+  return spec;
 }
 
 void CoordinatorAgent::Admit() {
@@ -339,12 +343,7 @@ void CoordinatorAgent::Admit() {
   for (auto& [id, h] : runs_) {
     if (h.host != nullptr) continue;
     if (BytesInUse() + h.bytes > options_.memory_budget_bytes) continue;
-    RunSpec spec;
-    spec.run_id = h.lease.run_name();
-    spec.trainer = h.options;
-    spec.samples_per_update =
-        int64_t{h.options.num_envs} * h.options.rollout_steps;
-    spec.queue_capacity = options_.queue_capacity;
+    RunSpec spec = SpecFor(h);
     spec.metrics = options_.metrics;
     // run_name is "<study>/trial-<n>/fold-<k>".
     const std::string& name = h.lease.run_name();

@@ -93,6 +93,8 @@ class CoordinatorAgent {
   void Admit();
   // Builds the run of `h` (dataset, options, RunHost); errors fail the run.
   absl::Status Build(Hosted& h);
+  // The run's RunSpec from its lease and options (no callbacks).
+  RunSpec SpecFor(const Hosted& h) const;
   void Fail(const Hosted& h, const std::string& reason);
   absl::StatusOr<std::shared_ptr<const env::MarketData>> Market(
       const std::string& dataset_id);

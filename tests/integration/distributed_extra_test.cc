@@ -31,64 +31,19 @@
 #include "learner/torch/ppo.h"
 #include "learner/torch/trainer.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
 
 namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::testing::DoubleField;
+using ::ristretto::testing::Field;
+using ::ristretto::testing::FreePort;
 using ::ristretto::testing::Process;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
-
-// The text of `key=<value>` on the first line of `log` that contains
-// `line_marker`; nullopt if absent.
-std::optional<std::string> FieldText(const std::string& log,
-                                     const std::string& line_marker,
-                                     const std::string& key) {
-  const size_t pos = log.find(line_marker);
-  if (pos == std::string::npos) return std::nullopt;
-  const size_t end = log.find('\n', pos);
-  const std::string line = log.substr(pos, end - pos);
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex(" " + key + "=([^ ]+)"))) {
-    return std::nullopt;
-  }
-  return m[1].str();
-}
-
-// `key=<integer>` as FieldText; -1 if absent or not an integer.
-int64_t Field(const std::string& log, const std::string& line_marker,
-              const std::string& key) {
-  const std::optional<std::string> text = FieldText(log, line_marker, key);
-  int64_t v = 0;
-  return text.has_value() && absl::SimpleAtoi(*text, &v) ? v : -1;
-}
-
-// `key=<number>` as FieldText; NaN if absent or not a number.
-double DoubleField(const std::string& log, const std::string& line_marker,
-                   const std::string& key) {
-  const std::optional<std::string> text = FieldText(log, line_marker, key);
-  double v = 0;
-  return text.has_value() && absl::SimpleAtod(*text, &v) ? v : std::nan("");
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 class DistributedExtraTest : public ::testing::Test {
  protected:

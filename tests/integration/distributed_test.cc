@@ -19,45 +19,17 @@
 #include "gtest/gtest.h"
 #include "learner/chunk_codec.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
 
 namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::testing::Field;
+using ::ristretto::testing::FreePort;
 using ::ristretto::testing::Process;
 using namespace std::chrono_literals;
-
-// Reads `key=<integer>` from the first line of `log` that contains
-// `line_marker`; -1 if absent.
-int64_t Field(const std::string& log, const std::string& line_marker,
-              const std::string& key) {
-  size_t pos = log.find(line_marker);
-  if (pos == std::string::npos) return -1;
-  const size_t end = log.find('\n', pos);
-  const std::string line = log.substr(pos, end - pos);
-  std::smatch m;
-  if (!std::regex_search(line, m, std::regex(key + "=(-?[0-9]+)"))) return -1;
-  int64_t v = 0;
-  return absl::SimpleAtoi(m[1].str(), &v) ? v : -1;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
-}
 
 class DistributedTest : public ::testing::Test {
  protected:
