@@ -25,6 +25,7 @@
 #include "env/market_data.h"
 #include "env/vector_env.h"
 #include "learner/chunk_codec.h"
+#include "learner/chunk_wire.h"
 #include "learner/dataset_cache.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
@@ -33,7 +34,67 @@
 namespace ristretto::actor {
 namespace {
 
-using Stream = grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>;
+using Stream = learner::ActStream;
+
+// Chunk buffers for the rollout. A written chunk stays referenced by
+// gRPC's slices until it is on the wire (EncodeChunkMessage aliases its
+// arrays instead of copying them), so the rollout fills another buffer
+// meanwhile; a released buffer comes back here with its capacity. The
+// mutex orders gRPC's last read of a buffer before its reuse.
+class ChunkPool : public std::enable_shared_from_this<ChunkPool> {
+ public:
+  std::shared_ptr<learner::TrajectoryChunk> Acquire() {
+    std::unique_ptr<learner::TrajectoryChunk> chunk;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!free_.empty()) {
+        chunk = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (chunk == nullptr) chunk = std::make_unique<learner::TrajectoryChunk>();
+    std::weak_ptr<ChunkPool> pool = weak_from_this();
+    return std::shared_ptr<learner::TrajectoryChunk>(
+        chunk.release(), [pool](learner::TrajectoryChunk* c) {
+          std::unique_ptr<learner::TrajectoryChunk> owned(c);
+          if (std::shared_ptr<ChunkPool> p = pool.lock()) {
+            p->Release(std::move(owned));
+          }
+        });
+  }
+
+ private:
+  void Release(std::unique_ptr<learner::TrajectoryChunk> chunk) {
+    absl::MutexLock lock(&mu_);
+    // More than the in-flight window plus the one being filled is never
+    // needed for long; keep a few.
+    if (free_.size() < 8) free_.push_back(std::move(chunk));
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<learner::TrajectoryChunk>> free_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// Gives `chunk` the run, actor and sizes of `like`, with arrays of the
+// right sizes (no-ops for a recycled buffer of the same run).
+void ShapeLike(const learner::TrajectoryChunk& like,
+               learner::TrajectoryChunk* chunk) {
+  const size_t T = like.steps, B = like.copies, D = like.obs_size,
+               A = like.action_size;
+  chunk->run_id = like.run_id;
+  chunk->actor_id = like.actor_id;
+  chunk->steps = like.steps;
+  chunk->copies = like.copies;
+  chunk->obs_size = like.obs_size;
+  chunk->action_size = like.action_size;
+  chunk->obs.resize((T + 1) * B * D);
+  chunk->actions.resize(T * B * A);
+  chunk->log_probs.resize(T * B);
+  chunk->rewards.resize(T * B);
+  chunk->dones.resize(T * B);
+  chunk->final_obs.clear();
+}
 
 absl::Status FromGrpc(const grpc::Status& s) {
   // grpc::StatusCode and absl::StatusCode share the google.rpc numbering.
@@ -104,7 +165,10 @@ struct Actor::Rollout {
   std::unique_ptr<env::VectorEnv> env;
   std::shared_ptr<Policy> policy;
   Rng noise_rng;
-  learner::TrajectoryChunk chunk;  // obs row 0 = the envs' current obs
+  // The chunk being filled (obs row 0 = the envs' current obs), from
+  // `pool`.
+  std::shared_ptr<ChunkPool> pool = std::make_shared<ChunkPool>();
+  std::shared_ptr<learner::TrajectoryChunk> chunk;
   std::vector<float> noise, actions, final_obs;
 };
 
@@ -162,14 +226,14 @@ Actor::Actor(const ActorOptions& options)
   window_ = options_.max_inflight;
 }
 
-std::unique_ptr<v1::Learner::Stub> Actor::NewStub() const {
+std::shared_ptr<grpc::Channel> Actor::NewChannel() const {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   args.SetMaxSendMessageSize(options_.max_message_bytes);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return v1::Learner::NewStub(grpc::CreateCustomChannel(
+  return grpc::CreateCustomChannel(
       current_learner_.empty() ? options_.learner_address : current_learner_,
-      grpc::InsecureChannelCredentials(), args));
+      grpc::InsecureChannelCredentials(), args);
 }
 
 void Actor::ResolveLearner() {
@@ -214,8 +278,8 @@ absl::StatusOr<v1::LearnerStatus> Actor::GetLearnerStatus() {
   grpc::ClientContext ctx;
   ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
   v1::LearnerStatus response;
-  const grpc::Status s =
-      NewStub()->GetStatus(&ctx, v1::StatusRequest(), &response);
+  const grpc::Status s = v1::Learner::NewStub(NewChannel())
+                             ->GetStatus(&ctx, v1::StatusRequest(), &response);
   if (!s.ok()) return Annotate(FromGrpc(s), "GetStatus");
   return response;
 }
@@ -353,10 +417,12 @@ grpc::Status Actor::RunSession() {
     hello->set_have_version(rejoin ? have_version_ : -1);
   }
   ResolveLearner();
-  stub_ = NewStub();
-  std::unique_ptr<Stream> stream = stub_->Act(&ctx);
+  const std::shared_ptr<grpc::Channel> channel = NewChannel();
+  stub_ = v1::Learner::NewStub(channel);
+  learner::ActStub act(channel);
+  std::unique_ptr<Stream> stream = act.Act(&ctx);
   grpc::Status status;
-  if (stream->Write(hello_message)) {
+  if (stream->Write(learner::SerializeToByteBuffer(hello_message))) {
     std::thread reader([this, &stream] { ReaderLoop(stream.get()); });
     std::thread rollout([this, &stream] { RolloutLoop(stream.get()); });
     bool drain = false;
@@ -661,7 +727,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
     SetCurrentVersion(r.policy->version);
 
     // T steps × B copies with one policy version (as the trainer's rollout).
-    learner::TrajectoryChunk& chunk = r.chunk;
+    learner::TrajectoryChunk& chunk = *r.chunk;
     const int T = chunk.steps, D = chunk.obs_size, A = chunk.action_size;
     chunk.policy_version = r.policy->version;
     chunk.final_obs.clear();
@@ -714,15 +780,15 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
         }
       }
     }
-    v1::ActorMessage message;
-    if (t == T) learner::ChunkToProto(chunk, 0, message.mutable_chunk());
-    // The next chunk starts from the envs' current observation (row t);
-    // an abandoned partial chunk is dropped, the envs carry on.
-    if (t > 0) {
-      std::memcpy(chunk.obs.data(),
-                  chunk.obs.data() + static_cast<size_t>(t) * B * D,
-                  sizeof(float) * B * D);
-    }
+    // The next chunk starts from the envs' current observation (row t) in
+    // another buffer: this one is sent as it is (or, when abandoned
+    // partway, dropped; the envs carry on).
+    std::shared_ptr<learner::TrajectoryChunk> sent = std::move(r.chunk);
+    r.chunk = r.pool->Acquire();
+    ShapeLike(*sent, r.chunk.get());
+    std::memcpy(r.chunk->obs.data(),
+                sent->obs.data() + static_cast<size_t>(t) * B * D,
+                sizeof(float) * B * D);
     if (t < T) return absl::OkStatus();
 
     {
@@ -732,10 +798,10 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
         cv_.Wait(&mu_);
       }
       if (stop_ || session_end_ != SessionEnd::kNone) return absl::OkStatus();
-      unacked_[next_sequence_] = chunk.policy_version;
+      unacked_[next_sequence_] = sent->policy_version;
     }
-    message.mutable_chunk()->set_sequence(next_sequence_);
-    if (!stream->Write(message)) {
+    if (!stream->Write(
+            learner::EncodeChunkMessage(std::move(sent), next_sequence_))) {
       // The call is over. The reader ends the session once it has drained
       // what the learner sent before (possibly a Stop that says why).
       return absl::OkStatus();
@@ -813,7 +879,8 @@ absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
 
   const int T = a.rollout_steps(), B = options_.num_envs;
   const int D = contract.obs_size, A = contract.action_size;
-  learner::TrajectoryChunk& chunk = r.chunk;
+  if (r.chunk == nullptr) r.chunk = r.pool->Acquire();
+  learner::TrajectoryChunk& chunk = *r.chunk;
   chunk.run_id = a.run_id();
   chunk.actor_id = options_.actor_id;
   chunk.steps = T;

@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "env/dataset.h"
+#include "learner/chunk_wire.h"
 #include "learner/contract.h"
 #include "proto/ristretto.grpc.pb.h"
 
@@ -159,15 +160,13 @@ class Actor {
   explicit Actor(const ActorOptions& options);
   // A stub on a new channel of its own (message limits, no shared
   // subchannels, so its first call makes a real connection attempt).
-  std::unique_ptr<v1::Learner::Stub> NewStub() const;
+  std::shared_ptr<grpc::Channel> NewChannel() const;
 
   // One connection: Hello, reader + rollout threads, until the session ends.
   // Returns the learner's final status (for logging).
   grpc::Status RunSession();
-  void ReaderLoop(
-      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
-  void RolloutLoop(
-      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
+  void ReaderLoop(learner::ActStream* stream);
+  void RolloutLoop(learner::ActStream* stream);
   void HandleAssignment(const v1::RunAssignment& assignment);
   void HandleWeights(const v1::WeightVersion& weights);
   void HandleAck(const v1::ChunkAck& ack);
@@ -180,8 +179,7 @@ class Actor {
   void DrainSession(grpc::ClientContext* ctx);
 
   // Rollout thread. Returns OK when the session ends; errors end it.
-  absl::Status RolloutChunks(
-      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>* stream);
+  absl::Status RolloutChunks(learner::ActStream* stream);
   // Builds the env for an assignment (kept if it is the one applied).
   // Errors: kFailedPrecondition / kInvalidArgument when the dataset, env
   // and contract disagree; EnsureDataset's errors.

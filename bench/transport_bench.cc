@@ -3,19 +3,21 @@
 // in one run (plain main; prints every repetition, then medians).
 //
 //   grpc           an in-process server implementing ristretto.v1.Learner/Act
-//                  the way the learner's reactor does (callback API; per
-//                  chunk: parse, ChunkFromProto with the run's observation
+//                  the way the learner's reactor does (callback API with
+//                  the raw method: per chunk, ParseActorMessage over the
+//                  received buffers, DecodeChunk with the run's observation
 //                  and action sizes and the default limits, ack with
 //                  credits), fed by a client that streams pre-built chunks
 //                  the way ristretto-actor does (sync stream, a reader
 //                  thread for the acks, at most --inflight unacknowledged
-//                  chunks; every Write serialises the proto). 64 MiB
-//                  message caps, otherwise gRPC's defaults, as in the
-//                  binaries.
-//   grpc_old_codec as grpc, but the server decodes with the chunk codec as it
-//                  was before the issue-4 receive-path work (`legacy` below:
-//                  zero-filled vectors, a copy, then a second pass of
-//                  TrajectoryChunk::Validate()): before/after in one run.
+//                  chunks; every chunk written with EncodeChunkMessage,
+//                  whose payload slices alias the chunk: learner/
+//                  chunk_wire.h). 64 MiB message caps, otherwise gRPC's
+//                  defaults, as in the binaries.
+//   grpc_proto     the binaries before chunk_wire: generated protobuf API on
+//                  both ends (the client builds the proto with ChunkToProto
+//                  and Write serialises it; the server's proto is parsed by
+//                  gRPC, then ChunkFromProto): before/after in one run.
 //   grpc_tuned     as grpc plus large-message HTTP/2 and TCP settings on both
 //                  ends (an experiment; the binaries do not use them).
 //   raw_tcp        the same ActorMessage serialised once, sent
@@ -62,6 +64,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -75,6 +78,7 @@
 #include "common/tensor_codec.h"
 #include "grpcpp/grpcpp.h"
 #include "learner/chunk_codec.h"
+#include "learner/chunk_wire.h"
 #include "learner/grpc_options.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.grpc.pb.h"
@@ -134,11 +138,13 @@ bool ParseFlags(int argc, char** argv, Config* c) {
 // A realistic chunk: normal observations and actions, log-probs in
 // [−8, 0], small rewards, and the dones of 1,024-step episodes staggered
 // over the copies (T·B/1024 ends per chunk, each with its final obs).
-v1::ActorMessage MakeChunk(const Config& c, uint32_t seed) {
+std::shared_ptr<const learner::TrajectoryChunk> MakeChunk(const Config& c,
+                                                          uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0F, 1.0F);
   std::uniform_real_distribution<float> uniform(0.0F, 1.0F);
-  learner::TrajectoryChunk chunk;
+  auto shared = std::make_shared<learner::TrajectoryChunk>();
+  learner::TrajectoryChunk& chunk = *shared;
   chunk.run_id = "run-0";
   chunk.actor_id = "bench-actor";
   chunk.steps = c.steps;
@@ -163,6 +169,10 @@ v1::ActorMessage MakeChunk(const Config& c, uint32_t seed) {
       }
     }
   }
+  return shared;
+}
+
+v1::ActorMessage ToProto(const learner::TrajectoryChunk& chunk) {
   v1::ActorMessage message;
   learner::ChunkToProto(chunk, 0, message.mutable_chunk());
   return message;
@@ -292,43 +302,85 @@ absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
 
 // ---- gRPC: an Act stream that decodes and acknowledges every chunk.
 
-class BenchService;
+struct ServerCounters {
+  explicit ServerCounters(const Config& c) : config(c) {}
+  const Config config;
+  std::atomic<int64_t> steps_decoded{0};
+  std::atomic<int64_t> chunks_rejected{0};
+};
 
-class ChunkReactor final
-    : public grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage> {
+v1::LearnerMessage Ack(int64_t sequence, const absl::Status& status,
+                       int credits) {
+  v1::LearnerMessage ack;
+  ack.mutable_ack()->set_sequence(sequence);
+  ack.mutable_ack()->set_credits(credits);
+  ack.mutable_ack()->set_code(static_cast<int>(status.code()));
+  ack.mutable_ack()->set_message(std::string(status.message()));
+  return ack;
+}
+
+// The learner reactor's read/decode/ack loop over message types In/Out
+// (protobuf messages, or byte buffers with the raw method). Decode(in)
+// returns the ack to send, if any.
+template <typename In, typename Out>
+class AckingReactor : public grpc::ServerBidiReactor<In, Out> {
  public:
-  explicit ChunkReactor(BenchService* service) : service_(service) {
-    StartRead(&in_);
-  }
+  explicit AckingReactor(ServerCounters* counters) : counters_(counters) {}
 
-  void OnReadDone(bool ok) override;
+  void Begin() { this->StartRead(&in_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      FinishWhenDrained();
+      return;
+    }
+    std::optional<Out> ack = Decode(in_);
+    if (ack.has_value()) Send(std::move(*ack));
+    // Hello (the real learner answers with an assignment and weights; that
+    // is setup, not the measured steady state) and chunks: keep reading.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!finish_requested_) this->StartRead(&in_);
+  }
 
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     outbox_.pop_front();
     if (!ok) broken_ = true;
     if (!outbox_.empty() && !broken_) {
-      StartWrite(&outbox_.front());
+      this->StartWrite(&outbox_.front());
       return;
     }
     writing_ = false;
     if (finish_requested_ && !finished_) {
       finished_ = true;
-      Finish(grpc::Status::OK);
+      this->Finish(grpc::Status::OK);
     }
   }
 
   void OnCancel() override { FinishWhenDrained(); }
   void OnDone() override { delete this; }
 
+ protected:
+  virtual std::optional<Out> Decode(In& in) = 0;
+  ServerCounters* const counters_;
+
+  // Counts the outcome of one chunk.
+  void Count(const absl::Status& status, int64_t steps) {
+    if (status.ok()) {
+      counters_->steps_decoded.fetch_add(steps);
+    } else {
+      counters_->chunks_rejected.fetch_add(1);
+    }
+  }
+
  private:
-  void Send(v1::LearnerMessage message) {
+  void Send(Out message) {
     std::lock_guard<std::mutex> lock(mu_);
     if (finish_requested_ || broken_) return;
     outbox_.push_back(std::move(message));
     if (!writing_) {
       writing_ = true;
-      StartWrite(&outbox_.front());
+      this->StartWrite(&outbox_.front());
     }
   }
 
@@ -338,94 +390,115 @@ class ChunkReactor final
     finish_requested_ = true;
     if (!writing_ && !finished_) {
       finished_ = true;
-      Finish(grpc::Status::OK);
+      this->Finish(grpc::Status::OK);
     }
   }
 
-  BenchService* const service_;
-  v1::ActorMessage in_;
+  In in_;
   std::mutex mu_;
-  std::deque<v1::LearnerMessage> outbox_;  // front() is being written
+  std::deque<Out> outbox_;  // front() is being written
   bool writing_ = false;
   bool broken_ = false;
   bool finish_requested_ = false;
   bool finished_ = false;
 };
 
-class BenchService final : public v1::Learner::CallbackService {
+// grpc_proto: the generated protobuf API (gRPC parses the ActorMessage).
+class ProtoReactor final
+    : public AckingReactor<v1::ActorMessage, v1::LearnerMessage> {
  public:
-  BenchService(const Config& config, bool legacy_codec)
-      : config_(config), legacy_codec_(legacy_codec) {}
-
-  grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>* Act(
-      grpc::CallbackServerContext* /*context*/) override {
-    return new ChunkReactor(this);
-  }
-
-  const Config& config() const { return config_; }
-  bool legacy_codec() const { return legacy_codec_; }
-  std::atomic<int64_t> steps_decoded{0};
-  std::atomic<int64_t> chunks_rejected{0};
+  using AckingReactor::AckingReactor;
 
  private:
-  const Config config_;
-  const bool legacy_codec_;
+  std::optional<v1::LearnerMessage> Decode(v1::ActorMessage& in) override {
+    if (!in.has_chunk()) return std::nullopt;
+    const Config& c = counters_->config;
+    absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
+        in.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    Count(chunk.status(), chunk.ok() ? chunk->num_samples() : 0);
+    return Ack(in.chunk().sequence(), chunk.status(), c.inflight);
+  }
 };
 
-void ChunkReactor::OnReadDone(bool ok) {
-  if (!ok) {
-    FinishWhenDrained();
-    return;
-  }
-  if (in_.has_chunk()) {
-    const Config& c = service_->config();
-    absl::StatusOr<learner::TrajectoryChunk> chunk =
-        service_->legacy_codec()
-            ? legacy::ChunkFromProto(in_.chunk(), c.obs, c.actions,
-                                     learner::ChunkLimits{})
-            : learner::ChunkFromProto(in_.chunk(), c.obs, c.actions,
-                                      learner::ChunkLimits{});
-    v1::LearnerMessage ack;
-    ack.mutable_ack()->set_sequence(in_.chunk().sequence());
-    ack.mutable_ack()->set_credits(c.inflight);
-    if (chunk.ok()) {
-      service_->steps_decoded.fetch_add(chunk->num_samples());
-    } else {
-      service_->chunks_rejected.fetch_add(1);
-      ack.mutable_ack()->set_code(static_cast<int>(chunk.status().code()));
-      ack.mutable_ack()->set_message(std::string(chunk.status().message()));
-    }
-    Send(std::move(ack));
-  }
-  // Hello (the real learner answers with an assignment and weights; that
-  // is setup, not the measured steady state) and chunks: keep reading.
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!finish_requested_) StartRead(&in_);
-}
+// grpc: the raw method, decoding straight from the received buffers.
+class RawReactor final
+    : public AckingReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  using AckingReactor::AckingReactor;
 
-// Streams `chunks` chunks (cycling through `messages`) and returns the
-// seconds from the first Write to the last ack.
-double RunGrpc(v1::Learner::Stub* stub, std::vector<v1::ActorMessage>* messages,
-               int chunks, int inflight) {
-  grpc::ClientContext context;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<v1::ActorMessage, v1::LearnerMessage>>
-      stream = stub->Act(&context);
-  v1::ActorMessage hello;
-  hello.mutable_hello()->set_actor_id("bench-actor");
-  hello.mutable_hello()->set_env_copies(64);
+ private:
+  std::optional<grpc::ByteBuffer> Decode(grpc::ByteBuffer& in) override {
+    const Config& c = counters_->config;
+    absl::Status status = learner::ParseActorMessage(in, &frame_);
+    if (status.ok() && frame_.kind != learner::ActorFrame::Kind::kChunk) {
+      return std::nullopt;
+    }
+    learner::TrajectoryChunk chunk;
+    if (status.ok()) {
+      status = learner::DecodeChunk(frame_.chunk, c.obs, c.actions,
+                                    learner::ChunkLimits{}, &chunk);
+    }
+    frame_.slices.clear();  // release the received buffers
+    Count(status, status.ok() ? chunk.num_samples() : 0);
+    return learner::SerializeToByteBuffer(
+        Ack(frame_.chunk.sequence, status, c.inflight));
+  }
+
+  learner::ActorFrame frame_;
+};
+
+class ProtoService final : public v1::Learner::CallbackService {
+ public:
+  explicit ProtoService(ServerCounters* counters) : counters_(counters) {}
+  grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>* Act(
+      grpc::CallbackServerContext* /*context*/) override {
+    auto* reactor = new ProtoReactor(counters_);
+    reactor->Begin();
+    return reactor;
+  }
+
+ private:
+  ServerCounters* const counters_;
+};
+
+// The learner's composition: Act raw, the other methods as generated.
+using RawActService = v1::Learner::WithRawCallbackMethod_Act<
+    v1::Learner::WithCallbackMethod_FetchDataset<
+        v1::Learner::WithCallbackMethod_GetStatus<v1::Learner::Service>>>;
+
+class RawService final : public RawActService {
+ public:
+  explicit RawService(ServerCounters* counters) : counters_(counters) {}
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Act(
+      grpc::CallbackServerContext* /*context*/) override {
+    auto* reactor = new RawReactor(counters_);
+    reactor->Begin();
+    return reactor;
+  }
+
+ private:
+  ServerCounters* const counters_;
+};
+
+// Streams `chunks` chunks on `stream` (message(i) builds the i-th, with
+// sequence i) and returns the seconds from the first Write to the last
+// ack. Stream: ClientReaderWriter<ActorMessage or ByteBuffer,
+// LearnerMessage>.
+template <typename Stream, typename Hello, typename MakeMessage>
+double StreamChunks(Stream* stream, const Hello& hello, int chunks,
+                    int inflight, MakeMessage message) {
   if (!stream->Write(hello)) Die("gRPC: cannot open the Act stream");
   std::mutex mu;
   std::condition_variable cv;
   int unacked = 0, acked = 0, errors = 0;
   std::thread reader([&] {
-    v1::LearnerMessage message;
-    while (stream->Read(&message)) {
-      if (!message.has_ack()) continue;
+    v1::LearnerMessage m;
+    while (stream->Read(&m)) {
+      if (!m.has_ack()) continue;
       std::lock_guard<std::mutex> lock(mu);
       --unacked;
       ++acked;
-      if (message.ack().code() != 0) ++errors;
+      if (m.ack().code() != 0) ++errors;
       cv.notify_all();
     }
     std::lock_guard<std::mutex> lock(mu);
@@ -440,9 +513,7 @@ double RunGrpc(v1::Learner::Stub* stub, std::vector<v1::ActorMessage>* messages,
       cv.wait(lock, [&] { return unacked < inflight || acked > chunks; });
       ++unacked;
     }
-    v1::ActorMessage& m = (*messages)[i % messages->size()];
-    m.mutable_chunk()->set_sequence(i);
-    ok = stream->Write(m);
+    ok = stream->Write(message(i));
   }
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -458,6 +529,44 @@ double RunGrpc(v1::Learner::Stub* stub, std::vector<v1::ActorMessage>* messages,
         std::to_string(errors) + " rejected chunks)");
   }
   return seconds;
+}
+
+v1::ActorMessage HelloMessage() {
+  v1::ActorMessage hello;
+  hello.mutable_hello()->set_actor_id("bench-actor");
+  hello.mutable_hello()->set_env_copies(64);
+  return hello;
+}
+
+// grpc / grpc_tuned: as ristretto-actor writes (EncodeChunkMessage).
+double RunGrpc(
+    grpc::Channel* channel,
+    const std::vector<std::shared_ptr<const learner::TrajectoryChunk>>&
+        chunks_in,
+    int chunks, int inflight) {
+  learner::ActStub stub(channel->shared_from_this());
+  grpc::ClientContext context;
+  std::unique_ptr<learner::ActStream> stream = stub.Act(&context);
+  return StreamChunks(
+      stream.get(), learner::SerializeToByteBuffer(HelloMessage()), chunks,
+      inflight, [&](int i) {
+        return learner::EncodeChunkMessage(chunks_in[i % chunks_in.size()], i);
+      });
+}
+
+// grpc_proto: the generated stub with the pre-built protos.
+double RunGrpcProto(grpc::Channel* channel,
+                    std::vector<v1::ActorMessage>* messages, int chunks,
+                    int inflight) {
+  auto stub = v1::Learner::NewStub(channel->shared_from_this());
+  grpc::ClientContext context;
+  auto stream = stub->Act(&context);
+  return StreamChunks(stream.get(), HelloMessage(), chunks, inflight,
+                      [&](int i) -> const v1::ActorMessage& {
+                        v1::ActorMessage& m = (*messages)[i % messages->size()];
+                        m.mutable_chunk()->set_sequence(i);
+                        return m;
+                      });
 }
 
 // ---- raw TCP over 127.0.0.1.
@@ -561,9 +670,9 @@ double RunRawTcp(const Config& c, std::vector<v1::ActorMessage>* messages,
 // A server on 127.0.0.1 and a client stub with the learner's and actor's
 // settings (64 MiB message caps, everything else gRPC's defaults); `tuned`
 // adds HTTP/2 and TCP settings for large messages on both ends.
-void StartGrpc(BenchService* service, bool tuned,
+void StartGrpc(grpc::Service* service, bool tuned,
                std::unique_ptr<grpc::Server>* server,
-               std::unique_ptr<v1::Learner::Stub>* stub) {
+               std::shared_ptr<grpc::Channel>* channel) {
   int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -590,9 +699,9 @@ void StartGrpc(BenchService* service, bool tuned,
   builder.RegisterService(service);
   *server = builder.BuildAndStart();
   if (*server == nullptr || port == 0) Die("cannot start the gRPC server");
-  *stub = v1::Learner::NewStub(
+  *channel =
       grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                grpc::InsecureChannelCredentials(), args));
+                                grpc::InsecureChannelCredentials(), args);
 }
 
 double Median(std::vector<double> v) {
@@ -690,10 +799,12 @@ int Main(int argc, char** argv) {
     Die("mallopt refused the chunk settings");
   }
   constexpr int kDistinctChunks = 4;
+  std::vector<std::shared_ptr<const learner::TrajectoryChunk>> chunks;
   std::vector<v1::ActorMessage> messages;
   std::vector<std::string> bytes;
   for (int k = 0; k < kDistinctChunks; ++k) {
-    messages.push_back(MakeChunk(c, static_cast<uint32_t>(k)));
+    chunks.push_back(MakeChunk(c, static_cast<uint32_t>(k)));
+    messages.push_back(ToProto(*chunks.back()));
     bytes.push_back(messages.back().SerializeAsString());
     absl::StatusOr<learner::TrajectoryChunk> check = learner::ChunkFromProto(
         messages.back().chunk(), c.obs, c.actions, learner::ChunkLimits{});
@@ -704,14 +815,22 @@ int Main(int argc, char** argv) {
 
   // One server and stub per gRPC variant (each its own connection).
   struct GrpcEnd {
-    std::unique_ptr<BenchService> service;
+    std::unique_ptr<ServerCounters> counters;
+    std::unique_ptr<grpc::Service> service;
     std::unique_ptr<grpc::Server> server;
-    std::unique_ptr<v1::Learner::Stub> stub;
+    std::shared_ptr<grpc::Channel> channel;
+    bool proto = false;  // grpc_proto: the generated API on both ends
   };
-  auto start = [&](bool tuned, bool legacy_codec) {
+  auto start = [&](bool tuned, bool proto) {
     GrpcEnd end;
-    end.service = std::make_unique<BenchService>(c, legacy_codec);
-    StartGrpc(end.service.get(), tuned, &end.server, &end.stub);
+    end.counters = std::make_unique<ServerCounters>(c);
+    if (proto) {
+      end.service = std::make_unique<ProtoService>(end.counters.get());
+    } else {
+      end.service = std::make_unique<RawService>(end.counters.get());
+    }
+    end.proto = proto;
+    StartGrpc(end.service.get(), tuned, &end.server, &end.channel);
     return end;
   };
   struct Variant {
@@ -721,7 +840,7 @@ int Main(int argc, char** argv) {
   };
   std::vector<Variant> all;
   all.push_back({"grpc", start(false, false)});
-  all.push_back({"grpc_old_codec", start(false, true)});
+  all.push_back({"grpc_proto", start(false, true)});
   all.push_back({"grpc_tuned", start(true, false)});
   all.push_back({"raw_tcp", {}, false});
   all.push_back({"raw_tcp_codec", {}, true});
@@ -746,15 +865,19 @@ int Main(int argc, char** argv) {
 
   int64_t grpc_chunks_sent = 0;
   // Returns {wall seconds, process CPU seconds}.
-  auto measure = [&](int v, int chunks) {
+  auto measure = [&](int v, int chunks_n) {
     const double cpu0 = CpuSeconds();
     double seconds = 0.0;
     Variant& variant = variants[v];
-    if (variant.grpc.stub != nullptr) {
-      seconds = RunGrpc(variant.grpc.stub.get(), &messages, chunks, c.inflight);
-      grpc_chunks_sent += chunks;
+    if (variant.grpc.channel != nullptr) {
+      seconds = variant.grpc.proto
+                    ? RunGrpcProto(variant.grpc.channel.get(), &messages,
+                                   chunks_n, c.inflight)
+                    : RunGrpc(variant.grpc.channel.get(), chunks, chunks_n,
+                              c.inflight);
+      grpc_chunks_sent += chunks_n;
     } else {
-      seconds = RunRawTcp(c, &messages, bytes, chunks, variant.codec);
+      seconds = RunRawTcp(c, &messages, bytes, chunks_n, variant.codec);
     }
     return std::make_pair(seconds, CpuSeconds() - cpu0);
   };
@@ -788,9 +911,9 @@ int Main(int argc, char** argv) {
   const int64_t expected = grpc_chunks_sent * c.steps * c.copies;
   int64_t decoded = 0, rejected = 0;
   for (const Variant& v : variants) {
-    if (v.grpc.service == nullptr) continue;
-    decoded += v.grpc.service->steps_decoded.load();
-    rejected += v.grpc.service->chunks_rejected.load();
+    if (v.grpc.counters == nullptr) continue;
+    decoded += v.grpc.counters->steps_decoded.load();
+    rejected += v.grpc.counters->chunks_rejected.load();
   }
   std::printf("grpc servers decoded %" PRId64 " of %" PRId64
               " env steps sent, rejected %" PRId64 " chunks\n",

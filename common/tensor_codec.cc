@@ -169,26 +169,45 @@ absl::StatusOr<std::vector<T>> Decode(const v1::Tensor& tensor,
 
 }  // namespace
 
+TensorView ViewOf(const v1::Tensor& tensor) {
+  TensorView view;
+  view.dtype = tensor.dtype();
+  view.shape.assign(tensor.shape().begin(), tensor.shape().end());
+  view.data.push_back(tensor.data());
+  view.data_bytes = tensor.data().size();
+  return view;
+}
+
 absl::StatusOr<int64_t> CheckTensor(const v1::Tensor& tensor,
                                     v1::Tensor::DType dtype,
                                     absl::Span<const int64_t> expected,
                                     absl::string_view name,
                                     int64_t max_elements,
                                     std::vector<int64_t>* shape_out) {
-  if (tensor.dtype() != dtype) {
+  return CheckTensor(ViewOf(tensor), dtype, expected, name, max_elements,
+                     shape_out);
+}
+
+absl::StatusOr<int64_t> CheckTensor(const TensorView& tensor,
+                                    v1::Tensor::DType dtype,
+                                    absl::Span<const int64_t> expected,
+                                    absl::string_view name,
+                                    int64_t max_elements,
+                                    std::vector<int64_t>* shape_out) {
+  if (tensor.dtype != dtype) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": dtype is ", DTypeName(tensor.dtype()),
+        absl::StrCat(name, ": dtype is ", DTypeName(tensor.dtype),
                      ", expected ", DTypeName(dtype)));
   }
-  const auto& shape = tensor.shape();
-  if (static_cast<size_t>(shape.size()) != expected.size()) {
+  const absl::Span<const int64_t> shape = tensor.shape;
+  if (shape.size() != expected.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": shape ", ShapeString(shape), " has rank ",
                      shape.size(), ", expected ", ShapeString(expected)));
   }
   int64_t count = 1;
   for (size_t i = 0; i < expected.size(); ++i) {
-    const int64_t dim = shape[static_cast<int>(i)];
+    const int64_t dim = shape[i];
     if (dim < 0 || (expected[i] != kAnyDim && dim != expected[i])) {
       return absl::InvalidArgumentError(
           absl::StrCat(name, ": shape ", ShapeString(shape), ", expected ",
@@ -206,9 +225,9 @@ absl::StatusOr<int64_t> CheckTensor(const v1::Tensor& tensor,
         name, ": ", count, " elements exceed the limit of ", max_elements));
   }
   const size_t bytes = static_cast<size_t>(count) * DTypeSize(dtype);
-  if (tensor.data().size() != bytes) {
+  if (tensor.data_bytes != bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, ": ", tensor.data().size(), " data bytes for shape ",
+        absl::StrCat(name, ": ", tensor.data_bytes, " data bytes for shape ",
                      ShapeString(shape), ", expected ", bytes));
   }
   if (shape_out != nullptr) shape_out->assign(shape.begin(), shape.end());
@@ -233,6 +252,38 @@ int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
       out->resize(base + i + j);
       return static_cast<int64_t>(i + j);
     }
+  }
+  return -1;
+}
+
+int64_t AppendFloat32(absl::Span<const absl::string_view> pieces,
+                      bool finite_only, std::vector<float>* out) {
+  size_t total = 0;
+  for (absl::string_view p : pieces) total += p.size();
+  out->reserve(out->size() + total / sizeof(float));
+  int64_t done = 0;           // values appended so far
+  char carry[sizeof(float)];  // the start of a value split across ranges
+  size_t carried = 0;
+  for (absl::string_view p : pieces) {
+    if (carried > 0) {
+      const size_t take = std::min(sizeof(float) - carried, p.size());
+      std::memcpy(carry + carried, p.data(), take);
+      carried += take;
+      p.remove_prefix(take);
+      if (carried < sizeof(float)) continue;
+      float value;
+      std::memcpy(&value, carry, sizeof(value));
+      if (finite_only && !std::isfinite(value)) return done;
+      out->push_back(value);
+      ++done;
+      carried = 0;
+    }
+    const size_t whole = p.size() / sizeof(float) * sizeof(float);
+    const int64_t bad = AppendFloat32(p.substr(0, whole), finite_only, out);
+    if (bad >= 0) return done + bad;
+    done += static_cast<int64_t>(whole / sizeof(float));
+    carried = p.size() - whole;
+    std::memcpy(carry, p.data() + whole, carried);
   }
   return -1;
 }

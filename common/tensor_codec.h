@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -45,10 +46,30 @@ absl::StatusOr<std::vector<uint8_t>> DecodeUint8(
     const std::string& name, int64_t max_elements,
     std::vector<int64_t>* shape = nullptr);
 
+// A tensor as it arrived, before any copy: its header fields and its data
+// as one or more byte ranges in order (a message received as several
+// network buffers; a float may straddle two ranges). Views only: the
+// caller keeps the bytes alive.
+struct TensorView {
+  int dtype = v1::Tensor::DTYPE_UNSPECIFIED;  // as sent (may be unknown)
+  absl::InlinedVector<int64_t, 4> shape;
+  absl::InlinedVector<absl::string_view, 1> data;
+  size_t data_bytes = 0;  // total size of `data`
+};
+
+// A view of a parsed proto's tensor (one range: the data string).
+TensorView ViewOf(const v1::Tensor& tensor);
+
 // The checks of the decoders above without the copy: returns the element
 // count of `tensor` (its data is then exactly count × sizeof(dtype) bytes)
 // or the same errors, worded the same way.
 absl::StatusOr<int64_t> CheckTensor(const v1::Tensor& tensor,
+                                    v1::Tensor::DType dtype,
+                                    absl::Span<const int64_t> expected,
+                                    absl::string_view name,
+                                    int64_t max_elements,
+                                    std::vector<int64_t>* shape = nullptr);
+absl::StatusOr<int64_t> CheckTensor(const TensorView& tensor,
                                     v1::Tensor::DType dtype,
                                     absl::Span<const int64_t> expected,
                                     absl::string_view name,
@@ -63,6 +84,12 @@ absl::StatusOr<int64_t> CheckTensor(const v1::Tensor& tensor,
 // check runs on each cache-sized block right after it is copied.
 int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
                       std::vector<float>* out);
+
+// The same over byte ranges in order whose total size is a multiple of 4
+// (a value may straddle two ranges); the index returned counts values
+// from the start of the first range.
+int64_t AppendFloat32(absl::Span<const absl::string_view> pieces,
+                      bool finite_only, std::vector<float>* out);
 
 }  // namespace ristretto
 

@@ -18,14 +18,27 @@ namespace {
 // `out`, checking every value is finite. The error wording is
 // TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE".
 template <typename Where>
-absl::Status CopyFinite(const v1::Tensor& tensor, const char* field,
+absl::Status CopyFinite(const TensorView& tensor, const char* field,
                         Where where, std::vector<float>* out) {
   out->clear();
-  const int64_t bad = AppendFloat32(tensor.data(), /*finite_only=*/true, out);
+  const int64_t bad = AppendFloat32(tensor.data, /*finite_only=*/true, out);
   if (bad < 0) return absl::OkStatus();
+  // The offending value's bytes (possibly split across two ranges).
+  char bytes[sizeof(float)];
+  size_t skip = static_cast<size_t>(bad) * sizeof(float), got = 0;
+  for (absl::string_view p : tensor.data) {
+    if (skip >= p.size()) {
+      skip -= p.size();
+      continue;
+    }
+    const size_t take = std::min(sizeof(float) - got, p.size() - skip);
+    std::memcpy(bytes + got, p.data() + skip, take);
+    got += take;
+    skip = 0;
+    if (got == sizeof(float)) break;
+  }
   float value;
-  std::memcpy(&value, tensor.data().data() + bad * sizeof(float),
-              sizeof(value));
+  std::memcpy(&value, bytes, sizeof(value));
   return absl::InvalidArgumentError(absl::StrCat(
       "chunk ", field, "[", bad, "] (", where(bad), ") is ", value));
 }
@@ -52,15 +65,35 @@ void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
                 out->mutable_final_observations());
 }
 
+ChunkView ViewOf(const v1::TrajectoryChunk& p) {
+  ChunkView v;
+  v.run_id = p.run_id();
+  v.actor_id = p.actor_id();
+  v.policy_version = p.policy_version();
+  v.sequence = p.sequence();
+  v.observations = ristretto::ViewOf(p.observations());
+  v.actions = ristretto::ViewOf(p.actions());
+  v.log_probs = ristretto::ViewOf(p.log_probs());
+  v.rewards = ristretto::ViewOf(p.rewards());
+  v.dones = ristretto::ViewOf(p.dones());
+  v.final_observations = ristretto::ViewOf(p.final_observations());
+  return v;
+}
+
 absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
                             int action_size, const ChunkLimits& limits,
                             TrajectoryChunk* out) {
-  if (p.run_id().empty()) {
+  return DecodeChunk(ViewOf(p), obs_size, action_size, limits, out);
+}
+
+absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
+                         const ChunkLimits& limits, TrajectoryChunk* out) {
+  if (p.run_id.empty()) {
     return absl::InvalidArgumentError("chunk: run_id is empty");
   }
-  if (p.policy_version() < 0) {
+  if (p.policy_version < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "chunk: policy_version ", p.policy_version(), " is negative"));
+        "chunk: policy_version ", p.policy_version, " is negative"));
   }
   // The run's sizes (TrajectoryChunk::Validate()'s wording).
   if (obs_size < 1) {
@@ -76,7 +109,7 @@ absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
   // 1. Every tensor's dtype, shape and byte count, before copying anything.
   //    The observation tensor fixes T and B for the rest.
   std::vector<int64_t> shape;
-  RETURN_IF_ERROR(CheckTensor(p.observations(), v1::Tensor::FLOAT32,
+  RETURN_IF_ERROR(CheckTensor(p.observations, v1::Tensor::FLOAT32,
                               {kAnyDim, kAnyDim, obs_size},
                               "chunk.observations", kMax, &shape)
                       .status());
@@ -87,44 +120,53 @@ absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
         "chunk.observations: ", T, " steps x ", B, " copies is outside [1, ",
         limits.max_steps, "] x [1, ", limits.max_copies, "]"));
   }
-  RETURN_IF_ERROR(CheckTensor(p.actions(), v1::Tensor::FLOAT32,
+  RETURN_IF_ERROR(CheckTensor(p.actions, v1::Tensor::FLOAT32,
                               {T, B, action_size}, "chunk.actions", kMax)
                       .status());
-  RETURN_IF_ERROR(CheckTensor(p.log_probs(), v1::Tensor::FLOAT32, {T, B},
+  RETURN_IF_ERROR(CheckTensor(p.log_probs, v1::Tensor::FLOAT32, {T, B},
                               "chunk.log_probs", kMax)
                       .status());
-  RETURN_IF_ERROR(CheckTensor(p.rewards(), v1::Tensor::FLOAT32, {T, B},
-                              "chunk.rewards", kMax)
-                      .status());
   RETURN_IF_ERROR(
-      CheckTensor(p.dones(), v1::Tensor::UINT8, {T, B}, "chunk.dones", kMax)
+      CheckTensor(p.rewards, v1::Tensor::FLOAT32, {T, B}, "chunk.rewards", kMax)
           .status());
-  const absl::string_view dones = p.dones().data();
-  const int64_t num_dones = static_cast<int64_t>(dones.size()) -
-                            std::count(dones.begin(), dones.end(), '\0');
-  RETURN_IF_ERROR(CheckTensor(p.final_observations(), v1::Tensor::FLOAT32,
+  RETURN_IF_ERROR(
+      CheckTensor(p.dones, v1::Tensor::UINT8, {T, B}, "chunk.dones", kMax)
+          .status());
+  int64_t num_dones = 0;
+  for (absl::string_view piece : p.dones.data) {
+    num_dones += static_cast<int64_t>(piece.size()) -
+                 std::count(piece.begin(), piece.end(), '\0');
+  }
+  RETURN_IF_ERROR(CheckTensor(p.final_observations, v1::Tensor::FLOAT32,
                               {num_dones, obs_size}, "chunk.final_observations",
                               kMax)
                       .status());
   // 2. Values: dones are 0 or 1, every float is finite (checked while it is
   //    copied). The wording is TrajectoryChunk::Validate()'s.
-  for (size_t i = 0; i < dones.size(); ++i) {
-    const auto d = static_cast<uint8_t>(dones[i]);
-    if (d > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk dones[", i, "] (step ", static_cast<int64_t>(i) / B, ", copy ",
-          static_cast<int64_t>(i) % B, ") is ", int{d}, ", not 0 or 1"));
+  int64_t at = 0;
+  for (absl::string_view piece : p.dones.data) {
+    for (char c : piece) {
+      const auto d = static_cast<uint8_t>(c);
+      if (d > 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk dones[", at, "] (step ", at / B, ", copy ",
+                         at % B, ") is ", int{d}, ", not 0 or 1"));
+      }
+      ++at;
     }
   }
-  out->run_id = p.run_id();
-  out->actor_id = p.actor_id();
-  out->policy_version = p.policy_version();
+  out->run_id.assign(p.run_id.data(), p.run_id.size());
+  out->actor_id.assign(p.actor_id.data(), p.actor_id.size());
+  out->policy_version = p.policy_version;
   out->steps = static_cast<int>(T);
   out->copies = static_cast<int>(B);
   out->obs_size = obs_size;
   out->action_size = action_size;
-  const auto* done_bytes = reinterpret_cast<const uint8_t*>(dones.data());
-  out->dones.assign(done_bytes, done_bytes + dones.size());
+  out->dones.clear();
+  for (absl::string_view piece : p.dones.data) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(piece.data());
+    out->dones.insert(out->dones.end(), bytes, bytes + piece.size());
+  }
   auto step_copy = [B](int64_t i) {
     return absl::StrCat("step ", i / B, ", copy ", i % B);
   };
@@ -135,16 +177,16 @@ absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
                           i % width);
     };
   };
-  RETURN_IF_ERROR(CopyFinite(p.observations(), "obs",
-                             step_copy_element(obs_size), &out->obs));
-  RETURN_IF_ERROR(CopyFinite(p.actions(), "actions",
+  RETURN_IF_ERROR(CopyFinite(p.observations, "obs", step_copy_element(obs_size),
+                             &out->obs));
+  RETURN_IF_ERROR(CopyFinite(p.actions, "actions",
                              step_copy_element(action_size), &out->actions));
   RETURN_IF_ERROR(
-      CopyFinite(p.log_probs(), "log_probs", step_copy, &out->log_probs));
-  RETURN_IF_ERROR(CopyFinite(p.rewards(), "rewards", step_copy, &out->rewards));
+      CopyFinite(p.log_probs, "log_probs", step_copy, &out->log_probs));
+  RETURN_IF_ERROR(CopyFinite(p.rewards, "rewards", step_copy, &out->rewards));
   const int64_t d = obs_size;
   return CopyFinite(
-      p.final_observations(), "final_obs",
+      p.final_observations, "final_obs",
       [d](int64_t i) {
         return absl::StrCat("done ", i / d, ", element ", i % d);
       },

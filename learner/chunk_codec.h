@@ -14,6 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/tensor_codec.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
 
@@ -45,6 +47,31 @@ absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& proto,
 absl::Status ChunkFromProto(const v1::TrajectoryChunk& proto, int obs_size,
                             int action_size, const ChunkLimits& limits,
                             TrajectoryChunk* out);
+
+// A received chunk before decoding: its scalar fields and its tensors as
+// views of the bytes they arrived in (a parsed proto's strings, or the
+// network buffers themselves: learner/chunk_wire.h). The caller keeps
+// those bytes alive while the view is used.
+struct ChunkView {
+  absl::string_view run_id;
+  absl::string_view actor_id;
+  int64_t policy_version = 0;
+  int64_t sequence = 0;
+  TensorView observations;
+  TensorView actions;
+  TensorView log_probs;
+  TensorView rewards;
+  TensorView dones;
+  TensorView final_observations;
+};
+
+// A view of a parsed proto (no copy).
+ChunkView ViewOf(const v1::TrajectoryChunk& proto);
+
+// Decodes and validates a viewed chunk into `*out`: exactly the checks,
+// errors and result of ChunkFromProto (which is this over ViewOf(proto)).
+absl::Status DecodeChunk(const ChunkView& view, int obs_size, int action_size,
+                         const ChunkLimits& limits, TrajectoryChunk* out);
 
 }  // namespace ristretto::learner
 

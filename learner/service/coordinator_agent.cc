@@ -17,12 +17,6 @@
 namespace ristretto::learner {
 namespace {
 
-absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat(what, ": ", s.error_message()));
-}
-
 void ToProto(const EvaluationResult& e, v1::Evaluation* out) {
   out->set_sharpe(e.sharpe);
   out->set_benchmark_sharpe(e.benchmark_sharpe);

@@ -8,12 +8,21 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "learner/chunk_wire.h"
 #include "learner/service/learner_metrics.h"
 
 namespace ristretto::learner {
 namespace {
 
-using MessagePtr = std::shared_ptr<const v1::LearnerMessage>;
+// An outgoing message, serialised (weights: once per version, shared by
+// every stream).
+using MessagePtr = std::shared_ptr<const grpc::ByteBuffer>;
+using WeightsPtr = std::shared_ptr<const RunHost::PublishedWeights>;
+
+MessagePtr Serialised(const v1::LearnerMessage& message) {
+  return std::make_shared<const grpc::ByteBuffer>(
+      SerializeToByteBuffer(message));
+}
 
 class ActorReactor;
 
@@ -27,24 +36,26 @@ struct ReactorLink {
 
 MessagePtr AckMessage(int64_t sequence, absl::StatusCode code,
                       absl::string_view message, int credits) {
-  auto m = std::make_shared<v1::LearnerMessage>();
-  v1::ChunkAck* ack = m->mutable_ack();
+  v1::LearnerMessage m;
+  v1::ChunkAck* ack = m.mutable_ack();
   ack->set_sequence(sequence);
   ack->set_code(static_cast<int>(code));
   ack->set_message(std::string(message));
   ack->set_credits(credits);
-  return m;
+  return Serialised(m);
 }
 
 MessagePtr StopMessage(const std::string& reason, bool run_finished) {
-  auto m = std::make_shared<v1::LearnerMessage>();
-  m->mutable_stop()->set_reason(reason);
-  m->mutable_stop()->set_run_finished(run_finished);
-  return m;
+  v1::LearnerMessage m;
+  m.mutable_stop()->set_reason(reason);
+  m.mutable_stop()->set_run_finished(run_finished);
+  return Serialised(m);
 }
 
+// Reads the actor's messages as raw buffers (chunk_wire.h: decoded in
+// place, one copy) and writes serialised LearnerMessages.
 class ActorReactor final
-    : public grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit ActorReactor(LearnerService* service)
       : service_(service), link_(std::make_shared<ReactorLink>()) {
@@ -60,10 +71,25 @@ class ActorReactor final
       FinishWhenDrained(grpc::Status::OK);
       return;
     }
-    if (in_.has_hello()) {
+    const absl::Status parsed = ParseActorMessage(in_, &frame_);
+    if (!parsed.ok()) {
+      if (frame_.chunk.sequence >= 0) {  // a chunk: reject it, go on
+        Reject(frame_.chunk.sequence, parsed.code(), parsed.message(),
+               RejectReason::kMalformed);
+        frame_.slices.clear();
+        ContinueReading();
+        return;
+      }
+      // Nothing to acknowledge it with: end the call with the reason.
+      service_->CountRejected(RejectReason::kProtocol);
+      FinishWhenDrained(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     std::string(parsed.message())));
+      return;
+    }
+    if (frame_.kind == ActorFrame::Kind::kHello) {
       HandleHello();
       ContinueReading();
-    } else if (in_.has_chunk()) {
+    } else if (frame_.kind == ActorFrame::Kind::kChunk) {
       HandleChunk();  // continues reading when the chunk is queued
     } else {
       Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage",
@@ -102,8 +128,8 @@ class ActorReactor final
   }
 
   // Called through the link (listener thread).
-  void OnWeights(const MessagePtr& message) {
-    if (message == nullptr) {
+  void OnWeights(const WeightsPtr& weights) {
+    if (weights == nullptr) {
       // Keep reading until the actor half-closes: chunks already in flight
       // are still received (and counted as dropped), so the actors' sent
       // steps equal the learner's trained + dropped steps exactly. Sent
@@ -120,10 +146,11 @@ class ActorReactor final
     }
     {
       absl::MutexLock lock(&mu_);
-      if (message->weights().version() <= sent_version_) return;
-      sent_version_ = message->weights().version();
+      if (weights->version <= sent_version_) return;
+      sent_version_ = weights->version;
     }
-    Send(message);
+    // The aliasing constructor: shares the published buffer, no copy.
+    Send(MessagePtr(weights, &weights->message));
   }
 
   // Called through the link when a parked chunk entered the queue.
@@ -174,7 +201,7 @@ class ActorReactor final
              RejectReason::kProtocol);
       return;
     }
-    const v1::Hello& hello = in_.hello();
+    const v1::Hello& hello = frame_.hello;
     run_ = service_->AssignRun(hello.want_run_id());
     if (run_ == nullptr) {
       Send(StopMessage("no run is accepting actors", true));
@@ -189,8 +216,8 @@ class ActorReactor final
       sent_version_ = hello.have_version() <= ours ? hello.have_version() : -1;
     }
     const RunSpec& spec = run_->spec();
-    auto assignment = std::make_shared<v1::LearnerMessage>();
-    v1::RunAssignment* a = assignment->mutable_assignment();
+    v1::LearnerMessage assignment;
+    v1::RunAssignment* a = assignment.mutable_assignment();
     a->set_run_id(spec.run_id);
     a->set_dataset_id(spec.trainer.dataset_id);
     a->set_contract_json(run_->contract().ToJson());
@@ -203,11 +230,11 @@ class ActorReactor final
     a->set_episode_steps(spec.trainer.episode_steps);
     a->set_rollout_steps(spec.trainer.rollout_steps);
     a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
-    Send(std::move(assignment));
+    Send(Serialised(assignment));
     std::shared_ptr<ReactorLink> link = link_;
-    listener_ = run_->Subscribe([link](const MessagePtr& message) {
+    listener_ = run_->Subscribe([link](const WeightsPtr& weights) {
       absl::MutexLock lock(&link->mu);
-      if (link->reactor != nullptr) link->reactor->OnWeights(message);
+      if (link->reactor != nullptr) link->reactor->OnWeights(weights);
     });
     OnWeights(run_->latest_weights());
     // A run that finished or was stopped (pruned, shut down) before this
@@ -217,35 +244,37 @@ class ActorReactor final
   }
 
   void HandleChunk() {
-    const v1::TrajectoryChunk& proto = in_.chunk();
-    const int64_t sequence = proto.sequence();
+    const ChunkView& view = frame_.chunk;
+    const int64_t sequence = view.sequence;
     if (run_ == nullptr) {
       Reject(sequence, absl::StatusCode::kFailedPrecondition,
              "send Hello before chunks", RejectReason::kProtocol);
       ContinueReading();
       return;
     }
-    if (proto.run_id() != run_->run_id()) {
+    if (view.run_id != run_->run_id()) {
       Reject(
           sequence, absl::StatusCode::kNotFound,
-          absl::StrCat("unknown run '", proto.run_id(),
+          absl::StrCat("unknown run '", view.run_id,
                        "' (this stream is assigned to '", run_->run_id(), "')"),
           RejectReason::kUnknownRun);
       ContinueReading();
       return;
     }
-    absl::StatusOr<TrajectoryChunk> chunk =
-        ChunkFromProto(proto, run_->obs_size(), run_->action_size(),
-                       service_->options().limits);
-    if (!chunk.ok()) {
-      Reject(sequence, chunk.status().code(), chunk.status().message(),
+    TrajectoryChunk chunk;
+    const absl::Status decoded =
+        DecodeChunk(view, run_->obs_size(), run_->action_size(),
+                    service_->options().limits, &chunk);
+    frame_.slices.clear();  // the received buffers are no longer needed
+    if (!decoded.ok()) {
+      Reject(sequence, decoded.code(), decoded.message(),
              RejectReason::kMalformed);
       ContinueReading();
       return;
     }
     std::shared_ptr<ReactorLink> link = link_;
     const absl::Status status =
-        run_->Ingest(std::move(*chunk), [link, sequence] {
+        run_->Ingest(std::move(chunk), [link, sequence] {
           absl::MutexLock lock(&link->mu);
           if (link->reactor != nullptr) link->reactor->OnQueued(sequence);
         });
@@ -262,7 +291,8 @@ class ActorReactor final
 
   LearnerService* const service_;
   const std::shared_ptr<ReactorLink> link_;
-  v1::ActorMessage in_;
+  grpc::ByteBuffer in_;
+  ActorFrame frame_;  // the parsed in_ (reactor thread only)
   // Set once by the first Hello (reactor thread); shared so a run removed
   // from the service stays valid until its last stream ends.
   std::shared_ptr<RunHost> run_;
@@ -366,7 +396,7 @@ void LearnerService::ExportRunsHosted() {
   }
 }
 
-grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>*
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LearnerService::Act(grpc::CallbackServerContext* /*context*/) {
   return new ActorReactor(this);
 }

@@ -1,9 +1,10 @@
 // LearnerService: the learner's gRPC surface (callback API). Thin: proto →
 // RunHost call → proto. Each actor stream gets a reactor that assigns it to
 // the run with the fewest actors, sends the assignment and the newest
-// weights, validates every chunk (ChunkFromProto + RunHost::Ingest) and
-// acknowledges it with a precise code; new weight versions are pushed as
-// they are published (one serialised message shared by all actors).
+// weights, validates every chunk (ParseActorMessage + DecodeChunk straight
+// from the received buffers, then RunHost::Ingest) and acknowledges it
+// with a precise code; new weight versions are pushed as they are
+// published (one serialised message shared by all actors).
 // Thread-safe; owned by the learner's main, which destroys it after the
 // grpc::Server has shut down.
 #ifndef RISTRETTO_LEARNER_SERVICE_LEARNER_SERVICE_H_
@@ -46,14 +47,21 @@ struct LearnerServiceOptions {
 grpc::ServerWriteReactor<v1::DatasetPiece>* ServeDatasetFile(
     const std::string& path, const v1::FetchDatasetRequest& request);
 
-class LearnerService final : public v1::Learner::CallbackService {
+// Learner's generated callback service with Act as a raw method: the
+// reactor parses the actor's messages from the received buffers itself
+// (chunk_wire.h); the wire format is unchanged.
+using LearnerServiceBase = v1::Learner::WithRawCallbackMethod_Act<
+    v1::Learner::WithCallbackMethod_FetchDataset<
+        v1::Learner::WithCallbackMethod_GetStatus<v1::Learner::Service>>>;
+
+class LearnerService final : public LearnerServiceBase {
  public:
   // Runs may be added and removed while serving (coordinator mode); a
   // removed run lives on until its last actor stream has ended.
   LearnerService(std::vector<std::shared_ptr<RunHost>> runs,
                  LearnerServiceOptions options);
 
-  grpc::ServerBidiReactor<v1::ActorMessage, v1::LearnerMessage>* Act(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Act(
       grpc::CallbackServerContext* context) override;
   grpc::ServerWriteReactor<v1::DatasetPiece>* FetchDataset(
       grpc::CallbackServerContext* context,

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "learner/chunk_wire.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
 
@@ -158,7 +159,8 @@ void RunHost::ExportQueueDepth() {
   }
 }
 
-std::shared_ptr<const v1::LearnerMessage> RunHost::latest_weights() const {
+std::shared_ptr<const RunHost::PublishedWeights> RunHost::latest_weights()
+    const {
   absl::MutexLock lock(&mu_);
   return weights_;
 }
@@ -209,8 +211,8 @@ bool RunHost::WaitFinished(int64_t timeout_ms) {
 }
 
 absl::Status RunHost::Publish() {
-  auto message = std::make_shared<v1::LearnerMessage>();
-  v1::WeightVersion* w = message->mutable_weights();
+  v1::LearnerMessage message;
+  v1::WeightVersion* w = message.mutable_weights();
   w->set_run_id(spec_.run_id);
   w->set_version(learner_->version());
   try {
@@ -221,14 +223,20 @@ absl::Status RunHost::Publish() {
     return absl::InternalError(
         absl::StrCat("serialising weights: ", e.what_without_backtrace()));
   }
-  std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);
     w->set_env_steps(counters_.env_steps_trained);
-    weights_ = message;
+  }
+  auto published = std::make_shared<PublishedWeights>();
+  published->version = w->version();
+  published->message = SerializeToByteBuffer(message);
+  std::vector<Listener> listeners;
+  {
+    absl::MutexLock lock(&mu_);
+    weights_ = published;
     for (const auto& [id, l] : listeners_) listeners.push_back(l);
   }
-  for (const Listener& l : listeners) l(message);
+  for (const Listener& l : listeners) l(published);
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "env/market_data.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "learner/torch/ppo.h"
 #include "learner/torch/trainer.h"
 #include "learner/trajectory.h"
@@ -97,12 +98,17 @@ class RunHost {
   // version from the future (rejected).
   absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
 
-  // The newest weights as a ready-to-send message (serialised once).
-  std::shared_ptr<const v1::LearnerMessage> latest_weights() const;
+  // A published weight version as the LearnerMessage every stream sends,
+  // serialised once (copies of a ByteBuffer share its slices).
+  struct PublishedWeights {
+    int64_t version = 0;
+    grpc::ByteBuffer message;
+  };
+  // The newest weights (null before the first version).
+  std::shared_ptr<const PublishedWeights> latest_weights() const;
   // Called with every newly published version and once when the run
   // finishes (with nullptr). Returns an id for Unsubscribe.
-  using Listener =
-      std::function<void(std::shared_ptr<const v1::LearnerMessage>)>;
+  using Listener = std::function<void(std::shared_ptr<const PublishedWeights>)>;
   int Subscribe(Listener listener);
   void Unsubscribe(int id);
 
@@ -148,7 +154,7 @@ class RunHost {
   std::deque<TrajectoryChunk> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<TrajectoryChunk, std::function<void()>>> parked_
       ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<const v1::LearnerMessage> weights_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const PublishedWeights> weights_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;
   RunCounters counters_ ABSL_GUARDED_BY(mu_);

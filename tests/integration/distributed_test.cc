@@ -18,6 +18,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "learner/chunk_codec.h"
+#include "learner/chunk_wire.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
@@ -300,15 +301,68 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
               grpc::StatusCode::RESOURCE_EXHAUSTED);
   }
 
+  // Bytes that are not a valid encoding, on a stream that writes raw
+  // buffers (as ristretto-actor does): a chunk whose sequence was read is
+  // rejected with an ack and the stream goes on; a message with nothing to
+  // acknowledge ends the call with INVALID_ARGUMENT and the reason.
+  {
+    learner::ActStub raw_stub(channel);
+    grpc::ClientContext raw_context;
+    auto raw = raw_stub.Act(&raw_context);
+    ASSERT_TRUE(raw->Write(learner::SerializeToByteBuffer(hello)));
+    auto raw_ack = [&]() {
+      v1::LearnerMessage m;
+      while (raw->Read(&m)) {
+        if (m.has_ack()) return m.ack();
+      }
+      ADD_FAILURE() << "stream ended";
+      return v1::ChunkAck();
+    };
+    auto shared = std::make_shared<learner::TrajectoryChunk>(good);
+    ASSERT_TRUE(raw->Write(learner::EncodeChunkMessage(shared, 10)));
+    EXPECT_EQ(raw_ack().code(), 0);
+    // The same chunk with its rewards tensor given twice.
+    v1::ActorMessage m;
+    learner::ChunkToProto(good, 11, m.mutable_chunk());
+    std::string chunk_bytes = m.chunk().SerializeAsString();
+    const std::string rewards = m.chunk().rewards().SerializeAsString();
+    chunk_bytes += '\x4a';  // field 9 (rewards), length-delimited
+    chunk_bytes += static_cast<char>(rewards.size());
+    chunk_bytes += rewards;
+    std::string bytes = "\x12";  // field 2 (chunk)
+    for (uint64_t n = chunk_bytes.size();; n >>= 7) {
+      bytes += static_cast<char>(n < 0x80 ? n : (n & 0x7f) | 0x80);
+      if (n < 0x80) break;
+    }
+    bytes += chunk_bytes;
+    grpc::Slice slice(bytes.data(), bytes.size());
+    ASSERT_TRUE(raw->Write(grpc::ByteBuffer(&slice, 1)));
+    const v1::ChunkAck dup = raw_ack();
+    EXPECT_EQ(dup.sequence(), 11);
+    EXPECT_EQ(dup.code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+    EXPECT_EQ(dup.message(),
+              "malformed ActorMessage: chunk.rewards appears twice");
+    const std::string garbage = "\x12\xff\xff\xff";  // truncated chunk
+    grpc::Slice junk(garbage.data(), garbage.size());
+    raw->Write(grpc::ByteBuffer(&junk, 1));
+    v1::LearnerMessage drain;
+    while (raw->Read(&drain)) {
+    }
+    const grpc::Status ended = raw->Finish();
+    EXPECT_EQ(ended.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(ended.error_message(),
+                ::testing::HasSubstr("malformed ActorMessage"));
+  }
+
   // The learner keeps serving: a status call works and counts the rejects.
   grpc::ClientContext status_context;
   status_context.set_deadline(std::chrono::system_clock::now() + 10s);
   v1::LearnerStatus status;
   ASSERT_TRUE(
       stub->GetStatus(&status_context, v1::StatusRequest(), &status).ok());
-  EXPECT_EQ(status.chunks_rejected(), 4);
+  EXPECT_EQ(status.chunks_rejected(), 6);
   ASSERT_EQ(status.runs_size(), 1);
-  EXPECT_EQ(status.runs(0).env_steps_received(), 8);  // two good chunks
+  EXPECT_EQ(status.runs(0).env_steps_received(), 12);  // three good chunks
   learner->Signal(SIGTERM);
   EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
 }

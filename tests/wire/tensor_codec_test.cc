@@ -202,5 +202,46 @@ TEST(TensorCodecTest, DecodeFloat32KeepsNonFiniteValues) {
   EXPECT_TRUE(std::isinf((*decoded)[0]));
 }
 
+TEST(TensorCodecTest, AppendFloat32OverPiecesHandlesValuesSplitAcrossThem) {
+  std::vector<float> values(5000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.5f * i - 7.0f;
+  values[4321] = std::numeric_limits<float>::quiet_NaN();
+  const std::string bytes = Bytes(values);
+  // Cut at offsets that split floats (1, 3 and 4099 bytes into a value).
+  const std::vector<absl::string_view> pieces = {
+      absl::string_view(bytes).substr(0, 1),
+      absl::string_view(bytes).substr(1, 10),
+      absl::string_view(bytes).substr(11, 4099),
+      absl::string_view(bytes).substr(4110)};
+  std::vector<float> out = {42.0f};
+  EXPECT_EQ(AppendFloat32(pieces, /*finite_only=*/true, &out), 4321);
+  ASSERT_EQ(out.size(), 1u + 4321u);
+  EXPECT_EQ(out[0], 42.0f);
+  EXPECT_EQ(0, std::memcmp(out.data() + 1, values.data(), 4321 * 4));
+  std::vector<float> all;
+  EXPECT_EQ(AppendFloat32(pieces, /*finite_only=*/false, &all), -1);
+  EXPECT_EQ(Bytes(all), bytes);
+  // A NaN that straddles two pieces is found at its index.
+  std::vector<float> straddle;
+  values[2] = std::numeric_limits<float>::infinity();  // bytes 8..11
+  const std::string b2 = Bytes(values);
+  const std::vector<absl::string_view> cut = {
+      absl::string_view(b2).substr(0, 10), absl::string_view(b2).substr(10)};
+  EXPECT_EQ(AppendFloat32(cut, true, &straddle), 2);
+  EXPECT_EQ(straddle.size(), 2u);
+}
+
+TEST(TensorCodecTest, CheckTensorOnAViewMatchesTheProto) {
+  v1::Tensor t;
+  EncodeFloat32(std::vector<float>(6, 1.0f), {2, 3}, &t);
+  TensorView v = ViewOf(t);
+  EXPECT_EQ(v.data_bytes, 24u);
+  EXPECT_EQ(*CheckTensor(v, v1::Tensor::FLOAT32, {2, 3}, "x", 100), 6);
+  v.data_bytes = 20;
+  EXPECT_EQ(
+      CheckTensor(v, v1::Tensor::FLOAT32, {2, 3}, "x", 100).status().message(),
+      "x: 20 data bytes for shape [2, 3], expected 24");
+}
+
 }  // namespace
 }  // namespace ristretto

@@ -1,0 +1,102 @@
+// The actor stream's ActorMessage as gRPC byte buffers, without protobuf's
+// intermediate copies (issue 4's transport target; docs/performance.md).
+//
+// The protobuf path copies a chunk's 3.8 MB four times in user space:
+// TrajectoryChunk -> proto strings -> serialised bytes (actor), then
+// network buffers -> proto strings -> TrajectoryChunk (learner). Here:
+//  * EncodeChunkMessage writes exactly the bytes protobuf would serialise
+//    for ActorMessage{chunk = ChunkToProto(chunk, sequence)}, but every
+//    tensor payload is a slice aliasing the chunk's own array: no copy, the
+//    kernel reads the chunk directly. The chunk is kept alive (shared
+//    ownership) until gRPC releases the last slice.
+//  * ParseActorMessage reads a received ActorMessage in place: the chunk's
+//    tensors are views of the network buffers, and DecodeChunk
+//    (chunk_codec.h) then makes the one copy, checking values as it copies.
+// Any standard protobuf encoder's bytes parse here (field order, packed or
+// unpacked shapes, unknown fields), so other clients need no change.
+// Thread-compatible.
+#ifndef RISTRETTO_LEARNER_CHUNK_WIRE_H_
+#define RISTRETTO_LEARNER_CHUNK_WIRE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message_lite.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/impl/rpc_method.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
+#include "learner/chunk_codec.h"
+#include "learner/trajectory.h"
+#include "proto/ristretto.pb.h"
+
+namespace ristretto::learner {
+
+// Payloads shorter than this are copied into the message's header slice
+// rather than aliased (a slice per tiny array costs more than the copy).
+inline constexpr size_t kAliasMinBytes = 4096;
+
+// ActorMessage{chunk} for `chunk` with `sequence`: byte for byte what
+// protobuf serialises for ChunkToProto(*chunk, sequence) wrapped in an
+// ActorMessage, with the tensor payloads aliasing `chunk`'s arrays, which
+// must not change until the last copy of the buffer is gone.
+grpc::ByteBuffer EncodeChunkMessage(
+    std::shared_ptr<const TrajectoryChunk> chunk, int64_t sequence);
+
+// Any message serialised into a byte buffer (one copy).
+grpc::ByteBuffer SerializeToByteBuffer(
+    const google::protobuf::MessageLite& message);
+
+// A received ActorMessage. Not copyable: the chunk's views point into the
+// referenced network buffers and into this object's own strings.
+struct ActorFrame {
+  enum class Kind { kEmpty, kHello, kChunk };
+
+  ActorFrame() = default;
+  ActorFrame(const ActorFrame&) = delete;
+  ActorFrame& operator=(const ActorFrame&) = delete;
+
+  Kind kind = Kind::kEmpty;
+  v1::Hello hello;  // kHello
+  ChunkView chunk;  // kChunk: views of `slices`, `run_id` and `actor_id`
+  std::string run_id;
+  std::string actor_id;
+  std::vector<grpc::Slice> slices;  // the received bytes (references)
+};
+
+// Parses `buffer` (an ActorMessage) into `*frame`, replacing what it held.
+// Errors, all kInvalidArgument starting "malformed ActorMessage: ": bytes
+// that are not a valid protobuf encoding (truncated, bad varint, bad tag,
+// groups), a known field with the wrong wire type, a chunk tensor given
+// twice, strings that are not UTF-8, a Hello that does not parse. When a
+// chunk's sequence was read before the error, frame->chunk.sequence holds
+// it, so the rejection can be acknowledged; otherwise it is -1.
+absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
+                               ActorFrame* frame);
+
+// The Act stream with the actor's messages written as byte buffers (the
+// learner's replies are parsed as usual). Same method and wire format as
+// v1::Learner::Stub::Act; this only changes how the client serialises.
+using ActStream =
+    grpc::ClientReaderWriter<grpc::ByteBuffer, v1::LearnerMessage>;
+
+// The full name of Learner.Act ("/ristretto.v1.Learner/Act").
+extern const char kActMethod[];
+
+class ActStub {
+ public:
+  explicit ActStub(std::shared_ptr<grpc::ChannelInterface> channel);
+  std::unique_ptr<ActStream> Act(grpc::ClientContext* context);
+
+ private:
+  std::shared_ptr<grpc::ChannelInterface> channel_;
+  grpc::internal::RpcMethod method_;
+};
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_CHUNK_WIRE_H_
