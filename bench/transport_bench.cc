@@ -726,16 +726,27 @@ void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
     kDecodeOld,
     kDecode,
     kDecodeReuse,
+    kEncodeWire,
+    kDecodeWire,
     kSteps
   };
-  const char* const names[kSteps] = {"ChunkToProto (old)",   "ChunkToProto",
-                                     "SerializeToString",    "ParseFromString",
-                                     "ChunkFromProto (old)", "ChunkFromProto",
-                                     "ChunkFromProto reuse"};
+  const char* const names[kSteps] = {
+      "ChunkToProto (old)",   "ChunkToProto",         "SerializeToString",
+      "ParseFromString",      "ChunkFromProto (old)", "ChunkFromProto",
+      "ChunkFromProto reuse", "EncodeChunkMessage",   "Parse+DecodeChunk"};
   std::vector<double> ms[kSteps];
   std::string bytes;
   v1::ActorMessage parsed;
   learner::TrajectoryChunk reused;
+  const auto shared = std::make_shared<const learner::TrajectoryChunk>(*source);
+  const std::string serialised = message.SerializeAsString();
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < serialised.size(); at += 65536) {
+    slices.emplace_back(serialised.data() + at,
+                        std::min<size_t>(65536, serialised.size() - at));
+  }
+  const grpc::ByteBuffer received(slices.data(), slices.size());
+  learner::ActorFrame frame;
   for (int i = 0; i < iterations; ++i) {
     Clock::time_point t[kSteps + 1];
     {
@@ -759,6 +770,22 @@ void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
     const absl::Status reuse = learner::ChunkFromProto(
         parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{}, &reused);
     t[7] = Clock::now();
+    // The binaries' path: a zero-copy buffer, then the in-place decode (of
+    // a buffer as gRPC hands it over: the serialised bytes in 64 KiB
+    // slices, so floats straddle slice boundaries).
+    const grpc::ByteBuffer wire = learner::EncodeChunkMessage(shared, 0);
+    t[8] = Clock::now();
+    learner::TrajectoryChunk wire_chunk;
+    absl::Status wire_status = learner::ParseActorMessage(received, &frame);
+    if (wire_status.ok()) {
+      wire_status = learner::DecodeChunk(frame.chunk, c.obs, c.actions,
+                                         learner::ChunkLimits{}, &wire_chunk);
+    }
+    t[9] = Clock::now();
+    if (!wire_status.ok() || wire_chunk.obs != chunk->obs ||
+        wire.Length() != bytes.size()) {
+      Die("codec costs: the wire path disagrees");
+    }
     if (!old_chunk.ok() || !chunk.ok() || !reuse.ok() ||
         chunk->obs != old_chunk->obs || reused.obs != chunk->obs ||
         chunk->final_obs != old_chunk->final_obs) {
