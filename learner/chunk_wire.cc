@@ -468,7 +468,7 @@ absl::Status ParseChunk(const Pieces& bytes, ActorFrame* frame,
       TensorView* const views[] = {&c.observations, &c.actions,
                                    &c.log_probs,    &c.rewards,
                                    &c.dones,        &c.final_observations};
-      const absl::Status s =
+      absl::Status s =
           ParseTensor(value, name, views[field - kChunkFirstTensor]);
       if (!s.ok()) return s;
     }
@@ -599,7 +599,7 @@ absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
     } else {
       ResetView(&frame->chunk);
       bool seen_sequence = false;
-      const absl::Status s = ParseChunk(value, frame, &seen_sequence);
+      absl::Status s = ParseChunk(value, frame, &seen_sequence);
       if (!s.ok()) {
         if (!seen_sequence) frame->chunk.sequence = -1;
         return s;

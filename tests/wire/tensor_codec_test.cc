@@ -217,7 +217,8 @@ TEST(TensorCodecTest, AppendFloat32OverPiecesHandlesValuesSplitAcrossThem) {
   EXPECT_EQ(AppendFloat32(pieces, /*finite_only=*/true, &out), 4321);
   ASSERT_EQ(out.size(), 1u + 4321u);
   EXPECT_EQ(out[0], 42.0f);
-  EXPECT_EQ(0, std::memcmp(out.data() + 1, values.data(), 4321 * 4));
+  EXPECT_EQ(Bytes(std::vector<float>(out.begin() + 1, out.end())),
+            Bytes(std::vector<float>(values.begin(), values.begin() + 4321)));
   std::vector<float> all;
   EXPECT_EQ(AppendFloat32(pieces, /*finite_only=*/false, &all), -1);
   EXPECT_EQ(Bytes(all), bytes);
