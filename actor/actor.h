@@ -158,7 +158,7 @@ class Actor {
   };
 
   explicit Actor(const ActorOptions& options);
-  // A stub on a new channel of its own (message limits, no shared
+  // A new channel of its own to the learner (message limits, no shared
   // subchannels, so its first call makes a real connection attempt).
   std::shared_ptr<grpc::Channel> NewChannel() const;
 

@@ -187,6 +187,7 @@ class WireReader {
   explicit WireReader(absl::Span<const absl::string_view> pieces)
       : pieces_(pieces) {
     for (absl::string_view p : pieces_) remaining_ += p.size();
+    Advance(0);  // past empty leading ranges
   }
 
   bool done() const { return remaining_ == 0; }
@@ -236,8 +237,15 @@ class WireReader {
   // Reads a tag: false at a malformed one (field 0, groups, wire types 6
   // and 7 are errors here).
   bool ReadTag(int* field, WireType* type) {
+    // At most 5 bytes (32 bits), as protobuf reads them.
     uint64_t tag = 0;
-    if (!ReadVarint(&tag) || tag > 0xffffffffULL) return false;
+    for (int shift = 0;; shift += 7) {
+      uint8_t byte = 0;
+      if (shift > 28 || !ReadByte(&byte)) return false;
+      tag |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) break;
+    }
+    if (tag > 0xffffffffULL) return false;
     *field = static_cast<int>(tag >> 3);
     const auto t = static_cast<int>(tag & 7);
     if (*field == 0 || t == kStartGroup || t == kEndGroup || t > kFixed32) {
@@ -478,6 +486,27 @@ absl::Status ParseChunk(const Pieces& bytes, ActorFrame* frame,
   return absl::OkStatus();
 }
 
+// The sequence of a chunk that failed to parse, for its rejection: field 5
+// if the chunk's fields can be walked, 0 (proto3's default) if they can but
+// it is absent, -1 if the bytes cannot be walked.
+int64_t SequenceOf(const Pieces& bytes) {
+  WireReader r(bytes);
+  int64_t sequence = 0;
+  while (!r.done()) {
+    int field = 0;
+    WireType type = kVarint;
+    if (!r.ReadTag(&field, &type)) return -1;
+    if (field == kChunkSequence && type == kVarint) {
+      uint64_t v = 0;
+      if (!r.ReadVarint(&v)) return -1;
+      sequence = static_cast<int64_t>(v);
+    } else if (!r.SkipValue(type)) {
+      return -1;
+    }
+  }
+  return sequence;
+}
+
 }  // namespace
 
 grpc::ByteBuffer EncodeChunkMessage(
@@ -589,6 +618,10 @@ absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
     if (!r.ReadVarint(&n) || !r.Take(n, &value)) {
       return Malformed(absl::StrCat("field ", field, " is truncated"));
     }
+    if (frame->kind != ActorFrame::Kind::kEmpty) {
+      // protobuf would merge or replace; no encoder of ours sends this.
+      return Malformed("more than one hello or chunk in one message");
+    }
     if (field == kMessageHello) {  // small: parsed by protobuf
       std::string bytes;
       Flatten(value, &bytes);
@@ -601,7 +634,7 @@ absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
       bool seen_sequence = false;
       absl::Status s = ParseChunk(value, frame, &seen_sequence);
       if (!s.ok()) {
-        if (!seen_sequence) frame->chunk.sequence = -1;
+        if (!seen_sequence) frame->chunk.sequence = SequenceOf(value);
         return s;
       }
       frame->kind = ActorFrame::Kind::kChunk;

@@ -12,8 +12,10 @@
 //  * ParseActorMessage reads a received ActorMessage in place: the chunk's
 //    tensors are views of the network buffers, and DecodeChunk
 //    (chunk_codec.h) then makes the one copy, checking values as it copies.
-// Any standard protobuf encoder's bytes parse here (field order, packed or
-// unpacked shapes, unknown fields), so other clients need no change.
+// What standard protobuf encoders write parses here (any field order,
+// packed or unpacked shapes, unknown fields), so other clients need no
+// change. Refused, where protobuf would merge or skip: a chunk tensor, or
+// the hello/chunk itself, given twice in one message; group fields.
 // Thread-compatible.
 #ifndef RISTRETTO_LEARNER_CHUNK_WIRE_H_
 #define RISTRETTO_LEARNER_CHUNK_WIRE_H_
@@ -72,9 +74,10 @@ struct ActorFrame {
 // Errors, all kInvalidArgument starting "malformed ActorMessage: ": bytes
 // that are not a valid protobuf encoding (truncated, bad varint, bad tag,
 // groups), a known field with the wrong wire type, a chunk tensor given
-// twice, strings that are not UTF-8, a Hello that does not parse. When a
-// chunk's sequence was read before the error, frame->chunk.sequence holds
-// it, so the rejection can be acknowledged; otherwise it is -1.
+// twice, strings that are not UTF-8, a Hello that does not parse. For a
+// chunk whose fields can still be walked, frame->chunk.sequence holds its
+// sequence (0 when absent: proto3 omits a zero), so the rejection can be
+// acknowledged; it is -1 when nothing can be acknowledged.
 absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
                                ActorFrame* frame);
 

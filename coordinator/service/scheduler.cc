@@ -104,16 +104,19 @@ absl::Status Scheduler::Tick() {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(std::vector<StudyRow> studies,
                    Db(DbOp::kListStudies)->ListStudies());
-  int max_attempts = 3;
+  // Every study's own limit (also of studies not running any more: their
+  // leases may still expire).
+  const int kDefaultMaxAttempts = StudyConfig().max_attempts;
   for (const StudyRow& row : studies) {
-    auto it = studies_.find(row.id);
-    if (it != studies_.end()) {
-      max_attempts = std::max(max_attempts, it->second->config.max_attempts);
-    }
+    if (max_attempts_.count(row.id) != 0) continue;
+    absl::StatusOr<StudyConfig> config = ParseStudyConfig(row.config_text);
+    max_attempts_[row.id] =
+        config.ok() ? config->max_attempts : kDefaultMaxAttempts;
   }
   ASSIGN_OR_RETURN(
       std::vector<int64_t> expired,
-      Db(DbOp::kExpireLeases)->ExpireLeases(absl::Now(), max_attempts));
+      Db(DbOp::kExpireLeases)
+          ->ExpireLeases(absl::Now(), max_attempts_, kDefaultMaxAttempts));
   counters_.leases_expired += static_cast<int64_t>(expired.size());
   if (options_.metrics != nullptr) {
     options_.metrics->CountLeasesExpired(static_cast<int64_t>(expired.size()));

@@ -136,6 +136,9 @@ class Scheduler {
   std::map<int64_t, std::unique_ptr<StudyCache>> studies_ ABSL_GUARDED_BY(mu_);
   // Studies whose file cannot be run (reason logged once).
   std::map<int64_t, std::string> broken_ ABSL_GUARDED_BY(mu_);
+  // Each study's lease attempts per run (its file's max_attempts), parsed
+  // once; a study whose file does not parse gets the default (3).
+  std::map<int64_t, int> max_attempts_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> learners_
       ABSL_GUARDED_BY(mu_);  // id → address
   int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;

@@ -589,6 +589,20 @@ absl::Status Store::Migrate() {
         "  version    int PRIMARY KEY,"
         "  name       text NOT NULL,"
         "  applied_at timestamptz NOT NULL DEFAULT now())");
+    // A database migrated by a newer binary has tables this one does not
+    // know how to use safely: refuse rather than corrupt it.
+    const int known = Migrations().empty() ? 0 : Migrations().back().version;
+    const pqxx::row newest = txn.exec1(
+        "SELECT COALESCE(MAX(version), 0), "
+        "COALESCE((SELECT name FROM schema_migrations "
+        "ORDER BY version DESC LIMIT 1), '') FROM schema_migrations");
+    if (newest[0].as<int>() > known) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the database schema is at version ", newest[0].as<int>(), " (",
+          newest[1].as<std::string>(), "), newer than this binary's ", known,
+          "; run a ristretto build at least as new as the one that "
+          "migrated it"));
+    }
     return absl::OkStatus();
   }));
   for (const Migration& m : Migrations()) {
@@ -1033,25 +1047,41 @@ absl::StatusOr<std::vector<int64_t>> Store::Heartbeat(
       });
 }
 
-absl::StatusOr<std::vector<int64_t>> Store::ExpireLeases(absl::Time now,
-                                                         int max_attempts) {
-  if (max_attempts < 1) {
+absl::StatusOr<std::vector<int64_t>> Store::ExpireLeases(
+    absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
+    int default_max_attempts) {
+  if (default_max_attempts < 1) {
     return absl::InvalidArgumentError("max_attempts must be at least 1");
+  }
+  for (const auto& [study_id, limit] : max_attempts_by_study) {
+    if (limit < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_attempts of study ", study_id, " must be at least 1"));
+    }
   }
   return impl_->Transact<std::vector<int64_t>>(
       "ExpireLeases", true,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
         const int64_t now_us = Micros(now);
         std::map<int64_t, std::vector<int64_t>> by_trial;
+        std::map<int64_t, int> trial_limit;  // the trial's study's limit
         for (const pqxx::row& r : txn.exec_params(
-                 absl::StrCat("SELECT trial_id, id FROM runs "
-                              "WHERE state = 'leased' AND lease_expires_at < ",
+                 absl::StrCat("SELECT r.trial_id, r.id, t.study_id FROM runs r "
+                              "JOIN trials t ON t.id = r.trial_id "
+                              "WHERE r.state = 'leased' AND "
+                              "r.lease_expires_at < ",
                               TsParam(1)),
                  now_us)) {
-          by_trial[r[0].as<int64_t>()].push_back(r[1].as<int64_t>());
+          const int64_t trial_id = r[0].as<int64_t>();
+          by_trial[trial_id].push_back(r[1].as<int64_t>());
+          const auto limit = max_attempts_by_study.find(r[2].as<int64_t>());
+          trial_limit[trial_id] = limit != max_attempts_by_study.end()
+                                      ? limit->second
+                                      : default_max_attempts;
         }
         std::vector<int64_t> affected;
         for (auto& [trial_id, run_ids] : by_trial) {
+          const int max_attempts = trial_limit[trial_id];
           ASSIGN_OR_RETURN(std::string trial_state, LockTrial(txn, trial_id));
           LockRunsOfTrial(txn, trial_id);
           std::sort(run_ids.begin(), run_ids.end());

@@ -13,6 +13,7 @@
 #define RISTRETTO_COORDINATOR_STORE_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -203,9 +204,17 @@ class Store {
       const std::vector<std::pair<int64_t, int64_t>>& run_steps);
   // Leased runs whose lease expired before `now` go back to queued, or to
   // failed (and their trial failed, reason names the run and fold) when
-  // attempts >= max_attempts. Returns the run ids affected.
+  // attempts >= their study's limit: `max_attempts_by_study[study id]`,
+  // or `default_max_attempts` for a study not in the map. Returns the run
+  // ids affected. kInvalidArgument for a limit below 1.
+  absl::StatusOr<std::vector<int64_t>> ExpireLeases(
+      absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
+      int default_max_attempts);
+  // The same limit for every study.
   absl::StatusOr<std::vector<int64_t>> ExpireLeases(absl::Time now,
-                                                    int max_attempts);
+                                                    int max_attempts) {
+    return ExpireLeases(now, {}, max_attempts);
+  }
   // Releases the member's leases at once (clean learner shutdown): runs go
   // back to queued without waiting for expiry.
   absl::Status ReleaseLeases(const std::string& member_id);

@@ -265,7 +265,11 @@ class ActorReactor final
     const absl::Status decoded =
         DecodeChunk(view, run_->obs_size(), run_->action_size(),
                     service_->options().limits, &chunk);
-    frame_.slices.clear();  // the received buffers are no longer needed
+    // The received buffers are no longer needed: drop both references to
+    // them (frame and in_), or a parked chunk would pin them until the
+    // next read.
+    frame_.slices.clear();
+    in_.Clear();
     if (!decoded.ok()) {
       Reject(sequence, decoded.code(), decoded.message(),
              RejectReason::kMalformed);

@@ -238,6 +238,33 @@ TEST_F(StoreTest, MigrationsApplyOnceAndAreIdempotent) {
             10);
 }
 
+// A database migrated by a newer build is refused, not half-used.
+TEST_F(StoreTest, MigrateRefusesASchemaNewerThanTheBinary) {
+  const int next = LatestSchemaVersion() + 1;
+  {
+    pqxx::connection conn(dsn());
+    pqxx::work txn(conn);
+    txn.exec_params(
+        "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", next,
+        "from the future");
+    txn.commit();
+  }
+  const absl::Status s = store_->Migrate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr(absl::StrCat("schema is at version ", next,
+                                     " (from the future), newer than this "
+                                     "binary's ",
+                                     LatestSchemaVersion())));
+  {
+    pqxx::connection conn(dsn());
+    pqxx::work txn(conn);
+    txn.exec_params("DELETE FROM schema_migrations WHERE version = $1", next);
+    txn.commit();
+  }
+  EXPECT_TRUE(store_->Migrate().ok());
+}
+
 TEST_F(StoreTest, ConcurrentMigratorsOnAFreshDatabaseAllSucceedOnce) {
   ASSERT_OK_AND_ASSIGN(const std::string fresh,
                        testing::PgTestCluster::Get().NewDatabase());
@@ -475,6 +502,33 @@ TEST_F(StoreTest, HeartbeatExtendsLeasesAndReportsLostRuns) {
   EXPECT_EQ(now_a.env_steps, 1500);  // l2's report was not recorded
   ASSERT_OK_AND_ASSIGN(const RunRow now_b, store_->GetRun(run_b->id));
   EXPECT_EQ(now_b.env_steps, 2000);
+}
+
+// Each study's runs get the lease attempts its own file allows.
+TEST_F(StoreTest, ExpireLeasesAppliesEachStudysOwnAttemptLimit) {
+  const StudyRow strict = RunningStudy("strict");
+  const StudyRow lenient = RunningStudy("lenient");
+  const TrialRow strict_trial = Trial(strict.id, 1);
+  const TrialRow lenient_trial = Trial(lenient.id, 1);
+  ASSERT_OK_AND_ASSIGN(auto a, store_->LeaseRun("l1", absl::Seconds(30)));
+  ASSERT_OK_AND_ASSIGN(auto b, store_->LeaseRun("l1", absl::Seconds(30)));
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->trial_id, strict_trial.id);
+  EXPECT_EQ(b->trial_id, lenient_trial.id);
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<int64_t> expired,
+      store_->ExpireLeases(absl::Now() + absl::Minutes(1),
+                           {{strict.id, 1}, {lenient.id, 5}}, 3));
+  EXPECT_THAT(expired, ElementsAre(a->id, b->id));
+  ASSERT_OK_AND_ASSIGN(const RunRow failed, store_->GetRun(a->id));
+  EXPECT_EQ(failed.state, kRunFailed);  // 1 attempt allowed, 1 used
+  ASSERT_OK_AND_ASSIGN(const RunRow requeued, store_->GetRun(b->id));
+  EXPECT_EQ(requeued.state, kRunQueued);  // 5 allowed
+  ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(strict_trial.id));
+  EXPECT_EQ(t.state, kTrialFailed);
+  EXPECT_EQ(
+      store_->ExpireLeases(absl::Now(), {{lenient.id, 0}}, 3).status().code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(StoreTest, ExpireLeasesRequeuesThenFailsTheTrialAfterMaxAttempts) {

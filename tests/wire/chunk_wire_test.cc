@@ -296,6 +296,38 @@ TEST(ChunkWireTest, StructuralErrorsAreMalformed) {
             "malformed ActorMessage: chunk.run_id is not UTF-8");
 }
 
+// A chunk that fails to parse is still acknowledged with its sequence when
+// its fields can be walked (0 when absent); a second hello/chunk in one
+// message, which protobuf would merge, is refused.
+TEST(ChunkWireTest, RejectionsKeepTheSequenceAndDuplicatesAreRefused) {
+  const google::protobuf::LogSilencer quiet;  // protobuf's UTF-8 warning
+  auto c = MakeChunk(2, 2, 0, 9);
+  c->run_id = "\xc3\x28";  // invalid UTF-8, before the sequence field
+  TrajectoryChunk out;
+  int64_t sequence = -5;
+  EXPECT_EQ(WireDecode(Sliced(ProtoBytes(*c, 0), {3}), 5, 3, &out, &sequence)
+                .message(),
+            "malformed ActorMessage: chunk.run_id is not UTF-8");
+  EXPECT_EQ(sequence, 0);  // proto3 leaves a zero sequence out
+  EXPECT_FALSE(
+      WireDecode(Sliced(ProtoBytes(*c, 77), {3}), 5, 3, &out, &sequence).ok());
+  EXPECT_EQ(sequence, 77);
+
+  auto good = MakeChunk(2, 2, 0, 10);
+  const std::string twice = ProtoBytes(*good, 1) + ProtoBytes(*good, 2);
+  v1::ActorMessage merged;
+  ASSERT_TRUE(merged.ParseFromString(twice));  // protobuf merges them
+  EXPECT_EQ(WireDecode(Sliced(twice, {100}), 5, 3, &out).message(),
+            "malformed ActorMessage: more than one hello or chunk in one "
+            "message");
+  // A tag padded past 5 bytes (field 15, varint) is refused, as protobuf
+  // refuses it.
+  const std::string padded("\xf8\x80\x80\x80\x80\x00\x01", 7);
+  EXPECT_FALSE(merged.ParseFromString(padded));
+  ActorFrame frame;
+  EXPECT_FALSE(ParseActorMessage(Sliced(padded, {2}), &frame).ok());
+}
+
 // Random corruption: whatever the wire path accepts, protobuf accepts
 // too, and both decode to the same chunk or the same error.
 TEST(ChunkWireTest, CorruptedBytesNeverDisagreeWithProtobuf) {
