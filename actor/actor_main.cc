@@ -10,21 +10,18 @@
 //   reconnects=<n> versions=<n>
 // Exit status: 0 after a signal or an idle exit, 1 on a fatal error, 2 for
 // bad flags.
-#include <signal.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
 #include "cli/args.h"
 #include "common/metrics.h"
+#include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "learner/grpc_options.h"
 
@@ -38,18 +35,6 @@ constexpr char kUsage[] =
     "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n"
     "         [--metrics-port P|auto (0: off)] [--metrics-address A "
     "(0.0.0.0)]\n";
-
-// Self-pipe: the handler only writes one byte (async-signal-safe); a watcher
-// thread turns it into Actor::Stop(). Libraries (OpenBLAS, gRPC) may start
-// threads before main, so masking + sigwait would not cover them all.
-int g_signal_pipe[2] = {-1, -1};
-constexpr char kSignalByte = 's';
-constexpr char kExitByte = 'x';
-
-void OnSignal(int /*sig*/) {
-  const char byte = kSignalByte;
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
-}
 
 struct Flags {
   ActorOptions options;
@@ -101,15 +86,10 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   learner::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
-  if (pipe(g_signal_pipe) != 0) {
-    std::perror("ristretto-actor: pipe");
+  if (const absl::Status s = InstallShutdownHandlers(); !s.ok()) {
+    std::fprintf(stderr, "ristretto-actor: %s\n", s.ToString().c_str());
     return 1;
   }
-  struct sigaction action = {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
 
   absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
   if (!flags.ok() && flags.status().code() == absl::StatusCode::kCancelled) {
@@ -143,15 +123,11 @@ int Main(int argc, char** argv) {
                actor.options().learner_address.c_str(),
                actor.options().num_envs, actor.options().cache_dir.c_str());
 
-  // Owned here: started before Run(), woken with kExitByte and joined after.
-  std::thread watcher([&actor] {
-    int signals = 0;
-    while (true) {
-      char byte = 0;
-      const ssize_t n = read(g_signal_pipe[0], &byte, 1);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0 || byte == kExitByte) return;
-      if (++signals == 1) {
+  absl::Status status;
+  {
+    // The first signal stops the actor cleanly, a second exits at once.
+    SignalWatcher signals([&actor](int n) {
+      if (n == 1) {
         std::fprintf(stderr, "actor %s: signal received; stopping\n",
                      actor.actor_id().c_str());
         actor.Stop();
@@ -160,14 +136,9 @@ int Main(int argc, char** argv) {
                      actor.actor_id().c_str());
         std::_Exit(1);
       }
-    }
-  });
-
-  const absl::Status status = actor.Run();
-
-  const char byte = kExitByte;
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
-  watcher.join();
+    });
+    status = actor.Run();
+  }
 
   std::printf(
       "actor %s: env_steps_sent=%lld chunks_sent=%lld chunks_rejected=%lld "

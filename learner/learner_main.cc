@@ -13,28 +13,24 @@
 // Prints "listening on HOST:PORT" once serving; on SIGTERM/SIGINT (or, with
 // --exit-when-done, once every run has reached its budget) it stops
 // accepting, checkpoints every run and prints one summary line per run.
-#include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "cli/args.h"
 #include "cli/run_flags.h"
 #include "common/gpu_metrics.h"
 #include "common/metrics.h"
+#include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
@@ -48,16 +44,6 @@
 
 namespace ristretto::learner {
 namespace {
-
-// Self-pipe: the handler only writes one byte (async-signal-safe); a
-// watcher thread turns it into a notification. Libraries (OpenBLAS, gRPC)
-// start threads before main, so masking + sigwait would not catch them all.
-int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int /*sig*/) {
-  const char byte = 1;
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
-}
 
 struct Listening {
   std::unique_ptr<grpc::Server> server;
@@ -91,18 +77,10 @@ absl::StatusOr<Listening> Listen(const cli::Args& args, grpc::Service* service,
 
 // Blocks until SIGTERM/SIGINT or until `done()` (polled every 100 ms).
 void WaitForStop(const std::function<bool()>& done) {
-  absl::Notification stop;
-  std::thread signal_thread([&stop] {
-    char byte = 0;
-    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    if (!stop.HasBeenNotified()) stop.Notify();
-  });
-  while (!stop.WaitForNotificationWithTimeout(absl::Milliseconds(100))) {
+  SignalWatcher signals;
+  while (!signals.WaitForSignal(absl::Milliseconds(100))) {
     if (done()) break;
   }
-  if (!stop.HasBeenNotified()) OnSignal(0);  // wake the watcher to join it
-  signal_thread.join();
 }
 
 // Streams end when their actors half-close after the Stop message (so
@@ -188,12 +166,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
 
 absl::Status Main(int argc, char** argv) {
   TuneAllocatorForChunkTraffic();  // before gRPC starts threads
-  if (pipe(g_signal_pipe) != 0) return absl::InternalError("pipe() failed");
-  struct sigaction action = {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  RETURN_IF_ERROR(InstallShutdownHandlers());
 
   ASSIGN_OR_RETURN(cli::Args args,
                    cli::Args::Parse(argc, argv, 1, {"exit-when-done"}));

@@ -11,22 +11,18 @@
 // serving; on SIGTERM/SIGINT it
 // stops scheduling, finishes the calls in flight and exits 0. A restart
 // resumes every study from the database.
-#include <signal.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "cli/args.h"
 #include "common/metrics.h"
+#include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "coordinator/service/coordinator_metrics.h"
 #include "coordinator/service/coordinator_service.h"
@@ -37,20 +33,8 @@
 namespace ristretto::coordinator {
 namespace {
 
-int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int /*sig*/) {
-  const char byte = 1;
-  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
-}
-
 absl::Status Main(int argc, char** argv) {
-  if (pipe(g_signal_pipe) != 0) return absl::InternalError("pipe() failed");
-  struct sigaction action = {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  RETURN_IF_ERROR(InstallShutdownHandlers());
 
   ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
   RETURN_IF_ERROR(args.CheckKnown(
@@ -114,21 +98,16 @@ absl::Status Main(int argc, char** argv) {
   std::printf("listening on %s:%d\n", address.c_str(), bound_port);
   std::fflush(stdout);
 
-  absl::Notification stop;
-  std::thread signal_thread([&stop] {
-    char byte = 0;
-    while (read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
-    }
-    stop.Notify();
-  });
-  while (!stop.WaitForNotificationWithTimeout(absl::Milliseconds(tick_ms))) {
-    absl::Status s = scheduler.Tick();
-    if (!s.ok()) {
-      std::fprintf(stderr, "coordinator: scheduling pass failed: %s\n",
-                   s.ToString().c_str());
+  {
+    SignalWatcher signals;
+    while (!signals.WaitForSignal(absl::Milliseconds(tick_ms))) {
+      absl::Status s = scheduler.Tick();
+      if (!s.ok()) {
+        std::fprintf(stderr, "coordinator: scheduling pass failed: %s\n",
+                     s.ToString().c_str());
+      }
     }
   }
-  signal_thread.join();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   const SchedulerCounters c = scheduler.counters();
   std::printf(
