@@ -347,14 +347,28 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   ASSIGN_OR_RETURN(StudyRow study_row,
                    Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
-  ASSIGN_OR_RETURN(
-      std::vector<IntermediateRow> rows,
-      Db(DbOp::kListIntermediates)->ListIntermediates(run.study_id));
-  std::vector<IntermediateValue> all;
-  all.reserve(rows.size());
-  for (const IntermediateRow& r : rows) {
-    all.push_back(IntermediateValue{r.trial_id, r.fold, r.step, r.value});
+  auto record = [study](int64_t run_id, const IntermediateValue& v) {
+    const auto [it, added] = study->intermediate_index.emplace(
+        std::make_pair(run_id, v.step), study->intermediates.size());
+    if (added) {
+      study->intermediates.push_back(v);
+    } else {
+      study->intermediates[it->second] = v;  // a repeated report
+    }
+  };
+  if (!study->intermediates_loaded) {  // includes the value just written
+    ASSIGN_OR_RETURN(
+        std::vector<IntermediateRow> rows,
+        Db(DbOp::kListIntermediates)->ListIntermediates(run.study_id));
+    for (const IntermediateRow& r : rows) {
+      record(r.run_id, IntermediateValue{r.trial_id, r.fold, r.step, r.value});
+    }
+    study->intermediates_loaded = true;
+  } else {
+    record(run.id,
+           IntermediateValue{run.trial_id, run.fold, e.env_steps(), value});
   }
+  const std::vector<IntermediateValue>& all = study->intermediates;
   // The final evaluation of a run is not a pruning point: the run is done.
   const bool final_step = e.env_steps() >= study->config.budget_env_steps;
   if (!final_step && study->pruner->ShouldPrune(run.trial_id, all)) {

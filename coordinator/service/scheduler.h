@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -86,6 +87,14 @@ class Scheduler {
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<Pruner> pruner;
     DatasetInfo dataset;
+    // The study's intermediate values, read from the store once (at the
+    // first report after a start) and then kept up to date by the reports
+    // this coordinator records: a report costs O(1) round trips instead of
+    // reading the whole study each time. `index`: (run, step) -> position,
+    // as the store keeps one value per run and step.
+    bool intermediates_loaded = false;
+    std::vector<IntermediateValue> intermediates;
+    std::map<std::pair<int64_t, int64_t>, size_t> intermediate_index;
   };
 
   // Parses the study (once) and resolves its dataset: a synthetic one is
