@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
 #include "cli/args.h"
+#include "common/grpc_process.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
@@ -86,6 +87,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   learner::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
+  HoldGrpcUntilExit();
   if (const absl::Status s = InstallShutdownHandlers(); !s.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s\n", s.ToString().c_str());
     return 1;

@@ -29,6 +29,7 @@
 #include "cli/args.h"
 #include "cli/run_flags.h"
 #include "common/gpu_metrics.h"
+#include "common/grpc_process.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
@@ -166,6 +167,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
 
 absl::Status Main(int argc, char** argv) {
   TuneAllocatorForChunkTraffic();  // before gRPC starts threads
+  HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
   ASSIGN_OR_RETURN(cli::Args args,

@@ -33,6 +33,9 @@
 #
 # Usage: scripts/bench_distributed.sh   (after scripts/build.sh)
 #        REPS=3 BUDGET=20480 ROUNDS=4 TRANSPORT=1 E2E=1 BUILD_DIR=build
+#        LEARNER_FLAGS="--queue 1" ACTOR_FLAGS="--max-inflight 1" (extra
+#        flags for every learner / actor, e.g. to compare settings); KEEP=1
+#        keeps the logs of every run (the folder is printed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -42,7 +45,7 @@ work=$(mktemp -d /tmp/ristretto-bench-distributed.XXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -110,7 +113,7 @@ run_distributed() {
   t0=$(now)
   "$B/learner/ristretto-learner" --port 0 --runs 1 "${COMMON[@]}" \
     --samples-per-update 1024 --seed "$rep" --run-dir "$dir/runs" \
-    --exit-when-done >"$dir/learner.out" 2>"$dir/learner.err" &
+    --exit-when-done ${LEARNER_FLAGS:-} >"$dir/learner.out" 2>"$dir/learner.err" &
   local learner=$!
   pids+=("$learner")
   for _ in $(seq 600); do
@@ -122,7 +125,7 @@ run_distributed() {
   local actors=()
   for k in $(seq "$n"); do
     "$B/actor/ristretto-actor" --learner "$addr" --envs 8 --actor-id "a$k" \
-      --seed "$k" --cache-dir "$dir/cache-$k" --exit-when-idle \
+      --seed "$k" --cache-dir "$dir/cache-$k" --exit-when-idle ${ACTOR_FLAGS:-} \
       >"$dir/actor-$k.out" 2>"$dir/actor-$k.err" &
     actors+=("$!")
     pids+=("$!")

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
+#include "common/grpc_process.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
@@ -34,6 +35,7 @@ namespace ristretto::coordinator {
 namespace {
 
 absl::Status Main(int argc, char** argv) {
+  HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
   ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
