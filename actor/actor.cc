@@ -701,9 +701,15 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
         const bool new_weights =
             pending_policy_ != nullptr &&
             pending_policy_->run_id == r.assignment.run_id();
+        // A rollout also waits for credit first: the chunk is then made
+        // with the newest weights that arrive meanwhile and sent at once,
+        // instead of aging while it waits (a chunk made before the wait
+        // is a version or two older when trained, and more often beyond
+        // max_policy_lag).
         return stop_ || session_end_ != SessionEnd::kNone ||
                assignment_gen_ != r.applied_gen ||
-               (r.env != nullptr && (r.policy != nullptr || new_weights));
+               (r.env != nullptr && (r.policy != nullptr || new_weights) &&
+                static_cast<int>(unacked_.size()) < window_);
       };
       while (!ready()) cv_.Wait(&mu_);
       if (stop_ || session_end_ != SessionEnd::kNone) return absl::OkStatus();

@@ -1,5 +1,6 @@
 #include "learner/service/learner_service.h"
 
+#include <atomic>
 #include <deque>
 #include <fstream>
 #include <functional>
@@ -139,7 +140,7 @@ class ActorReactor final
         if (stop_sent_) return;
         stop_sent_ = true;
       }
-      const bool finished = run_->counters().finished;
+      const bool finished = run_->budget_reached();
       Send(StopMessage(finished ? "run finished" : "learner shutting down",
                        finished));
       return;
@@ -155,12 +156,21 @@ class ActorReactor final
 
   // Called through the link when a parked chunk entered the queue.
   void OnQueued(int64_t sequence) {
-    Send(AckMessage(sequence, absl::StatusCode::kOk, "",
-                    service_->options().credits));
+    Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
     ContinueReading();
   }
 
  private:
+  // The credit for the next ack: sized by the run for this actor's chunks
+  // (RunHost::ActorCredits), at most options().credits; that value
+  // until the first chunk has been decoded.
+  int Credits() const {
+    const int64_t steps = chunk_steps_.load(std::memory_order_relaxed);
+    const int cap = service_->options().credits;
+    if (run_ == nullptr || steps <= 0) return cap;
+    return run_->ActorCredits(steps, cap);
+  }
+
   void ContinueReading() {
     absl::MutexLock lock(&mu_);
     if (!finish_requested_) StartRead(&in_);
@@ -192,7 +202,7 @@ class ActorReactor final
   void Reject(int64_t sequence, absl::StatusCode code,
               absl::string_view message, std::optional<RejectReason> reason) {
     service_->CountRejected(reason);
-    Send(AckMessage(sequence, code, message, service_->options().credits));
+    Send(AckMessage(sequence, code, message, Credits()));
   }
 
   void HandleHello() {
@@ -270,6 +280,9 @@ class ActorReactor final
     // next read.
     frame_.slices.clear();
     in_.Clear();
+    if (decoded.ok()) {
+      chunk_steps_.store(chunk.num_samples(), std::memory_order_relaxed);
+    }
     if (!decoded.ok()) {
       Reject(sequence, decoded.code(), decoded.message(),
              RejectReason::kMalformed);
@@ -283,8 +296,7 @@ class ActorReactor final
           if (link->reactor != nullptr) link->reactor->OnQueued(sequence);
         });
     if (status.ok()) {
-      Send(AckMessage(sequence, absl::StatusCode::kOk, "",
-                      service_->options().credits));
+      Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
       ContinueReading();
     } else if (status.code() != absl::StatusCode::kUnavailable) {
       Reject(sequence, status.code(), status.message(), std::nullopt);
@@ -297,6 +309,9 @@ class ActorReactor final
   const std::shared_ptr<ReactorLink> link_;
   grpc::ByteBuffer in_;
   ActorFrame frame_;  // the parsed in_ (reactor thread only)
+  // Env steps (T × B) of this actor's latest decoded chunk; read when acks
+  // are sent, also from the training thread (OnQueued).
+  std::atomic<int64_t> chunk_steps_{0};
   // Set once by the first Hello (reactor thread); shared so a run removed
   // from the service stays valid until its last stream ends.
   std::shared_ptr<RunHost> run_;

@@ -31,7 +31,9 @@ enum class RejectReason;  // learner_metrics.h
 
 struct LearnerServiceOptions {
   ChunkLimits limits;  // largest chunk accepted (T, B)
-  int credits = 4;     // chunks an actor may have unacknowledged
+  // Most chunks an actor may have unacknowledged; each run sizes its
+  // actors' credit below this to its max_policy_lag (RunHost::ActorCredits).
+  int credits = 4;
   // A dataset file served by FetchDataset from the start (more can be
   // added with AddDataset). Assignments carry each run's own dataset id,
   // episode length and rollout length (RunSpec::trainer).

@@ -105,7 +105,7 @@ RunHost::~RunHost() { Stop(); }
 absl::Status RunHost::Ingest(TrajectoryChunk chunk,
                              std::function<void()> on_space) {
   absl::MutexLock lock(&mu_);
-  if (counters_.finished || stopping_) {
+  if (counters_.finished || stopping_ || budget_reached_) {
     // Well-formed steps that arrive after the end are received and dropped.
     counters_.env_steps_received += chunk.num_samples();
     counters_.env_steps_dropped += chunk.num_samples();
@@ -318,6 +318,7 @@ void RunHost::TrainLoop() {
     batch.clear();
     batch_samples = 0;
     bool finished = false;
+    std::vector<Listener> to_stop;
     {
       absl::MutexLock lock(&mu_);
       counters_.env_steps_trained += trained;
@@ -325,7 +326,15 @@ void RunHost::TrainLoop() {
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
+      if (finished && !budget_reached_) {
+        // From here every chunk is refused: stop the actors now rather
+        // than after the final evaluation and checkpoint, during which
+        // they would only produce chunks to be dropped.
+        budget_reached_ = true;
+        for (const auto& [id, l] : listeners_) to_stop.push_back(l);
+      }
     }
+    for (const Listener& l : to_stop) l(nullptr);
     if (metrics_ != nullptr) {
       metrics_->AddTrained(trained);
       metrics_->AddDropped(dropped);
@@ -400,9 +409,37 @@ absl::Status RunHost::Export(const std::string& out_dir) {
   return ExportPolicy(learner_->model(), contract_, out_dir);
 }
 
+int PolicyLagCredits(int max_policy_lag, int64_t samples_per_update,
+                     int queue_capacity, int64_t chunk_steps, int64_t actors,
+                     int max_credits) {
+  const int64_t cap = std::max(1, max_credits);
+  if (chunk_steps <= 0) return static_cast<int>(cap);
+  const int64_t room =
+      int64_t{std::max(0, max_policy_lag - 1)} * samples_per_update -
+      int64_t{std::max(0, queue_capacity)} * chunk_steps;
+  const int64_t per_actor = room / (std::max<int64_t>(1, actors) * chunk_steps);
+  return static_cast<int>(std::clamp<int64_t>(per_actor, 1, cap));
+}
+
+int RunHost::ActorCredits(int64_t chunk_steps, int max_credits) const {
+  int64_t actors = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    actors = static_cast<int64_t>(listeners_.size());
+  }
+  return PolicyLagCredits(spec_.trainer.ppo.max_policy_lag,
+                          spec_.samples_per_update, spec_.queue_capacity,
+                          chunk_steps, actors, max_credits);
+}
+
 bool RunHost::accepting() const {
   absl::MutexLock lock(&mu_);
-  return !counters_.finished && !stopping_;
+  return !counters_.finished && !stopping_ && !budget_reached_;
+}
+
+bool RunHost::budget_reached() const {
+  absl::MutexLock lock(&mu_);
+  return budget_reached_ || counters_.finished;
 }
 
 absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {

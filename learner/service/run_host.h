@@ -62,6 +62,19 @@ struct RunSpec {
 int64_t EstimateRunBytes(const RunSpec& spec, int obs_size, int action_size,
                          int64_t max_chunk_samples);
 
+// The ChunkAck credit behind RunHost::ActorCredits, as a pure function.
+// A chunk made now at the newest version v is trained after the batch in
+// training (whose update makes v + 1) and after every step ahead of it: the
+// ingest queue (`queue_capacity` chunks) and the chunks `actors` actors have
+// unacknowledged. Each `samples_per_update` steps ahead is one more version,
+// so it stays within `max_policy_lag` while those steps are at most
+// (max_policy_lag − 1) · samples_per_update. Returns the per-actor credit
+// that keeps them there, clamped to [1, max_credits] (one chunk in flight
+// is always allowed: fewer would stop the run).
+int PolicyLagCredits(int max_policy_lag, int64_t samples_per_update,
+                     int queue_capacity, int64_t chunk_steps, int64_t actors,
+                     int max_credits);
+
 // Counters of one run; env steps are counted per env copy.
 struct RunCounters {
   int64_t policy_version = 0;
@@ -113,8 +126,20 @@ class RunHost {
   void Unsubscribe(int id);
 
   RunCounters counters() const;
+  // Chunks of `chunk_steps` env steps each actor of this run may have
+  // unacknowledged (the ChunkAck credit), between 1 and `max_credits`:
+  // sized so that a chunk made now, behind the batch being trained, a full
+  // ingest queue and every actor's unacknowledged chunks, is trained within
+  // max_policy_lag versions (one version per samples_per_update steps).
+  // More credit only makes chunks that arrive stale and are dropped. The
+  // actors counted are the streams subscribed to the run.
+  int ActorCredits(int64_t chunk_steps, int max_credits) const;
   // False once the run has finished or is stopping: no chunk can be trained.
   bool accepting() const;
+  // True once training has reached the budget: the final evaluation and
+  // checkpoint may still be running (then `finished` follows). Actors are
+  // told to stop at this point, not after the evaluation.
+  bool budget_reached() const;
   // The newest evaluation (nullopt before the first one).
   std::optional<EvaluationResult> last_evaluation() const;
   // OK, or why the run could not go on (evaluation or checkpoint failed,
@@ -161,6 +186,7 @@ class RunHost {
   std::optional<EvaluationResult> last_evaluation_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool budget_reached_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -322,11 +322,13 @@ TEST_F(DistributedExtraTest, LearnerStoppedMidRunReceivesEveryChunkSent) {
 // evaluated here; the learner's own score= must agree with it.
 //
 // --queue 1: the learner acknowledges a chunk when it enters the ingest
-// queue, so with the default queue of 8 a single actor (faster than the
-// updates) runs up to max_policy_lag versions ahead: about 65 % of its steps
-// arrive stale and are dropped, training is more off-policy and the outcome
-// depends on thread timing. With one queued chunk about 30 % are dropped and
-// a seed gives the same result on almost every run.
+// queue. Before the run sized its actors' credit to max_policy_lag
+// (RunHost::ActorCredits), a single actor (faster than the updates) ran up
+// to max_policy_lag versions ahead: with a queue of 8 about 65 % of its
+// steps arrived stale and were dropped, with a queue of 1 about 30 %, and
+// the outcome depended on thread timing. With the lag-sized credit (2
+// chunks here) 3 chunks of 77 are dropped, those in flight when the budget
+// is reached, and a seed gives the same result on every run.
 //
 // Measured here (validation Sharpe policy / buy and hold / random; margin =
 // policy − max(buy and hold, random)), seeds 1–12:
