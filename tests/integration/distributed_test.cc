@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -157,39 +158,69 @@ TEST_F(DistributedTest, KilledActorIsReplacedAndTheRunStillFinishes) {
 
 TEST_F(DistributedTest,
        LearnerRestartResumesFromItsCheckpointAndActorsReconnect) {
+  constexpr int64_t kBudget = 150000;
+  const std::string budget = absl::StrCat(kBudget);
   const int port = FreePort();
-  auto learner = StartLearner(port, {"--budget", "40000"});
+  auto learner = StartLearner(port, {"--budget", budget});
   auto actor = StartActor(port, "steady");
-  // Let it train a few versions, then stop the learner (it checkpoints).
-  std::this_thread::sleep_for(6s);
-  learner->Signal(SIGTERM);
-  ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
-  const int64_t trained_before =
-      Field(learner->Log(), "learner: run run-0", "trained");
-  ASSERT_GT(trained_before, 0) << learner->Log();
-  // Same port, same run directory: resumes from the checkpoint with the
-  // step count it had (nothing lost, nothing counted twice).
-  auto restarted =
-      StartLearner(port, {"--budget", "40000", "--exit-when-done"});
-  {
-    auto stub = v1::Learner::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  auto stub = v1::Learner::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  auto run_status = [&stub]() -> std::optional<v1::RunStatus> {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + 10s);
     v1::LearnerStatus status;
-    ASSERT_TRUE(stub->GetStatus(&context, v1::StatusRequest(), &status).ok());
-    ASSERT_EQ(status.runs_size(), 1);
+    if (!stub->GetStatus(&context, v1::StatusRequest(), &status).ok() ||
+        status.runs_size() != 1) {
+      return std::nullopt;
+    }
+    return status.runs(0);
+  };
+  // Let it train a few versions, then stop the learner mid-run (it
+  // checkpoints).
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (true) {
+    const std::optional<v1::RunStatus> run = run_status();
+    if (run.has_value() && run->policy_version() >= 3) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << learner->Log();
+    std::this_thread::sleep_for(50ms);
+  }
+  learner->Signal(SIGTERM);
+  ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
+  const std::string first_log = learner->Log();
+  const int64_t trained_before =
+      Field(first_log, "learner: run run-0", "trained");
+  const int64_t version_before =
+      Field(first_log, "learner: run run-0", "version");
+  ASSERT_GT(trained_before, 0) << first_log;
+  ASSERT_LT(trained_before, kBudget) << "stopped mid-run\n" << first_log;
+  ASSERT_EQ(Field(first_log, "learner: run run-0", "finished"), 0) << first_log;
+  // Same port, same run directory: resumes from the checkpoint with the
+  // step count and version it had.
+  auto restarted = StartLearner(port, {"--budget", budget, "--exit-when-done"});
+  {
+    const std::optional<v1::RunStatus> run = run_status();
+    ASSERT_TRUE(run.has_value()) << restarted->Log();
     // Training may already have resumed: at least the checkpointed count,
     // and the version it stopped at.
-    EXPECT_GE(status.runs(0).env_steps_trained(), trained_before);
-    EXPECT_GE(status.runs(0).policy_version(),
-              Field(learner->Log(), "learner: run run-0", "version"));
+    EXPECT_GE(run->env_steps_trained(), trained_before);
+    EXPECT_GE(run->policy_version(), version_before);
   }
   ASSERT_EQ(restarted->Wait(240s), 0) << restarted->Log();
   const std::string log = restarted->Log();
-  EXPECT_GE(Field(log, "learner: run run-0", "trained"), 40000) << log;
-  // Steps trained by the second process alone: no more than budget − before
-  // plus one update's worth (nothing was lost or counted twice).
+  const int64_t trained_after = Field(log, "learner: run run-0", "trained");
+  EXPECT_EQ(Field(log, "learner: run run-0", "finished"), 1) << log;
+  EXPECT_GE(trained_after, kBudget) << log;
+  // Nothing lost, nothing counted twice: the total is the checkpointed
+  // count plus what the second process itself trained (its received and
+  // dropped counters start at zero), and it stops at the first update that
+  // reaches the budget (< one update of --samples-per-update 1024 past it).
+  const int64_t received_after = Field(log, "learner: run run-0", "received");
+  const int64_t dropped_after = Field(log, "learner: run run-0", "dropped");
+  EXPECT_GT(received_after, 0) << log;
+  EXPECT_EQ(trained_after, trained_before + received_after - dropped_after)
+      << first_log << log;
+  EXPECT_LT(trained_after, kBudget + 1024) << log;
+  EXPECT_GT(Field(log, "learner: run run-0", "version"), version_before) << log;
   EXPECT_EQ(actor->Wait(60s), 0) << actor->Log();
   EXPECT_GE(Field(actor->Log(), "reconnects=", "reconnects"), 1)
       << actor->Log();
