@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <utility>
 
@@ -427,9 +428,28 @@ int RunHost::ActorCredits(int64_t chunk_steps, int max_credits) const {
     absl::MutexLock lock(&mu_);
     actors = static_cast<int64_t>(listeners_.size());
   }
-  return PolicyLagCredits(spec_.trainer.ppo.max_policy_lag,
-                          spec_.samples_per_update, spec_.queue_capacity,
-                          chunk_steps, actors, max_credits);
+  const int lag = spec_.trainer.ppo.max_policy_lag;
+  const int64_t spu = spec_.samples_per_update;
+  const int64_t queued = int64_t{spec_.queue_capacity} * chunk_steps;
+  // Even one chunk per actor is more than the lag allows: some chunks will
+  // arrive stale whatever the credit. Say once what would fit.
+  if (chunk_steps > 0 && actors > 0 && lag > 1 &&
+      int64_t{lag - 1} * spu < queued + actors * chunk_steps &&
+      !lag_warned_.exchange(true)) {
+    const int64_t needed =
+        (queued + actors * chunk_steps + lag - 2) / int64_t{lag - 1};
+    std::fprintf(stderr,
+                 "learner: run %s: %lld actors with chunks of %lld steps and "
+                 "a queue of %d chunks are more than max_policy_lag %d "
+                 "allows with %lld steps per update; chunks will be dropped "
+                 "as stale (raise --samples-per-update to %lld or more, or "
+                 "lower --queue or --rollout)\n",
+                 spec_.run_id.c_str(), static_cast<long long>(actors),
+                 static_cast<long long>(chunk_steps), spec_.queue_capacity, lag,
+                 static_cast<long long>(spu), static_cast<long long>(needed));
+  }
+  return PolicyLagCredits(lag, spu, spec_.queue_capacity, chunk_steps, actors,
+                          max_credits);
 }
 
 bool RunHost::accepting() const {

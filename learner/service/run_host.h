@@ -8,6 +8,7 @@
 #ifndef RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
 #define RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -187,6 +188,8 @@ class RunHost {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool budget_reached_ ABSL_GUARDED_BY(mu_) = false;
+  // Set once ActorCredits has warned that the actors exceed the lag budget.
+  mutable std::atomic<bool> lag_warned_{false};
   std::thread thread_;
 };
 
