@@ -110,8 +110,8 @@ absl::Status DatasetImport(const Args& args) {
 }
 
 absl::Status DatasetSynth(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown(
-      {"out", "assets", "rows", "interval", "seed", "predictability"}));
+  RETURN_IF_ERROR(args.CheckKnown({"out", "assets", "rows", "interval", "seed",
+                                   "predictability", "signal-bars"}));
   env::SyntheticMarketOptions o;
   ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
   ASSIGN_OR_RETURN(int64_t assets, args.Int("assets", o.num_assets));
@@ -122,6 +122,7 @@ absl::Status DatasetSynth(const Args& args) {
   ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
   o.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(o.predictability, args.Double("predictability", 0.0));
+  ASSIGN_OR_RETURN(o.signal_bars, args.Double("signal-bars", o.signal_bars));
   ASSIGN_OR_RETURN(Dataset dataset, env::GenerateSyntheticDataset(o));
   RETURN_IF_ERROR(env::WriteDataset(dataset, out));
   std::printf("wrote %s\n", out.c_str());

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -36,6 +37,8 @@
 #include "coordinator/core/sampler.h"
 #include "coordinator/core/search_space.h"
 #include "coordinator/core/study_config.h"
+#include "coordinator/core/verdict.h"
+#include "coordinator/store/study_result.h"
 #include "env/dataset.h"
 
 namespace ristretto::cli {
@@ -231,6 +234,95 @@ absl::StatusOr<StudyRow> GetStudy(Store& store, const std::string& name) {
 }
 
 // Whole numbers in full ("500000", not "5e+05"), others as FormatDouble.
+// The lockbox results of a study's trials, by trial id.
+absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(
+    Store& store, int64_t study_id) {
+  ASSIGN_OR_RETURN(std::vector<coordinator::LockboxRow> rows,
+                   store.ListLockbox(study_id));
+  std::map<int64_t, coordinator::LockboxRow> out;
+  for (coordinator::LockboxRow& r : rows) {
+    const int64_t id = r.trial_id;
+    out[id] = std::move(r);
+  }
+  return out;
+}
+
+std::string FormatSharpeSe(double sharpe, double se) {
+  return absl::StrFormat("%.2f ± %.2f", sharpe, se);
+}
+
+// "2.10 ± 0.80 (b&h 1.20)" or "-" (no final run yet / pruned / failed).
+std::string FormatLockbox(
+    const std::map<int64_t, coordinator::LockboxRow>& lockbox,
+    int64_t trial_id) {
+  auto it = lockbox.find(trial_id);
+  if (it == lockbox.end()) return "-";
+  return absl::StrFormat("%s (b&h %.2f)",
+                         FormatSharpeSe(it->second.policy.sharpe,
+                                        it->second.sharpe_se),
+                         it->second.bh_sharpe);
+}
+
+}  // namespace
+
+absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
+                                  std::FILE* out) {
+  ASSIGN_OR_RETURN(const coordinator::StudyStatistics s,
+                   coordinator::LoadOrComputeStudyResult(store, study));
+  std::fprintf(out, "\nstatistics%s\n",
+               study.state == coordinator::kStudyDone
+                   ? ""
+                   : " (so far: the study is not done)");
+  if (s.best_trial.has_value()) {
+    std::fprintf(out,
+                 "  best trial       %lld, CV Sharpe %.2f ± %.2f over %lld "
+                 "validation bars (skew %.2f, kurtosis %.2f)\n",
+                 static_cast<long long>(*s.best_trial), s.cv_sharpe,
+                 s.cv_sharpe_se, static_cast<long long>(s.cv_bars),
+                 s.cv_skewness, s.cv_kurtosis);
+  }
+  if (s.has_dsr) {
+    std::fprintf(out,
+                 "  deflated Sharpe  %.3f (p = %.3g): the best of %lld "
+                 "tries (%lld trials × %lld checkpoints) of worthless "
+                 "strategies would show %.2f (trials' Sharpe std %.2f)\n",
+                 s.dsr, s.dsr_p_value,
+                 static_cast<long long>(s.effective_trials),
+                 static_cast<long long>(s.trials_tried),
+                 static_cast<long long>(s.checkpoints_per_run),
+                 s.expected_max_sharpe, s.trial_sharpe_std);
+  } else {
+    std::fprintf(out, "  deflated Sharpe  n/a: %s\n", s.dsr_note.c_str());
+  }
+  if (s.has_pbo) {
+    std::fprintf(out,
+                 "  PBO (CSCV)       %.2f over %lld combinations of %d blocks "
+                 "(probability that the CV-best trial is below the median "
+                 "out of sample)\n",
+                 s.pbo, static_cast<long long>(s.pbo_combinations),
+                 s.pbo_blocks);
+  } else {
+    std::fprintf(out, "  PBO (CSCV)       n/a: %s\n", s.pbo_note.c_str());
+  }
+  if (s.lockbox.has_value()) {
+    const coordinator::TrialEvidence::Lockbox& l = *s.lockbox;
+    std::fprintf(
+        out,
+        "  lockbox          %lld bars never seen by the search: Sharpe "
+        "%s, return %.2f%% | buy & hold %.2f (return %.2f%%) | cash 0 | "
+        "random %.2f ± %.2f\n",
+        static_cast<long long>(l.bars),
+        FormatSharpeSe(l.sharpe, l.sharpe_se).c_str(), 100 * l.total_return,
+        l.bh_sharpe, 100 * l.bh_return, l.random_sharpe_mean,
+        l.random_sharpe_std);
+  }
+  std::fprintf(out, "verdict: %s\n", s.verdict.c_str());
+  std::fflush(out);
+  return absl::OkStatus();
+}
+
+namespace {
+
 std::string FormatNumber(double v) {
   if (std::abs(v) < 1e15 && v == std::trunc(v)) {
     return absl::StrCat(static_cast<int64_t>(v));
@@ -601,13 +693,16 @@ absl::Status StudyShow(const Args& args) {
     std::printf("no trials yet\n");
     return absl::OkStatus();
   }
-  Table table({"trial", "state", "score", "params", "reason"});
+  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(*store, study.id));
+  Table table({"trial", "state", "score", "lockbox sharpe (not ranked)",
+               "params", "reason"});
   for (const TrialRow& t : trials) {
     table.AddRow({absl::StrCat(t.number), t.state, FormatScore(t.score),
-                  FormatParams(t.params), t.fail_reason});
+                  FormatLockbox(lockbox, t.id), FormatParams(t.params),
+                  t.fail_reason});
   }
   std::fputs(table.Render().c_str(), stdout);
-  return absl::OkStatus();
+  return PrintStudyStatistics(*store, study, stdout);
 }
 
 absl::Status StudyBest(const Args& args) {
@@ -639,21 +734,75 @@ absl::Status StudyBest(const Args& args) {
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
                    store->ListFoldMetrics(best->id));
   std::printf("\nfolds (validation)\n");
-  Table metrics({"fold", "sharpe", "buy&hold sharpe", "sortino", "max_dd%",
-                 "calmar", "return%", "buy&hold return%", "trades",
-                 "env_steps"});
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(study.config_text);
+  double bpy = env::BarsPerYear(1800);
+  if (config.ok()) {
+    int64_t interval = config->dataset.interval_seconds;
+    if (!config->dataset.synthetic) {
+      absl::StatusOr<DatasetRow> d = store->GetDataset(config->dataset.id);
+      if (d.ok()) interval = d->interval_seconds;
+    }
+    bpy = env::BarsPerYear(interval);
+  }
+  Table metrics({"fold", "sharpe ± se", "buy&hold sharpe", "sortino",
+                 "max_dd%", "calmar", "return%", "buy&hold return%", "trades",
+                 "fees", "turnover", "exposure%", "best at env_steps"});
   for (size_t k = 0; k < folds.size(); ++k) {
     const FoldMetrics& m = folds[k];
-    metrics.AddRow({absl::StrCat(k), absl::StrFormat("%.4f", m.sharpe),
+    metrics.AddRow({absl::StrCat(k),
+                    FormatSharpeSe(m.sharpe, coordinator::AnnualisedSharpeError(
+                                                 m.log_returns, bpy)),
                     absl::StrFormat("%.4f", m.benchmark_sharpe),
                     absl::StrFormat("%.4f", m.sortino),
                     absl::StrFormat("%.2f", 100 * m.max_drawdown),
                     absl::StrFormat("%.4f", m.calmar),
                     absl::StrFormat("%.2f", 100 * m.total_return),
                     absl::StrFormat("%.2f", 100 * m.benchmark_return),
-                    absl::StrCat(m.trades), absl::StrCat(m.env_steps)});
+                    absl::StrCat(m.trades), absl::StrFormat("%.2f", m.fees),
+                    absl::StrFormat("%.2f", m.turnover),
+                    absl::StrFormat("%.1f", 100 * m.exposure),
+                    absl::StrCat(m.env_steps)});
   }
   std::fputs(metrics.Render().c_str(), stdout);
+
+  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(*store, study.id));
+  auto l = lockbox.find(best->id);
+  std::printf(
+      "\nlockbox (final run: trained on every pre-lockbox row, evaluated "
+      "once on rows the search never saw; never used for ranking)\n");
+  if (l == lockbox.end()) {
+    std::printf("  no result yet (the final run has not finished)\n");
+  } else {
+    const coordinator::LockboxRow& r = l->second;
+    Table lb({"policy", "sharpe ± se", "sortino", "return%", "max_dd%",
+              "turnover", "fees", "trades", "exposure%"});
+    lb.AddRow({"trial " + absl::StrCat(best->number),
+               FormatSharpeSe(r.policy.sharpe, r.sharpe_se),
+               absl::StrFormat("%.2f", r.policy.sortino),
+               absl::StrFormat("%.2f", 100 * r.policy.total_return),
+               absl::StrFormat("%.2f", 100 * r.policy.max_drawdown),
+               absl::StrFormat("%.2f", r.policy.turnover),
+               absl::StrFormat("%.2f", r.policy.fees),
+               absl::StrCat(r.policy.trades),
+               absl::StrFormat("%.1f", 100 * r.policy.exposure)});
+    lb.AddRow({"buy & hold (equal weight)",
+               FormatSharpeSe(r.bh_sharpe, r.bh_sharpe_se),
+               absl::StrFormat("%.2f", r.bh_sortino),
+               absl::StrFormat("%.2f", 100 * r.bh_return),
+               absl::StrFormat("%.2f", 100 * r.bh_max_drawdown), "-", "-", "-",
+               "100.0"});
+    lb.AddRow({"cash", "0.00 ± 0.00", "0.00", "0.00", "0.00", "0.00", "0.00",
+               "0", "0.0"});
+    lb.AddRow({absl::StrCat("random (", r.random_seeds, " seeds)"),
+               absl::StrFormat("%.2f ± %.2f (spread)", r.random_sharpe_mean,
+                               r.random_sharpe_std),
+               "-",
+               absl::StrFormat("%.2f ± %.2f", 100 * r.random_return_mean,
+                               100 * r.random_return_std),
+               "-", "-", "-", "-", "-"});
+    std::fputs(lb.Render().c_str(), stdout);
+  }
 
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    store->ListArtifacts(best->id));
@@ -661,11 +810,14 @@ absl::Status StudyBest(const Args& args) {
   Table table({"kind", "fold", "path", "sha256"});
   for (const ArtifactRow& a : artifacts) {
     absl::StatusOr<coordinator::RunRow> run = store->GetRun(a.run_id);
-    table.AddRow(
-        {a.kind, run.ok() ? absl::StrCat(run->fold) : "-", a.path, a.sha256});
+    table.AddRow({a.kind,
+                  !run.ok()                               ? "-"
+                  : run->fold == coordinator::kLockboxFold ? "lockbox"
+                                                           : absl::StrCat(run->fold),
+                  a.path, a.sha256});
   }
   std::fputs(table.Render().c_str(), stdout);
-  return absl::OkStatus();
+  return PrintStudyStatistics(*store, study, stdout);
 }
 
 absl::Status StudyExport(const Args& args) {
@@ -902,15 +1054,18 @@ absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
       std::min(ranked.size(), static_cast<size_t>(std::max(top_n, 0)));
   std::fprintf(out, "leaderboard of study %s (top %zu of %zu complete)\n",
                study_name.c_str(), shown, ranked.size());
-  Table table({"rank", "trial", "score", "params"});
+  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(store, study.id));
+  Table table({"rank", "trial", "score (CV)", "lockbox sharpe (not ranked)",
+               "params"});
   for (size_t r = 0; r < shown; ++r) {
     table.AddRow({absl::StrCat(r + 1), absl::StrCat(ranked[r].number),
                   FormatScore(ranked[r].score),
+                  FormatLockbox(lockbox, ranked[r].id),
                   FormatParams(ranked[r].params)});
   }
   std::fputs(table.Render().c_str(), out);
   std::fflush(out);
-  return absl::OkStatus();
+  return PrintStudyStatistics(store, study, out);
 }
 
 absl::StatusOr<std::string> ExportBest(Store& store,
@@ -926,24 +1081,22 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   }
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    store.ListArtifacts(best->id));
+  // Exactly the policy the lockbox judged: the trial's final run.
   std::optional<ArtifactRow> policy;
-  int policy_fold = -1;
   for (const ArtifactRow& a : artifacts) {
     if (a.kind != "policy") continue;
     ASSIGN_OR_RETURN(coordinator::RunRow run, store.GetRun(a.run_id));
-    if (run.fold > policy_fold) {
-      policy = a;
-      policy_fold = run.fold;
-    }
+    if (run.fold == coordinator::kLockboxFold) policy = a;
   }
   if (!policy.has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trial ", best->number, " of study '", study_name,
-                     "' (the best) recorded no policy artifact"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", best->number, " of study '", study_name,
+        "' (the best) has no lockbox-evaluated policy yet (its final run has "
+        "not finished or failed): nothing exported"));
   }
   const std::string context =
-      absl::StrCat("policy of trial ", best->number, " fold ", policy_fold,
-                   " (", policy->path, ")");
+      absl::StrCat("policy of trial ", best->number, " (final run, ",
+                   policy->path, ")");
   const std::string recorded = absl::AsciiStrToLower(policy->sha256);
   ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy->path));
   if (found != recorded) {
@@ -981,6 +1134,48 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   for (const std::string& name : names) {
     RETURN_IF_ERROR(Rename(dir / ("." + name + ".partial"), dir / name));
   }
+  // The policy's metadata: the verdict of the study and its lockbox
+  // numbers (evaluation.json beside policy.pt).
+  ASSIGN_OR_RETURN(const coordinator::StudyStatistics stats,
+                   coordinator::LoadOrComputeStudyResult(store, study));
+  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(store, study.id));
+  std::string meta = absl::StrCat(
+      "{\"study\":\"", study.name, "\",\"trial\":", best->number,
+      ",\"cv_score\":", absl::StrFormat("%.17g", *best->score),
+      ",\"statistics\":", coordinator::StudyStatisticsToJson(stats));
+  auto l = lockbox.find(best->id);
+  if (l != lockbox.end()) {
+    const coordinator::LockboxRow& r = l->second;
+    absl::StrAppend(
+        &meta, ",\"lockbox\":{",
+        absl::StrFormat(
+            "\"bars\":%d,\"sharpe\":%.17g,\"sharpe_se\":%.17g,"
+            "\"sortino\":%.17g,\"total_return\":%.17g,"
+            "\"max_drawdown\":%.17g,\"turnover\":%.17g,\"fees\":%.17g,"
+            "\"trades\":%d,\"exposure\":%.17g,\"env_steps\":%d,"
+            "\"buy_and_hold_sharpe\":%.17g,\"buy_and_hold_return\":%.17g,"
+            "\"cash_sharpe\":0,\"random_seeds\":%d,"
+            "\"random_sharpe_mean\":%.17g,\"random_sharpe_std\":%.17g",
+            r.bars, r.policy.sharpe, r.sharpe_se, r.policy.sortino,
+            r.policy.total_return, r.policy.max_drawdown, r.policy.turnover,
+            r.policy.fees, r.policy.trades, r.policy.exposure,
+            r.policy.env_steps, r.bh_sharpe, r.bh_return, r.random_seeds,
+            r.random_sharpe_mean, r.random_sharpe_std),
+        "}");
+  }
+  absl::StrAppend(&meta, ",\"verdict\":\"",
+                  absl::StrReplaceAll(stats.verdict, {{"\"", "'"}}),
+                  "\",\"edge\":", stats.edge ? "true" : "false", "}\n");
+  const fs::path meta_partial = dir / ".evaluation.json.partial";
+  {
+    std::ofstream f(meta_partial);
+    f << meta;
+    if (!f.good()) {
+      return absl::InternalError(
+          absl::StrCat("writing ", meta_partial.string(), " failed"));
+    }
+  }
+  RETURN_IF_ERROR(Rename(meta_partial, dir / "evaluation.json"));
   return out_dir;
 }
 

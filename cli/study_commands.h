@@ -78,17 +78,29 @@ absl::Status WaitForStudy(coordinator::Store& store,
                           const std::function<bool()>& should_stop,
                           std::FILE* out);
 
-// Prints the `top_n` best complete trials of the study (rank, trial, score,
-// params), best first; ties keep the earlier trial. Says so when none is
-// complete. Errors: kNotFound (no such study), the Store's.
+// Prints the `top_n` best complete trials of the study (rank, trial, CV
+// score, lockbox Sharpe ± standard error with buy & hold's — a separate
+// column that never ranks — and params), best first; ties keep the earlier
+// trial; then the study's statistics and verdict (PrintStudyStatistics).
+// Says so when none is complete. Errors: kNotFound (no such study), the
+// Store's.
 absl::Status PrintLeaderboard(coordinator::Store& store,
                               const std::string& study_name, int top_n,
                               std::FILE* out);
 
+// Prints the statistics (best trial's CV Sharpe ± SE, deflated Sharpe,
+// PBO, the best trial's lockbox against buy & hold, cash and random) and
+// ends with the one-line verdict. Stored at the end of a study, computed on
+// demand before.
+absl::Status PrintStudyStatistics(coordinator::Store& store,
+                                  const coordinator::StudyRow& study,
+                                  std::FILE* out);
+
 // Exports the policy of the study's best complete trial into `out_dir`
-// (created if missing) and returns `out_dir`. The trial's "policy" artifact
-// of its highest fold is used (under walk-forward, the one validated on the
-// latest data). Its recorded sha256 is checked against ArtifactSha256
+// (created if missing) and returns `out_dir`. The policy is the trial's
+// final run's (trained on every pre-lockbox row and judged on the lockbox:
+// exactly the one the lockbox numbers describe); <out_dir>/evaluation.json
+// carries the verdict, the statistics and the lockbox numbers. Its recorded sha256 is checked against ArtifactSha256
 // before copying and again on the copies, so the exported bytes are
 // exactly the recorded ones: for a directory artifact, <out_dir>/policy.pt
 // and <out_dir>/contract.json; for a file, <out_dir>/<its file name>.

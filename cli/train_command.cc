@@ -1,6 +1,7 @@
 #include "cli/train_command.h"
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,11 @@ namespace {
 void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
   std::printf(
       "%-10s sharpe %7.3f  (buy&hold %7.3f, score %+7.3f)  return %+7.2f%% "
-      "(buy&hold %+7.2f%%)  max_dd %5.2f%%  trades %lld  fees %.2f\n",
+      "(buy&hold %+7.2f%%)  max_dd %5.2f%%  trades %lld  fees %.2f  "
+      "turnover %.2f  exposure %4.1f%%\n",
       label, e.sharpe, e.benchmark_sharpe, e.score, 100 * e.total_return,
       100 * e.benchmark_return, 100 * e.max_drawdown,
-      static_cast<long long>(e.trades), e.fees);
+      static_cast<long long>(e.trades), e.fees, e.turnover, 100 * e.exposure);
 }
 
 absl::Status Train(const Args& args) {
@@ -172,11 +174,28 @@ absl::Status Train(const Args& args) {
     std::printf("checkpoint: %s\n", result.last_checkpoint.c_str());
   }
   ASSIGN_OR_RETURN(std::string export_dir, args.String("export", ""));
+  if (result.best_evaluation.has_value()) {
+    const learner::EvaluationResult& best = *result.best_evaluation;
+    std::printf("best: eval@%lld, score %+.3f%s%s\n",
+                static_cast<long long>(best.at_env_steps), best.score,
+                result.best_policy_dir.empty() ? "" : ", policy ",
+                result.best_policy_dir.c_str());
+  }
   if (!export_dir.empty()) {
-    RETURN_IF_ERROR(learner::ExportPolicy(result.learner->model(),
-                                          result.contract, export_dir));
-    std::printf("exported policy: %s/policy.pt (TorchScript) + contract.json\n",
-                export_dir.c_str());
+    ASSIGN_OR_RETURN(std::optional<learner::EvaluationResult> exported,
+                     learner::ExportBestPolicy(result, export_dir));
+    if (exported.has_value()) {
+      std::printf(
+          "exported the best policy (evaluated at step %lld, score %+.3f): "
+          "%s/policy.pt (TorchScript) + contract.json\n",
+          static_cast<long long>(exported->at_env_steps), exported->score,
+          export_dir.c_str());
+    } else {
+      std::printf(
+          "exported the final policy (no evaluation, step %lld): "
+          "%s/policy.pt (TorchScript) + contract.json\n",
+          static_cast<long long>(result.env_steps), export_dir.c_str());
+    }
   }
   return absl::OkStatus();
 }

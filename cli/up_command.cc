@@ -216,7 +216,9 @@ absl::Status Up(const Args& args) {
     absl::StatusOr<std::string> exported =
         ExportBest(*store, config->name, export_dir);
     if (exported.ok()) {
-      std::printf("up: best policy exported to %s (policy.pt, contract.json)\n",
+      std::printf(
+          "up: best policy exported to %s (policy.pt, contract.json, "
+          "evaluation.json: verdict and lockbox numbers)\n",
                   exported->c_str());
     } else {
       std::printf("up: no policy exported: %s\n",

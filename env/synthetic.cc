@@ -72,11 +72,12 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
       !(o.correlation >= 0 && o.correlation < 1) ||
       !(o.mean_regime_bars >= 1) ||
       !(o.crash_probability >= 0 && o.crash_probability <= 1) ||
-      !(o.predictability >= 0 && o.predictability <= 1)) {
+      !(o.predictability >= 0 && o.predictability <= 1) ||
+      !(o.signal_bars >= 1 && std::isfinite(o.signal_bars))) {
     return absl::InvalidArgumentError(
         "synthetic options out of range: volatility in (0, 0.5), correlation "
         "in [0, 1), mean_regime_bars >= 1, crash_probability and "
-        "predictability in [0, 1]");
+        "predictability in [0, 1], signal_bars >= 1 (finite)");
   }
   const int n = o.num_assets;
   const int64_t T = o.num_rows;
@@ -93,6 +94,8 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
   d.interval_seconds = o.interval_seconds;
   d.source =
       absl::StrCat("synthetic seed=", o.seed, " assets=", n, " rows=", T);
+  if (o.signal_bars != 1.0)
+    absl::StrAppend(&d.source, " signal_bars=", o.signal_bars);
   for (const Profile& p : profiles) {
     d.assets.push_back(AssetMeta{p.symbol, p.min_order_qty});
   }
@@ -124,6 +127,10 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
   // Planted signal signs (±1) for bars t+1 and t+2. Bar t's volume reveals
   // the sign of bar t+2's return: an env decision taken on bar t's
   // observation executes at bar t+1's close, so t+2 is the return it earns.
+  // Each bar the newest sign is redrawn with chance 1 / signal_bars, from one
+  // uniform u: redraw if u < q, then down if u < q/2 (q = 1: a fair coin
+  // every bar, the same draws as before the option existed).
+  const double redraw = 1.0 / o.signal_bars;
   std::vector<double> sign_next(n), sign_after(n);
   for (int i = 0; i < n; ++i) {
     sign_next[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
@@ -168,7 +175,8 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
       }
       const double this_sign = sign_next[i];
       sign_next[i] = sign_after[i];
-      sign_after[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
+      const double u = rng.Uniform();
+      if (u < redraw) sign_after[i] = u < 0.5 * redraw ? -1.0 : 1.0;
       const double ret = drift + s * shock + p * s * this_sign;
       const double open = std::exp(log_price[i]);
       log_price[i] += ret;

@@ -40,6 +40,14 @@ struct SyntheticMarketOptions {
   // at bar t+1's close, so bar t+2's return is what it can earn: an
   // exploitable, known signal for learning tests.
   double predictability = 0.0;
+  // Persistence of the planted signal, >= 1. The hidden up/down sign that
+  // bar t's volume reveals for bar t+2 is redrawn (a fair coin) with chance
+  // 1 / signal_bars each bar and kept otherwise, so a run of equal signs
+  // lasts 2·signal_bars bars on average. 1 = a fresh sign every bar (the
+  // default; the signal flips every ~2 bars, too fast to trade after fees);
+  // ~10 makes it exploitable. The random draws are the same for every value,
+  // so with predictability 0 the bars do not depend on it.
+  double signal_bars = 1.0;
 };
 
 // Generates raw OHLCV bars (one domain, features not computed).

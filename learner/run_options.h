@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/ppo_options.h"
@@ -34,7 +36,23 @@ struct TrainerOptions {
   bool resume = true;
   std::string dataset_id;                  // recorded in the contract
   std::vector<std::string> feature_names;  // per asset, for the contract
+  // The study objective (learner/objective.h): scores every evaluation and
+  // chooses the run's best checkpoint.
+  std::string objective = "sharpe";
+  // The study's lockbox (docs/study_format.md, "lockbox"): rows >=
+  // lockbox_guard (its first row minus the embargo) belong to the final test
+  // segment. A CV run (final_evaluation false) may neither train nor
+  // validate on any of them; the final run of a trial trains before the
+  // guard and evaluates on [lockbox_begin, end) only, once, at the end.
+  // -1: the study has no lockbox (single-process `ristretto train`).
+  int64_t lockbox_begin = -1;
+  int64_t lockbox_guard = -1;
+  bool final_evaluation = false;
 };
+
+// kInvalidArgument if the domains break the lockbox rule above (names the
+// domain and the rows). OK when lockbox_begin < 0.
+absl::Status CheckLockbox(const TrainerOptions& options);
 
 // Deterministic-policy result on validation domains (one copy per domain).
 struct EvaluationResult {
@@ -50,6 +68,11 @@ struct EvaluationResult {
   int64_t trades = 0;
   double fees = 0;
   int64_t at_env_steps = 0;  // training progress when evaluated
+  double turnover = 0;  // Σ|traded value| / initial capital, mean over domains
+  double exposure = 0;  // mean over bars of 1 − cash / value (share invested)
+  // Per-bar log returns ln(v_t / v_{t−1}) of the policy, every domain's in
+  // domain order (the standard error, deflated Sharpe and PBO need them).
+  std::vector<double> log_returns;
 };
 
 }  // namespace ristretto::learner

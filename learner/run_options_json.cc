@@ -347,6 +347,10 @@ std::string TrainerOptionsToJson(const TrainerOptions& o) {
       {"resume", o.resume},
       {"dataset_id", o.dataset_id},
       {"feature_names", o.feature_names},
+      {"objective", o.objective},
+      {"lockbox_begin", o.lockbox_begin},
+      {"lockbox_guard", o.lockbox_guard},
+      {"final_evaluation", o.final_evaluation},
   };
   return j.dump();
 }
@@ -375,6 +379,10 @@ absl::StatusOr<TrainerOptions> TrainerOptionsFromJson(const std::string& json) {
                      {"resume", Bool(&o.resume)},
                      {"dataset_id", String(&o.dataset_id)},
                      {"feature_names", StringList(&o.feature_names)},
+                     {"objective", String(&o.objective)},
+                     {"lockbox_begin", Integer(&o.lockbox_begin)},
+                     {"lockbox_guard", Integer(&o.lockbox_guard)},
+                     {"final_evaluation", Bool(&o.final_evaluation)},
                  }));
   return o;
 }

@@ -54,8 +54,41 @@ absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
   return folds;
 }
 
-absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
-    const StudyConfig& study, const Params& params, const DatasetInfo& data) {
+absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,
+                                                const CvSpec& cv,
+                                                int64_t num_rows) {
+  constexpr int64_t kMinCvRows = 100;
+  LockboxLayout layout;
+  layout.end = num_rows;
+  const int64_t rows =
+      lockbox.bars > 0
+          ? lockbox.bars
+          : std::llround(lockbox.share * static_cast<double>(num_rows));
+  if (rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("lockbox: a share of ", lockbox.share, " of ", num_rows,
+                     " rows is empty"));
+  }
+  const int64_t embargo =
+      lockbox.embargo_bars >= 0 ? lockbox.embargo_bars : cv.embargo_bars;
+  layout.begin = num_rows - rows;
+  layout.guard = layout.begin - embargo;
+  if (layout.guard < kMinCvRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lockbox: ", rows, " rows and an embargo of ", embargo,
+        " rows leave ", std::max<int64_t>(layout.guard, 0), " of ", num_rows,
+        " rows for the CV folds (need at least ", kMinCvRows, ")"));
+  }
+  return layout;
+}
+
+namespace {
+
+// Defaults, then the study's budget and interval, the dataset, `fixed`,
+// then `params`; validated.
+absl::StatusOr<learner::TrainerOptions> BaseOptions(const StudyConfig& study,
+                                                    const Params& params,
+                                                    const DatasetInfo& data) {
   learner::TrainerOptions base;
   base.budget_env_steps = study.budget_env_steps;
   base.eval_every_env_steps = study.eval_every_env_steps;
@@ -76,12 +109,50 @@ absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
         " must be >= 1 and eval_every_env_steps = ", base.eval_every_env_steps,
         " >= 0"));
   }
+  base.objective = study.objective;
+  ASSIGN_OR_RETURN(const LockboxLayout layout,
+                   MakeLockboxLayout(study.lockbox, study.cv, data.num_rows));
+  base.lockbox_begin = layout.begin;
+  base.lockbox_guard = layout.guard;
+  return base;
+}
 
+// The longest training block must hold one episode.
+absl::Status CheckEpisodeFits(const learner::TrainerOptions& o,
+                              const std::string& what) {
+  const int64_t episode_rows = o.episode_steps + 2 * o.env.lookback;
+  int64_t longest = 0;
+  for (const env::Domain& d : o.train_domains) {
+    longest = std::max(longest, d.size());
+  }
+  if (longest < episode_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": episode_steps = ", o.episode_steps, " needs ",
+                     episode_rows,
+                     " rows (episode_steps + 2·lookback) but the longest "
+                     "training block has ",
+                     longest));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t RunSeed(const StudyConfig& study, const Params& params,
+                 uint64_t salt) {
+  uint64_t state =
+      study.sampler.seed ^ (HashParams(params) * 0x9e3779b97f4a7c15ULL);
+  state ^= 0xd1b54a32d192ed03ULL * salt;
+  return SplitMix64(state);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
+    const StudyConfig& study, const Params& params, const DatasetInfo& data) {
+  ASSIGN_OR_RETURN(const learner::TrainerOptions base,
+                   BaseOptions(study, params, data));
   ASSIGN_OR_RETURN(std::vector<env::Fold> folds,
-                   MakeFolds(study.cv, data.num_rows));
+                   MakeFolds(study.cv, base.lockbox_guard));
   const int64_t lookback = base.env.lookback;
-  const int64_t episode_rows = base.episode_steps + 2 * lookback;
-  const uint64_t params_hash = HashParams(params);
   std::vector<learner::TrainerOptions> runs;
   for (size_t f = 0; f < folds.size(); ++f) {
     learner::TrainerOptions o = base;
@@ -89,30 +160,49 @@ absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
         env::IntersectDomains(folds[f].train, data.domains, 1, nullptr);
     o.validation_domains = env::IntersectDomains(folds[f].test, data.domains,
                                                  2 * lookback + 1, nullptr);
-    int64_t longest = 0;
-    for (const env::Domain& d : o.train_domains) {
-      longest = std::max(longest, d.size());
-    }
-    if (longest < episode_rows) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("fold ", f, ": episode_steps = ", base.episode_steps,
-                       " needs ", episode_rows,
-                       " rows (episode_steps + 2·lookback) but the longest "
-                       "training block has ",
-                       longest));
-    }
+    RETURN_IF_ERROR(CheckEpisodeFits(o, absl::StrCat("fold ", f)));
     if (o.validation_domains.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "fold ", f, " has no validation block of at least ", 2 * lookback + 1,
           " rows (2·lookback + 1) inside the dataset's "
           "domains"));
     }
-    uint64_t state = study.sampler.seed ^ (params_hash * 0x9e3779b97f4a7c15ULL);
-    state ^= 0xd1b54a32d192ed03ULL * (static_cast<uint64_t>(f) + 1);
-    o.seed = SplitMix64(state);
+    o.seed = RunSeed(study, params, static_cast<uint64_t>(f) + 1);
+    RETURN_IF_ERROR(learner::CheckLockbox(o));
     runs.push_back(std::move(o));
   }
   return runs;
+}
+
+absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
+    const StudyConfig& study, const Params& params, const DatasetInfo& data,
+    int64_t train_env_steps) {
+  if (train_env_steps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the final run needs >= 1 env steps (got ", train_env_steps, ")"));
+  }
+  ASSIGN_OR_RETURN(learner::TrainerOptions o,
+                   BaseOptions(study, params, data));
+  const int64_t lookback = o.env.lookback;
+  o.train_domains = env::IntersectDomains({env::Domain{0, o.lockbox_guard}},
+                                          data.domains, 1, nullptr);
+  o.validation_domains =
+      env::IntersectDomains({env::Domain{o.lockbox_begin, data.num_rows}},
+                            data.domains, 2 * lookback + 1, nullptr);
+  if (o.validation_domains.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lockbox: no block of at least ", 2 * lookback + 1,
+        " rows (2·lookback + 1) in rows [", o.lockbox_begin, ", ",
+        data.num_rows, ") inside the dataset's domains"));
+  }
+  RETURN_IF_ERROR(CheckEpisodeFits(o, "final run"));
+  o.budget_env_steps = train_env_steps;
+  o.eval_every_env_steps = 0;
+  o.final_evaluation = true;
+  // Salt 0: the folds use 1, 2, …
+  o.seed = RunSeed(study, params, 0);
+  RETURN_IF_ERROR(learner::CheckLockbox(o));
+  return o;
 }
 
 }  // namespace ristretto::coordinator

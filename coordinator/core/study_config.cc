@@ -164,7 +164,9 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   d.synthetic = true;
   if (!s.IsNull()) {
     RETURN_IF_ERROR(CheckMap(
-        s, sp, {"rows", "assets", "seed", "predictability", "interval"}));
+        s, sp,
+        {"rows", "assets", "seed", "predictability", "signal_bars",
+         "interval"}));
     if (s["rows"]) {
       ASSIGN_OR_RETURN(d.rows, Int(s["rows"], sp + ".rows"));
     }
@@ -178,6 +180,10 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
     if (s["predictability"]) {
       ASSIGN_OR_RETURN(d.predictability,
                        Double(s["predictability"], sp + ".predictability"));
+    }
+    if (s["signal_bars"]) {
+      ASSIGN_OR_RETURN(d.signal_bars,
+                       Double(s["signal_bars"], sp + ".signal_bars"));
     }
     if (s["interval"]) {
       ASSIGN_OR_RETURN(std::string text, Text(s["interval"], sp + ".interval"));
@@ -194,11 +200,51 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   if (d.assets < 1 || d.assets > 64) {
     return Error(sp + ".assets", absl::StrCat(d.assets, " is outside [1, 64]"));
   }
+  if (!(d.signal_bars >= 1 && d.signal_bars <= 1e6)) {
+    return Error(sp + ".signal_bars",
+                 absl::StrCat(d.signal_bars, " is outside [1, 1e6]"));
+  }
   if (!(d.predictability >= 0 && d.predictability <= 1)) {
     return Error(sp + ".predictability",
                  absl::StrCat(d.predictability, " is outside [0, 1]"));
   }
   return d;
+}
+
+absl::StatusOr<LockboxSpec> ParseLockbox(const YAML::Node& n) {
+  const std::string path = "lockbox";
+  if (!n.IsMap()) {
+    return Error(path, "expected {share: F} or {bars: N} (and embargo_bars)");
+  }
+  RETURN_IF_ERROR(CheckMap(n, path, {"share", "bars", "embargo_bars"}));
+  LockboxSpec l;
+  if (n["share"] && n["bars"]) {
+    return Error(path, "give either share or bars, not both");
+  }
+  if (n["share"]) {
+    ASSIGN_OR_RETURN(l.share, Double(n["share"], "lockbox.share"));
+    if (!(l.share > 0 && l.share <= 0.5)) {
+      return Error("lockbox.share",
+                   absl::StrCat(l.share,
+                                " is outside (0, 0.5] (the lockbox cannot be "
+                                "turned off: every study keeps one)"));
+    }
+  }
+  if (n["bars"]) {
+    ASSIGN_OR_RETURN(l.bars, Int(n["bars"], "lockbox.bars"));
+    if (l.bars < 1) {
+      return Error("lockbox.bars", absl::StrCat(l.bars, " must be > 0"));
+    }
+  }
+  if (n["embargo_bars"]) {
+    ASSIGN_OR_RETURN(l.embargo_bars,
+                     Int(n["embargo_bars"], "lockbox.embargo_bars"));
+    if (l.embargo_bars < 0) {
+      return Error("lockbox.embargo_bars",
+                   absl::StrCat(l.embargo_bars, " must be >= 0"));
+    }
+  }
+  return l;
 }
 
 absl::StatusOr<CvSpec> ParseCv(const YAML::Node& n) {
@@ -644,7 +690,7 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   RETURN_IF_ERROR(CheckMap(
       root, "",
       {"name", "dataset", "cv", "budget_env_steps", "eval_every_env_steps",
-       "objective", "sampler", "pruner", "concurrency", "max_trials",
+       "objective", "lockbox", "sampler", "pruner", "concurrency", "max_trials",
        "max_attempts", "fixed", "space"}));
   StudyConfig study;
   if (!root["name"]) return Error("", "missing name");
@@ -678,11 +724,11 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   }
   if (root["objective"]) {
     ASSIGN_OR_RETURN(study.objective, Text(root["objective"], "objective"));
-    if (study.objective != kExcessSharpeObjective) {
-      return Error("objective",
-                   absl::StrCat("unknown objective '", study.objective,
-                                "' (expected ", kExcessSharpeObjective, ")"));
-    }
+    absl::Status known = learner::CheckObjective(study.objective);
+    if (!known.ok()) return Error("objective", std::string(known.message()));
+  }
+  if (root["lockbox"]) {
+    ASSIGN_OR_RETURN(study.lockbox, ParseLockbox(root["lockbox"]));
   }
   if (root["sampler"]) {
     ASSIGN_OR_RETURN(study.sampler, ParseSampler(root["sampler"]));
@@ -731,14 +777,23 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   absl::Status s = ValidateSpace(study.space);
   if (!s.ok()) return Error("space", std::string(s.message()));
   RETURN_IF_ERROR(CheckUsed(study));
-  // The synthetic market's size is known here: check the folds fit.
+  // The synthetic market's size is known here: check the lockbox and the
+  // folds fit (the feature warm-up takes a few more rows; BuildRunOptions
+  // checks again on the real row count).
   if (study.dataset.synthetic) {
-    absl::Status folds = MakeFolds(study.cv, study.dataset.rows).status();
+    absl::StatusOr<LockboxLayout> layout =
+        MakeLockboxLayout(study.lockbox, study.cv, study.dataset.rows);
+    if (!layout.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(layout.status().message(), " (the synthetic dataset "
+                       "has ", study.dataset.rows, " rows)"));
+    }
+    absl::Status folds = MakeFolds(study.cv, layout->guard).status();
     if (!folds.ok()) {
-      return Error("cv", absl::StrCat(folds.message(),
-                                      " (the synthetic "
-                                      "dataset has ",
-                                      study.dataset.rows, " rows)"));
+      return Error("cv", absl::StrCat(folds.message(), " (the synthetic "
+                                      "dataset has ", study.dataset.rows,
+                                      " rows, ", layout->guard,
+                                      " before the lockbox and its embargo)"));
     }
   }
   return study;
@@ -752,6 +807,7 @@ env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
   o.num_rows = spec.rows;
   o.seed = spec.seed;
   o.predictability = spec.predictability;
+  o.signal_bars = spec.signal_bars;
   o.interval_seconds = spec.interval_seconds;
   return o;
 }

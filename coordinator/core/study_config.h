@@ -16,7 +16,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "coordinator/core/objective.h"
 #include "coordinator/core/param_registry.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/sampler.h"
@@ -24,6 +23,7 @@
 #include "env/cv_split.h"
 #include "env/dataset.h"
 #include "env/synthetic.h"
+#include "learner/objective.h"
 #include "learner/run_options.h"
 
 namespace ristretto::coordinator {
@@ -38,6 +38,7 @@ struct DatasetSpec {
   int assets = 3;
   uint64_t seed = 1;
   double predictability = 0;        // see env::SyntheticMarketOptions
+  double signal_bars = 1;           // persistence of the planted signal
   int64_t interval_seconds = 1800;  // bar interval ("30m" in the file)
 };
 
@@ -71,13 +72,37 @@ struct CvSpec {
 absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
                                                  int64_t num_rows);
 
+// The lockbox: the study's final test segment, the last rows of the
+// dataset, that no training, validation, pruning or sampling ever reads.
+// Only each complete trial's final run is evaluated on it, once.
+struct LockboxSpec {
+  double share = 0.15;        // of the dataset's rows, in (0, 0.5]
+  int64_t bars = 0;           // or exactly this many rows (> 0; wins)
+  int64_t embargo_bars = -1;  // rows left out before it; -1: cv.embargo_bars
+};
+
+// Where the lockbox falls in a dataset of num_rows rows.
+struct LockboxLayout {
+  int64_t begin = 0;  // first lockbox row
+  int64_t end = 0;    // one past the last (= num_rows)
+  int64_t guard = 0;  // begin − embargo: the CV folds use rows [0, guard)
+};
+
+// Errors (kInvalidArgument naming `lockbox`): the lockbox is empty, or it
+// and its embargo leave fewer than `min_cv_rows` rows (the smallest CV region
+// worth searching: 100 rows).
+absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,
+                                                const CvSpec& cv,
+                                                int64_t num_rows);
+
 struct StudyConfig {
   std::string name;  // [A-Za-z0-9_.-]+, unique among studies
   DatasetSpec dataset;
   CvSpec cv;
   int64_t budget_env_steps = 0;      // per run (trial × fold), > 0
   int64_t eval_every_env_steps = 0;  // validation interval, 0 = at the end
-  std::string objective = kExcessSharpeObjective;
+  std::string objective = learner::kDefaultObjective;
+  LockboxSpec lockbox;
   SamplerSpec sampler;
   PrunerSpec pruner;
   int concurrency = 1;   // trials running at once, >= 1
@@ -119,8 +144,21 @@ struct DatasetInfo {
 // folds for num_rows; a fold with no validation rows or whose longest
 // training block is shorter than episode_steps + 2·lookback; options that
 // fail Validate().
+// The CV folds cover rows [0, guard) of the lockbox layout only; every run
+// carries the lockbox rows and the study objective (learner::CheckLockbox
+// refuses a CV run that reaches the lockbox).
 absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
     const StudyConfig& study, const Params& params, const DatasetInfo& data);
+
+// The final run of a complete trial: the trial's options (as fold runs get
+// them) trained on every row before the lockbox guard for `train_env_steps`
+// and evaluated once, at the end, on the lockbox (final_evaluation = true).
+// Errors (kInvalidArgument): as BuildRunOptions, a lockbox shorter than
+// 2·lookback + 1 rows, a pre-lockbox region without a block long enough for
+// an episode, train_env_steps < 1.
+absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
+    const StudyConfig& study, const Params& params, const DatasetInfo& data,
+    int64_t train_env_steps);
 
 }  // namespace ristretto::coordinator
 

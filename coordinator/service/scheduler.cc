@@ -7,12 +7,32 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "coordinator/core/objective.h"
+#include "coordinator/core/verdict.h"
+#include "coordinator/store/study_result.h"
+#include "env/dataset.h"
 #include "env/market_data.h"
+#include "learner/objective.h"
 #include "learner/run_options_json.h"
 
 namespace ristretto::coordinator {
 namespace {
+
+learner::EvaluationResult FromProto(const v1::Evaluation& e) {
+  learner::EvaluationResult r;
+  r.sharpe = e.sharpe();
+  r.benchmark_sharpe = e.benchmark_sharpe();
+  r.sortino = e.sortino();
+  r.max_drawdown = e.max_drawdown();
+  r.calmar = e.calmar();
+  r.total_return = e.total_return();
+  r.benchmark_return = e.benchmark_return();
+  r.trades = e.trades();
+  r.at_env_steps = e.env_steps();
+  r.fees = e.fees();
+  r.turnover = e.turnover();
+  r.exposure = e.exposure();
+  return r;
+}
 
 FoldMetrics ToMetrics(const v1::Evaluation& e) {
   FoldMetrics m;
@@ -25,15 +45,39 @@ FoldMetrics ToMetrics(const v1::Evaluation& e) {
   m.benchmark_return = e.benchmark_return();
   m.trades = e.trades();
   m.env_steps = e.env_steps();
+  m.fees = e.fees();
+  m.turnover = e.turnover();
+  m.exposure = e.exposure();
+  m.log_returns.assign(e.log_returns().begin(), e.log_returns().end());
   return m;
 }
 
-// Sharpe values must be finite to be scored or compared.
+// Every metric must be finite to be scored, compared or stored: the error
+// names the first one that is not, and nothing is stored.
 absl::Status CheckFinite(const v1::Evaluation& e) {
-  if (!std::isfinite(e.sharpe()) || !std::isfinite(e.benchmark_sharpe())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("evaluation has a non-finite Sharpe (", e.sharpe(), ", ",
-                     e.benchmark_sharpe(), ")"));
+  const std::pair<const char*, double> fields[] = {
+      {"sharpe", e.sharpe()},
+      {"benchmark_sharpe", e.benchmark_sharpe()},
+      {"sortino", e.sortino()},
+      {"max_drawdown", e.max_drawdown()},
+      {"calmar", e.calmar()},
+      {"total_return", e.total_return()},
+      {"benchmark_return", e.benchmark_return()},
+      {"fees", e.fees()},
+      {"turnover", e.turnover()},
+      {"exposure", e.exposure()}};
+  for (const auto& [name, value] : fields) {
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "evaluation.", name, " is not finite (", value, "): not stored"));
+    }
+  }
+  for (int i = 0; i < e.log_returns_size(); ++i) {
+    if (!std::isfinite(e.log_returns(i))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("evaluation.log_returns[", i, "] is not finite (",
+                       e.log_returns(i), "): not stored"));
+    }
   }
   return absl::OkStatus();
 }
@@ -95,6 +139,7 @@ absl::StatusOr<Scheduler::StudyCache*> Scheduler::Study(const StudyRow& row) {
   cache->dataset.num_rows = dataset->num_rows();
   cache->dataset.domains = dataset->domains;
   cache->dataset.feature_names = dataset->feature_names;
+  ASSIGN_OR_RETURN(cache->market, env::MarketData::FromDataset(*dataset));
   StudyCache* out = cache.get();
   studies_[row.id] = std::move(cache);
   return out;
@@ -166,10 +211,17 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
   // away (or between two transactions) is completed now.
   int running = 0;
   for (const TrialRow& t : trials) {
+    if (t.state == kTrialComplete) {
+      RETURN_IF_ERROR(QueueFinalRun(study, t));
+      continue;
+    }
     if (t.state != kTrialRunning) continue;
     RETURN_IF_ERROR(MaybeCompleteTrial(t.id));
     ASSIGN_OR_RETURN(TrialRow now, Db(DbOp::kGetTrial)->GetTrial(t.id));
     if (now.state == kTrialRunning) ++running;
+    if (now.state == kTrialComplete) {
+      RETURN_IF_ERROR(QueueFinalRun(study, now));
+    }
   }
   int64_t created = static_cast<int64_t>(trials.size());
   while (running < study->config.concurrency &&
@@ -207,10 +259,113 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     ++created;
   }
   if (running == 0 && created >= study->config.max_trials) {
+    // The final runs of the complete trials finish before the study does.
+    ASSIGN_OR_RETURN(const int64_t open,
+                     Db(DbOp::kListRuns)->CountOpenRuns(row.id));
+    if (open > 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const StudyStatistics result,
+                     ComputeStudyResult(*store_, row));
+    RETURN_IF_ERROR(Db(DbOp::kSetStudyState)
+                        ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
     RETURN_IF_ERROR(
         Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyDone));
-    std::fprintf(stderr, "coordinator: study %s done\n", row.name.c_str());
+    std::fprintf(stderr, "coordinator: study %s done: %s\n", row.name.c_str(),
+                 result.verdict.c_str());
   }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::QueueFinalRun(StudyCache* study,
+                                      const TrialRow& trial) {
+  if (study->final_queued.count(trial.id) != 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
+                   Db(DbOp::kListFoldMetrics)->ListFoldMetrics(trial.id));
+  // As many env steps as the folds' best checkpoints had, on average (the
+  // checkpoint choice is the CV's; the lockbox never chooses).
+  int64_t steps = 0;
+  for (const FoldMetrics& m : folds) steps += m.env_steps;
+  if (!folds.empty()) steps /= static_cast<int64_t>(folds.size());
+  if (steps < 1) steps = study->config.budget_env_steps;
+  Params params;
+  for (const ParamRow& p : trial.params) params[p.name] = p.value;
+  absl::StatusOr<learner::TrainerOptions> options =
+      BuildFinalRunOptions(study->config, params, study->dataset, steps);
+  if (!options.ok()) {
+    // The trial keeps its CV score; it simply has no lockbox result (the
+    // verdict says so if it is the best).
+    std::fprintf(stderr, "coordinator: trial %lld gets no final run: %s\n",
+                 static_cast<long long>(trial.number),
+                 std::string(options.status().message()).c_str());
+    study->final_queued.insert(trial.id);
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(
+      const RunRow run,
+      Db(DbOp::kCreateTrial)
+          ->AddFinalRun(trial.id, learner::TrainerOptionsToJson(*options),
+                        options_.data_dir + "/runs"));
+  study->final_queued.insert(trial.id);
+  if (run.state == kRunQueued && run.attempts == 0) {
+    std::fprintf(stderr,
+                 "coordinator: trial %lld final run queued (%lld env steps on "
+                 "rows before %lld, then the lockbox)\n",
+                 static_cast<long long>(trial.number),
+                 static_cast<long long>(steps),
+                 static_cast<long long>(options->lockbox_guard));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::CompleteFinalRun(
+    const RunRow& run, const v1::CompleteRunRequest& request) {
+  ASSIGN_OR_RETURN(StudyRow study_row,
+                   Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
+  ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
+  ASSIGN_OR_RETURN(learner::TrainerOptions options,
+                   learner::TrainerOptionsFromJson(run.config_json));
+  ASSIGN_OR_RETURN(const SegmentBaselines base,
+                   ComputeBaselines(study->market, options.env,
+                                    options.validation_domains));
+  const double bpy = env::BarsPerYear(study->market->interval_seconds);
+  LockboxRow row;
+  row.policy = ToMetrics(request.final_evaluation());
+  row.policy.fold = kLockboxFold;
+  row.bars = static_cast<int64_t>(row.policy.log_returns.size());
+  row.sharpe_se = AnnualisedSharpeError(row.policy.log_returns, bpy);
+  if (!std::isfinite(row.sharpe_se)) row.sharpe_se = 0;
+  row.bh_sharpe = base.buy_and_hold.sharpe;
+  row.bh_sharpe_se = std::isfinite(base.buy_and_hold_sharpe_se)
+                         ? base.buy_and_hold_sharpe_se
+                         : 0;
+  row.bh_sortino = base.buy_and_hold.sortino;
+  row.bh_return = base.buy_and_hold.total_return;
+  row.bh_max_drawdown = base.buy_and_hold.max_drawdown;
+  row.random_seeds = base.random_seeds;
+  row.random_sharpe_mean = base.random_sharpe_mean;
+  row.random_sharpe_std = base.random_sharpe_std;
+  row.random_return_mean = base.random_return_mean;
+  row.random_return_std = base.random_return_std;
+  std::vector<ArtifactRow> artifacts;
+  for (const v1::Artifact& a : request.artifacts()) {
+    ArtifactRow r;
+    r.study_id = run.study_id;
+    r.trial_id = run.trial_id;
+    r.run_id = run.id;
+    r.kind = a.kind();
+    r.path = a.path();
+    r.sha256 = a.sha256();
+    artifacts.push_back(std::move(r));
+  }
+  RETURN_IF_ERROR(Db(DbOp::kCompleteRun)
+                      ->CompleteFinalRun(run.id, request.member_id(),
+                                         std::move(row), artifacts));
+  ++counters_.runs_completed;
+  std::fprintf(stderr,
+               "coordinator: run %lld (final) done: lockbox Sharpe %.2f, buy "
+               "& hold %.2f, random %.2f\n",
+               static_cast<long long>(run.id),
+               request.final_evaluation().sharpe(), base.buy_and_hold.sharpe,
+               base.random_sharpe_mean);
   return absl::OkStatus();
 }
 
@@ -223,12 +378,27 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   if (runs.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
                    Db(DbOp::kListFoldMetrics)->ListFoldMetrics(trial_id));
-  std::vector<FoldScore> scores;
+  ASSIGN_OR_RETURN(const StudyRow study_row,
+                   Db(DbOp::kGetStudyById)->GetStudyById(runs.front().study_id));
+  ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
+  std::vector<learner::EvaluationResult> scores;
   scores.reserve(folds.size());
   for (const FoldMetrics& m : folds) {
-    scores.push_back(FoldScore{m.sharpe, m.benchmark_sharpe});
+    learner::EvaluationResult e;
+    e.sharpe = m.sharpe;
+    e.benchmark_sharpe = m.benchmark_sharpe;
+    e.sortino = m.sortino;
+    e.calmar = m.calmar;
+    e.total_return = m.total_return;
+    scores.push_back(e);
   }
-  const double score = TrialScore(scores);
+  const double score =
+      learner::TrialObjective(study->config.objective, scores);
+  if (!std::isfinite(score)) {
+    return absl::InternalError(absl::StrCat(
+        "trial ", trial_id, ": objective ", study->config.objective,
+        " is not finite (", score, ")"));
+  }
   absl::Status s = Db(DbOp::kCompleteTrial)->CompleteTrial(trial_id, score);
   if (s.code() == absl::StatusCode::kFailedPrecondition) {
     return absl::OkStatus();  // already finished (pruned, failed, done)
@@ -296,8 +466,10 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
                    learner::TrainerOptionsFromJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
-  lease->set_run_name(
-      absl::StrCat(study.name, "/trial-", trial.number, "/fold-", run->fold));
+  lease->set_run_name(absl::StrCat(
+      study.name, "/trial-", trial.number,
+      run->fold == kLockboxFold ? std::string("/lockbox")
+                                : absl::StrCat("/fold-", run->fold)));
   lease->set_study_id(run->study_id);
   lease->set_trial_id(run->trial_id);
   lease->set_trial_number(trial.number);
@@ -337,16 +509,21 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckFinite(request.evaluation()));
   const v1::Evaluation& e = request.evaluation();
-  const double value = e.sharpe() - e.benchmark_sharpe();
+  v1::ReportEvaluationResponse response;
+  ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  // A final run's only evaluation is on the lockbox: never an intermediate
+  // value, never a pruning input.
+  if (run.fold == kLockboxFold) return response;
+  ASSIGN_OR_RETURN(StudyRow study_row,
+                   Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
+  ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
+  // The coordinator scores with the study's objective itself.
+  const double value =
+      learner::ObjectiveValue(study->config.objective, FromProto(e));
   RETURN_IF_ERROR(Db(DbOp::kReportIntermediate)
                       ->ReportIntermediate(request.run_id(),
                                            request.member_id(), e.env_steps(),
                                            value));
-  v1::ReportEvaluationResponse response;
-  ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
-  ASSIGN_OR_RETURN(StudyRow study_row,
-                   Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
-  ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
   auto record = [study](int64_t run_id, const IntermediateValue& v) {
     const auto [it, added] = study->intermediate_index.emplace(
         std::make_pair(run_id, v.step), study->intermediates.size());
@@ -390,6 +567,7 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  if (run.fold == kLockboxFold) return CompleteFinalRun(run, request);
   std::vector<ArtifactRow> artifacts;
   for (const v1::Artifact& a : request.artifacts()) {
     if (a.kind() != "policy" && a.kind() != "checkpoint") {
@@ -405,11 +583,18 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
     row.sha256 = a.sha256();
     artifacts.push_back(std::move(row));
   }
-  ASSIGN_OR_RETURN(
-      bool all_done,
-      Db(DbOp::kCompleteRun)
-          ->CompleteRun(request.run_id(), request.member_id(),
-                        ToMetrics(request.final_evaluation()), artifacts));
+  FoldMetrics metrics = ToMetrics(request.final_evaluation());
+  {
+    ASSIGN_OR_RETURN(StudyRow study_row,
+                     Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
+    ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
+    metrics.score = learner::ObjectiveValue(
+        study->config.objective, FromProto(request.final_evaluation()));
+  }
+  ASSIGN_OR_RETURN(bool all_done,
+                   Db(DbOp::kCompleteRun)
+                       ->CompleteRun(request.run_id(), request.member_id(),
+                                     metrics, artifacts));
   ++counters_.runs_completed;
   if (all_done) RETURN_IF_ERROR(MaybeCompleteTrial(run.trial_id));
   return absl::OkStatus();

@@ -87,6 +87,10 @@ class Scheduler {
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<Pruner> pruner;
     DatasetInfo dataset;
+    // The market, for the baselines of the lockbox (issue 12).
+    std::shared_ptr<const env::MarketData> market;
+    // Complete trials whose final (lockbox) run is known to be queued.
+    std::set<int64_t> final_queued;
     // The study's intermediate values, read from the store once (at the
     // first report after a start) and then kept up to date by the reports
     // this coordinator records: a report costs O(1) round trips instead of
@@ -105,6 +109,16 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Completes the trial if every run is done (score from fold metrics).
   absl::Status MaybeCompleteTrial(int64_t trial_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the final run of a complete trial (idempotent): trained on every
+  // pre-lockbox row for as many env steps as its folds' best checkpoints
+  // had on average, evaluated once on the lockbox.
+  absl::Status QueueFinalRun(StudyCache* study, const TrialRow& trial)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Completes a final run: baselines on the same rows, standard errors,
+  // lockbox_results.
+  absl::Status CompleteFinalRun(const RunRow& run,
+                                const v1::CompleteRunRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMember(const std::string& member_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -161,12 +161,72 @@ CREATE INDEX intermediate_values_study_idx
 CREATE INDEX artifacts_trial_idx ON artifacts (trial_id);
 )sql";
 
+// Version 3 (issue 12): the lockbox. A trial's final run (fold -1) trains
+// on every pre-lockbox row and is evaluated once on the lockbox; its result
+// and the baselines on the same rows live in lockbox_results, never in
+// fold_metrics (which the objective, sampler and pruner read). Fold metrics
+// gain fees, turnover, exposure, the objective's value and the per-bar log
+// returns (the statistics need them); study_results keeps the statistics
+// and the verdict computed at the end of a study.
+constexpr char kLockbox[] = R"sql(
+ALTER TABLE runs DROP CONSTRAINT runs_fold_check;
+ALTER TABLE runs ADD CONSTRAINT runs_fold_check CHECK (fold >= -1);
+ALTER TABLE fold_metrics
+  ADD COLUMN fees double precision NOT NULL DEFAULT 0,
+  ADD COLUMN turnover double precision NOT NULL DEFAULT 0,
+  ADD COLUMN exposure double precision NOT NULL DEFAULT 0,
+  ADD COLUMN score double precision NOT NULL DEFAULT 0,
+  ADD COLUMN log_returns text NOT NULL DEFAULT '';
+ALTER TABLE fold_metrics ADD CONSTRAINT fold_metrics_cv_fold CHECK (fold >= 0);
+
+CREATE TABLE lockbox_results (
+  trial_id            bigint PRIMARY KEY REFERENCES trials (id)
+                      ON DELETE CASCADE,
+  run_id              bigint NOT NULL UNIQUE REFERENCES runs (id)
+                      ON DELETE CASCADE,
+  study_id            bigint NOT NULL REFERENCES studies (id)
+                      ON DELETE CASCADE,
+  bars                bigint NOT NULL CHECK (bars >= 0),
+  sharpe              double precision NOT NULL,
+  sharpe_se           double precision NOT NULL,
+  sortino             double precision NOT NULL,
+  calmar              double precision NOT NULL,
+  total_return        double precision NOT NULL,
+  max_drawdown        double precision NOT NULL,
+  turnover            double precision NOT NULL,
+  fees                double precision NOT NULL,
+  trades              bigint NOT NULL CHECK (trades >= 0),
+  exposure            double precision NOT NULL,
+  env_steps           bigint NOT NULL CHECK (env_steps >= 0),
+  bh_sharpe           double precision NOT NULL,
+  bh_sharpe_se        double precision NOT NULL,
+  bh_sortino          double precision NOT NULL,
+  bh_return           double precision NOT NULL,
+  bh_max_drawdown     double precision NOT NULL,
+  random_seeds        int NOT NULL CHECK (random_seeds >= 0),
+  random_sharpe_mean  double precision NOT NULL,
+  random_sharpe_std   double precision NOT NULL,
+  random_return_mean  double precision NOT NULL,
+  random_return_std   double precision NOT NULL,
+  log_returns         text NOT NULL DEFAULT '',
+  created_at          timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX lockbox_results_study_idx ON lockbox_results (study_id);
+
+CREATE TABLE study_results (
+  study_id    bigint PRIMARY KEY REFERENCES studies (id) ON DELETE CASCADE,
+  result_json text NOT NULL,
+  computed_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const auto* const kMigrations = new std::vector<Migration>{
       {1, "initial schema", kInitialSchema},
       {2, "indexes for leasing, expiry and listings", kIndexes},
+      {3, "lockbox results, fold statistics, study results", kLockbox},
   };
   return *kMigrations;
 }

@@ -18,6 +18,9 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -64,7 +67,35 @@ constexpr char kMemberColumns[] =
     "(EXTRACT(EPOCH FROM m.last_seen) * 1000000)::bigint";
 constexpr char kFoldMetricsColumns[] =
     "f.sharpe, f.benchmark_sharpe, f.sortino, f.max_drawdown, f.calmar, "
-    "f.total_return, f.benchmark_return, f.trades, f.env_steps";
+    "f.total_return, f.benchmark_return, f.trades, f.env_steps, f.fold, "
+    "f.fees, f.turnover, f.exposure, f.score, f.log_returns";
+
+// Per-bar returns as text: space-separated, 9 significant digits (float
+// precision is plenty for statistics of returns).
+std::string ReturnsText(const std::vector<double>& values) {
+  std::string out;
+  out.reserve(values.size() * 14);
+  char buf[32];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int n = std::snprintf(buf, sizeof(buf), "%s%.9g", i ? " " : "",
+                                values[i]);
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+std::vector<double> ParseReturnsText(const std::string& text) {
+  std::vector<double> out;
+  const char* p = text.c_str();
+  char* end = nullptr;
+  while (*p != '\0') {
+    const double v = std::strtod(p, &end);
+    if (end == p) break;
+    out.push_back(v);
+    p = end;
+  }
+  return out;
+}
 
 // SQL for "parameter $n (microseconds since the epoch) as timestamptz".
 std::string TsParam(int n) {
@@ -157,6 +188,12 @@ FoldMetrics ParseFoldMetrics(const pqxx::row& r) {
   f.benchmark_return = r[6].as<double>();
   f.trades = r[7].as<int64_t>();
   f.env_steps = r[8].as<int64_t>();
+  f.fold = r[9].as<int>();
+  f.fees = r[10].as<double>();
+  f.turnover = r[11].as<double>();
+  f.exposure = r[12].as<double>();
+  f.score = r[13].as<double>();
+  f.log_returns = ParseReturnsText(r[14].as<std::string>());
   return f;
 }
 
@@ -544,6 +581,51 @@ void FailTrialLocked(pqxx::work& txn, int64_t trial_id,
       "finished_at = now() WHERE id = $1",
       trial_id, reason);
   CancelRuns(txn, trial_id, "trial failed");
+}
+
+absl::Status CheckArtifacts(int64_t run_id,
+                            const std::vector<ArtifactRow>& artifacts) {
+  for (const ArtifactRow& a : artifacts) {
+    if (!IsOneOf(a.kind, {"checkpoint", "policy"})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
+                       "' is not \"checkpoint\" or \"policy\""));
+    }
+    if (a.path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact with an empty path"));
+    }
+    if (!IsLowerHex64(a.sha256)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
+                       a.sha256, "', not 64 lowercase hex digits"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Records the artifacts, closes the lease and marks the run done. The caller
+// holds the trial lock and has checked that `member_id` holds the run.
+void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
+                     int64_t run_id, int64_t env_steps,
+                     const std::vector<ArtifactRow>& artifacts) {
+  for (const ArtifactRow& a : artifacts) {
+    txn.exec_params(
+        "INSERT INTO artifacts (study_id, trial_id, run_id, kind, path, "
+        "sha256) VALUES ($1, $2, $3, $4, $5, $6) "
+        "ON CONFLICT (trial_id, kind, path) DO UPDATE SET "
+        "sha256 = EXCLUDED.sha256, run_id = EXCLUDED.run_id",
+        study_id, trial_id, run_id, a.kind, a.path, a.sha256);
+  }
+  txn.exec_params(
+      "UPDATE leases SET released_at = now(), outcome = 'done' "
+      "WHERE run_id = $1 AND released_at IS NULL",
+      run_id);
+  txn.exec_params(
+      "UPDATE runs SET state = 'done', member_id = NULL, "
+      "lease_expires_at = NULL, env_steps = GREATEST(env_steps, $2), "
+      "updated_at = now() WHERE id = $1",
+      run_id, env_steps);
 }
 
 absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::work& txn,
@@ -974,8 +1056,9 @@ absl::StatusOr<std::optional<RunRow>> Store::LeaseRun(
             "SELECT r.id FROM runs r "
             "JOIN trials t ON t.id = r.trial_id "
             "JOIN studies s ON s.id = r.study_id "
-            "WHERE r.state = 'queued' AND t.state = 'running' "
-            "AND s.state = 'running' "
+            "WHERE r.state = 'queued' AND s.state = 'running' "
+            "AND (t.state = 'running' OR (t.state = 'complete' "
+            "AND r.fold = -1)) "
             "ORDER BY r.id LIMIT 1 FOR NO KEY UPDATE OF r SKIP LOCKED");
         if (pick.empty()) return std::optional<RunRow>();
         const int64_t run_id = pick[0][0].as<int64_t>();
@@ -1243,22 +1326,7 @@ absl::StatusOr<bool> Store::CompleteRun(
     return absl::InvalidArgumentError(
         absl::StrCat("run ", run_id, ": negative trades or env steps"));
   }
-  for (const ArtifactRow& a : artifacts) {
-    if (!IsOneOf(a.kind, {"checkpoint", "policy"})) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
-                       "' is not \"checkpoint\" or \"policy\""));
-    }
-    if (a.path.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact with an empty path"));
-    }
-    if (!IsLowerHex64(a.sha256)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
-                       a.sha256, "', not 64 lowercase hex digits"));
-    }
-  }
+  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
   return impl_->Transact<bool>(
       "CompleteRun", true, [&](pqxx::work& txn) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
@@ -1277,32 +1345,25 @@ absl::StatusOr<bool> Store::CompleteRun(
         }
         const int64_t study_id = r[2].as<int64_t>();
         const int fold = r[3].as<int>();
+        if (fold == kLockboxFold) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "run ", run_id,
+              " is a final (lockbox) run: complete it with CompleteFinalRun"));
+        }
         txn.exec_params(
             "INSERT INTO fold_metrics (run_id, trial_id, fold, sharpe, "
             "benchmark_sharpe, sortino, max_drawdown, calmar, total_return, "
-            "benchmark_return, trades, env_steps) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "benchmark_return, trades, env_steps, fees, turnover, exposure, "
+            "score, log_returns) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+            "$14, $15, $16, $17)",
             run_id, trial_id, fold, metrics.sharpe, metrics.benchmark_sharpe,
             metrics.sortino, metrics.max_drawdown, metrics.calmar,
             metrics.total_return, metrics.benchmark_return, metrics.trades,
-            metrics.env_steps);
-        for (const ArtifactRow& a : artifacts) {
-          txn.exec_params(
-              "INSERT INTO artifacts (study_id, trial_id, run_id, kind, path, "
-              "sha256) VALUES ($1, $2, $3, $4, $5, $6) "
-              "ON CONFLICT (trial_id, kind, path) DO UPDATE SET "
-              "sha256 = EXCLUDED.sha256, run_id = EXCLUDED.run_id",
-              study_id, trial_id, run_id, a.kind, a.path, a.sha256);
-        }
-        txn.exec_params(
-            "UPDATE leases SET released_at = now(), outcome = 'done' "
-            "WHERE run_id = $1 AND released_at IS NULL",
-            run_id);
-        txn.exec_params(
-            "UPDATE runs SET state = 'done', member_id = NULL, "
-            "lease_expires_at = NULL, env_steps = GREATEST(env_steps, $2), "
-            "updated_at = now() WHERE id = $1",
-            run_id, metrics.env_steps);
+            metrics.env_steps, metrics.fees, metrics.turnover,
+            metrics.exposure, metrics.score, ReturnsText(metrics.log_returns));
+        FinishRunLocked(txn, study_id, trial_id, run_id, metrics.env_steps,
+                        artifacts);
         return txn.exec_params1(
                       "SELECT COUNT(*) FROM runs WHERE trial_id = $1 "
                       "AND state <> 'done'",
@@ -1359,6 +1420,213 @@ absl::StatusOr<std::vector<FoldMetrics>> Store::ListFoldMetrics(
           rows.push_back(ParseFoldMetrics(r));
         }
         return rows;
+      });
+}
+
+absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
+Store::ListStudyFoldMetrics(int64_t study_id) {
+  using Result = std::map<int64_t, std::vector<FoldMetrics>>;
+  return impl_->Transact<Result>(
+      "ListStudyFoldMetrics", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<Result> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        Result out;
+        for (const pqxx::row& r : txn.exec_params(
+                 absl::StrCat("SELECT ", kFoldMetricsColumns,
+                              ", f.trial_id FROM fold_metrics f "
+                              "JOIN trials t ON t.id = f.trial_id "
+                              "WHERE t.study_id = $1 AND t.state = 'complete' "
+                              "ORDER BY f.trial_id, f.fold"),
+                 study_id)) {
+          out[r[15].as<int64_t>()].push_back(ParseFoldMetrics(r));
+        }
+        return out;
+      });
+}
+
+// ---------------------------------------------------------------- lockbox
+
+absl::StatusOr<RunRow> Store::AddFinalRun(int64_t trial_id,
+                                          const std::string& config_json,
+                                          const std::string& checkpoint_root) {
+  return impl_->Transact<RunRow>(
+      "AddFinalRun", true, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
+        ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+        const pqxx::result existing = txn.exec_params(
+            absl::StrCat("SELECT ", kRunColumns,
+                         " FROM runs r WHERE r.trial_id = $1 AND r.fold = $2"),
+            trial_id, kLockboxFold);
+        if (!existing.empty()) return ParseRun(existing[0]);
+        if (state != kTrialComplete) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("trial ", trial_id, " is ", state,
+                           ": only a complete trial gets a final run"));
+        }
+        const pqxx::row t = txn.exec_params1(
+            "SELECT s.name, t.number, t.study_id FROM trials t "
+            "JOIN studies s ON s.id = t.study_id WHERE t.id = $1",
+            trial_id);
+        const std::filesystem::path dir =
+            std::filesystem::path(checkpoint_root) / t[0].as<std::string>() /
+            absl::StrCat("trial-", t[1].as<int64_t>()) / "lockbox";
+        return ParseRun(txn.exec_params1(
+            absl::StrCat("INSERT INTO runs AS r (trial_id, study_id, fold, "
+                         "config_json, checkpoint_dir) "
+                         "VALUES ($1, $2, $3, $4, $5) RETURNING ",
+                         kRunColumns),
+            trial_id, t[2].as<int64_t>(), kLockboxFold, config_json,
+            dir.string()));
+      });
+}
+
+absl::Status Store::CompleteFinalRun(int64_t run_id,
+                                     const std::string& member_id,
+                                     LockboxRow result,
+                                     const std::vector<ArtifactRow>& artifacts) {
+  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
+      result.bars < 0 || result.random_seeds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", run_id, ": negative trades, env steps, bars or seeds"));
+  }
+  for (const double v :
+       {result.policy.sharpe, result.sharpe_se, result.policy.sortino,
+        result.policy.calmar, result.policy.total_return,
+        result.policy.max_drawdown, result.policy.turnover, result.policy.fees,
+        result.policy.exposure, result.bh_sharpe, result.bh_sharpe_se,
+        result.bh_sortino, result.bh_return, result.bh_max_drawdown,
+        result.random_sharpe_mean, result.random_sharpe_std,
+        result.random_return_mean, result.random_return_std}) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "run ", run_id, ": a lockbox metric is not finite (", v,
+          "); nothing was stored"));
+    }
+  }
+  return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
+    RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
+    const pqxx::row r = txn.exec_params1(
+        "SELECT state, COALESCE(member_id, ''), study_id, fold "
+        "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
+        run_id);
+    const std::string state = r[0].as<std::string>();
+    const std::string holder = r[1].as<std::string>();
+    if (state != kRunLeased || holder != member_id) {
+      return absl::FailedPreconditionError(
+          HolderMismatch(run_id, state, holder, member_id));
+    }
+    if (r[3].as<int>() != kLockboxFold) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
+    }
+    const int64_t study_id = r[2].as<int64_t>();
+    const FoldMetrics& p = result.policy;
+    txn.exec_params(
+        "INSERT INTO lockbox_results (trial_id, run_id, study_id, bars, "
+        "sharpe, sharpe_se, sortino, calmar, total_return, max_drawdown, "
+        "turnover, fees, trades, exposure, env_steps, bh_sharpe, "
+        "bh_sharpe_se, bh_sortino, bh_return, bh_max_drawdown, random_seeds, "
+        "random_sharpe_mean, random_sharpe_std, random_return_mean, "
+        "random_return_std, log_returns) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
+        "$22, $23, $24, $25, $26)",
+        trial_id, run_id, study_id, result.bars, p.sharpe, result.sharpe_se,
+        p.sortino, p.calmar, p.total_return, p.max_drawdown, p.turnover,
+        p.fees, p.trades, p.exposure, p.env_steps, result.bh_sharpe,
+        result.bh_sharpe_se, result.bh_sortino, result.bh_return,
+        result.bh_max_drawdown, result.random_seeds, result.random_sharpe_mean,
+        result.random_sharpe_std, result.random_return_mean,
+        result.random_return_std, ReturnsText(p.log_returns));
+    FinishRunLocked(txn, study_id, trial_id, run_id, p.env_steps, artifacts);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<LockboxRow>> Store::ListLockbox(int64_t study_id) {
+  return impl_->Transact<std::vector<LockboxRow>>(
+      "ListLockbox", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<LockboxRow>> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        std::vector<LockboxRow> rows;
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT trial_id, run_id, bars, sharpe, sharpe_se, sortino, "
+                 "calmar, total_return, max_drawdown, turnover, fees, trades, "
+                 "exposure, env_steps, bh_sharpe, bh_sharpe_se, bh_sortino, "
+                 "bh_return, bh_max_drawdown, random_seeds, "
+                 "random_sharpe_mean, random_sharpe_std, random_return_mean, "
+                 "random_return_std, log_returns FROM lockbox_results "
+                 "WHERE study_id = $1 ORDER BY trial_id",
+                 study_id)) {
+          LockboxRow x;
+          x.trial_id = r[0].as<int64_t>();
+          x.run_id = r[1].as<int64_t>();
+          x.bars = r[2].as<int64_t>();
+          x.policy.fold = kLockboxFold;
+          x.policy.sharpe = r[3].as<double>();
+          x.sharpe_se = r[4].as<double>();
+          x.policy.sortino = r[5].as<double>();
+          x.policy.calmar = r[6].as<double>();
+          x.policy.total_return = r[7].as<double>();
+          x.policy.max_drawdown = r[8].as<double>();
+          x.policy.turnover = r[9].as<double>();
+          x.policy.fees = r[10].as<double>();
+          x.policy.trades = r[11].as<int64_t>();
+          x.policy.exposure = r[12].as<double>();
+          x.policy.env_steps = r[13].as<int64_t>();
+          x.bh_sharpe = r[14].as<double>();
+          x.bh_sharpe_se = r[15].as<double>();
+          x.bh_sortino = r[16].as<double>();
+          x.bh_return = r[17].as<double>();
+          x.bh_max_drawdown = r[18].as<double>();
+          x.random_seeds = r[19].as<int>();
+          x.random_sharpe_mean = r[20].as<double>();
+          x.random_sharpe_std = r[21].as<double>();
+          x.random_return_mean = r[22].as<double>();
+          x.random_return_std = r[23].as<double>();
+          x.policy.log_returns = ParseReturnsText(r[24].as<std::string>());
+          x.policy.benchmark_sharpe = x.bh_sharpe;
+          x.policy.benchmark_return = x.bh_return;
+          rows.push_back(std::move(x));
+        }
+        return rows;
+      });
+}
+
+absl::StatusOr<int64_t> Store::CountOpenRuns(int64_t study_id) {
+  return impl_->Transact<int64_t>(
+      "CountOpenRuns", false, [&](pqxx::work& txn) -> absl::StatusOr<int64_t> {
+        return txn
+            .exec_params1(
+                "SELECT COUNT(*) FROM runs WHERE study_id = $1 "
+                "AND state IN ('queued', 'leased')",
+                study_id)[0]
+            .as<int64_t>();
+      });
+}
+
+absl::Status Store::PutStudyResult(int64_t study_id, const std::string& json) {
+  return impl_->TransactStatus("PutStudyResult", [&](pqxx::work& txn) {
+    RETURN_IF_ERROR(RequireStudy(txn, study_id));
+    txn.exec_params(
+        "INSERT INTO study_results (study_id, result_json) VALUES ($1, $2) "
+        "ON CONFLICT (study_id) DO UPDATE SET result_json = "
+        "EXCLUDED.result_json, computed_at = now()",
+        study_id, json);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::optional<std::string>> Store::GetStudyResult(
+    int64_t study_id) {
+  return impl_->Transact<std::optional<std::string>>(
+      "GetStudyResult", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::optional<std::string>> {
+        const pqxx::result r = txn.exec_params(
+            "SELECT result_json FROM study_results WHERE study_id = $1",
+            study_id);
+        if (r.empty()) return std::optional<std::string>();
+        return std::optional<std::string>(r[0][0].as<std::string>());
       });
 }
 

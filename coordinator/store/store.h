@@ -100,8 +100,13 @@ struct RunRow {
   std::string last_error;
 };
 
+// The fold number of a trial's final run: trained on every row before the
+// lockbox, evaluated once on the lockbox (docs/study_format.md, "lockbox").
+inline constexpr int kLockboxFold = -1;
+
 // Validation outcome of one fold (run), as learner::EvaluationResult.
 struct FoldMetrics {
+  int fold = 0;
   double sharpe = 0;
   double benchmark_sharpe = 0;
   double sortino = 0;
@@ -111,6 +116,26 @@ struct FoldMetrics {
   double benchmark_return = 0;
   int64_t trades = 0;
   int64_t env_steps = 0;  // training steps when evaluated
+  double fees = 0;
+  double turnover = 0;
+  double exposure = 0;
+  double score = 0;                 // the study objective's fold value
+  std::vector<double> log_returns;  // per bar, the policy's (statistics)
+};
+
+// A trial's final evaluation on the lockbox and the baselines on the same
+// rows (cash is 0 by definition: Sharpe 0, return 0, drawdown 0).
+struct LockboxRow {
+  int64_t trial_id = 0;
+  int64_t run_id = 0;
+  int64_t bars = 0;       // lockbox bars evaluated
+  FoldMetrics policy;     // the final run's policy (fold = kLockboxFold)
+  double sharpe_se = 0;   // annualised standard error (Mertens)
+  double bh_sharpe = 0, bh_sharpe_se = 0, bh_sortino = 0, bh_return = 0,
+         bh_max_drawdown = 0;  // equal-weight buy and hold
+  int random_seeds = 0;        // uniform random actions, that many seeds
+  double random_sharpe_mean = 0, random_sharpe_std = 0,
+         random_return_mean = 0, random_return_std = 0;
 };
 
 struct ArtifactRow {
@@ -239,6 +264,30 @@ class Store {
   absl::Status FailRun(int64_t run_id, const std::string& member_id,
                        const std::string& reason);
   absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(int64_t trial_id);
+  // Every CV fold's metrics of the study's complete trials, by trial id
+  // (the statistics' input).
+  absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
+  ListStudyFoldMetrics(int64_t study_id);
+
+  // --- the lockbox (issue 12) ---
+  // Queues the final run (fold kLockboxFold) of a COMPLETE trial; returns the
+  // existing one if it was queued before (idempotent). kFailedPrecondition if
+  // the trial is not complete.
+  absl::StatusOr<RunRow> AddFinalRun(int64_t trial_id,
+                                     const std::string& config_json,
+                                     const std::string& checkpoint_root);
+  // Completes a final run as CompleteRun does, writing `result` (trial and
+  // run ids are taken from the run) to lockbox_results instead of
+  // fold_metrics.
+  absl::Status CompleteFinalRun(int64_t run_id, const std::string& member_id,
+                                LockboxRow result,
+                                const std::vector<ArtifactRow>& artifacts);
+  absl::StatusOr<std::vector<LockboxRow>> ListLockbox(int64_t study_id);
+  // Runs of the study still queued or leased (final runs included).
+  absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id);
+  // The study's statistics and verdict (JSON), replaced on every write.
+  absl::Status PutStudyResult(int64_t study_id, const std::string& json);
+  absl::StatusOr<std::optional<std::string>> GetStudyResult(int64_t study_id);
   absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(int64_t trial_id);
 
   // --- members ---

@@ -27,6 +27,12 @@ void ToProto(const EvaluationResult& e, v1::Evaluation* out) {
   out->set_benchmark_return(e.benchmark_return);
   out->set_trades(e.trades);
   out->set_env_steps(e.at_env_steps);
+  out->set_fees(e.fees);
+  out->set_turnover(e.turnover);
+  out->set_exposure(e.exposure);
+  out->mutable_log_returns()->Assign(e.log_returns.begin(),
+                                     e.log_returns.end());
+  out->set_score(e.score);
 }
 
 int64_t Mib(int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
@@ -175,17 +181,27 @@ void CoordinatorAgent::Reap(bool shutting_down) {
       Fail(h, std::string(h.host->failure().message()));
       erase = true;
     } else if (h.host != nullptr && h.host->counters().finished) {
-      const std::string policy_dir = h.options.run_dir + "/policy";
-      absl::Status exported = h.host->Export(policy_dir);
+      h.host->Stop();  // joined: the run's evaluations are over
+      // The run's result is its best evaluation (by the study objective) and
+      // the policy saved with it in <run_dir>/best.
+      std::optional<EvaluationResult> eval = h.host->best_evaluation();
+      if (!eval.has_value() && !h.options.validation_domains.empty()) {
+        // Resumed from a checkpoint already at its budget with no best
+        // policy saved: evaluate now (it becomes the best).
+        absl::StatusOr<EvaluationResult> now = h.host->EvaluateNow();
+        if (now.ok()) eval = h.host->best_evaluation();
+      }
+      std::string policy_dir = h.host->best_policy_dir();
+      absl::Status exported = absl::OkStatus();
+      if (!eval.has_value() || policy_dir.empty()) {
+        // No evaluation chose a policy: export the final weights.
+        policy_dir = h.options.run_dir + "/policy";
+        exported = h.host->Export(policy_dir);
+        if (!eval.has_value()) eval = h.host->last_evaluation();
+      }
       absl::StatusOr<std::string> sha =
           exported.ok() ? PolicyArtifactSha256(policy_dir)
                         : absl::StatusOr<std::string>(exported);
-      std::optional<EvaluationResult> eval = h.host->last_evaluation();
-      if (!eval.has_value()) {
-        // Resumed from a checkpoint already at its budget: evaluate now.
-        absl::StatusOr<EvaluationResult> now = h.host->EvaluateNow();
-        if (now.ok()) eval = *now;
-      }
       if (!sha.ok()) {
         Fail(h, absl::StrCat("exporting the policy failed: ",
                              sha.status().message()));
@@ -310,6 +326,8 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
 absl::Status CoordinatorAgent::Build(Hosted& h) {
   ASSIGN_OR_RETURN(h.options,
                    TrainerOptionsFromJson(h.lease.trainer_options_json()));
+  // Refused before the dataset is fetched or anything trains.
+  RETURN_IF_ERROR(CheckLockbox(h.options));
   h.options.ppo.device = options_.device;
   h.options.ppo.cpu_threads = options_.cpu_threads;
   h.options.run_dir = h.lease.checkpoint_dir();

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "learner/chunk_wire.h"
+#include "learner/objective.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
 
@@ -43,7 +44,14 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
     return absl::InvalidArgumentError(
         "samples_per_update and queue_capacity must be >= 1");
   }
+  RETURN_IF_ERROR(
+      Annotate(CheckLockbox(spec.trainer), absl::StrCat("run ", spec.run_id)));
+  const std::string objective = spec.trainer.objective.empty()
+                                    ? kDefaultObjective
+                                    : spec.trainer.objective;
+  RETURN_IF_ERROR(CheckObjective(objective));
   std::unique_ptr<RunHost> host(new RunHost(spec, std::move(market)));
+  host->objective_ = objective;
   if (spec.metrics != nullptr) {
     host->metrics_ = spec.metrics->ForRun(RunLabels{spec.run_id, spec.study,
                                                     absl::StrCat(spec.trial),
@@ -77,8 +85,28 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
       return latest.status();
     }
   }
+  std::optional<EvaluationResult> best;
+  if (!o.run_dir.empty()) {
+    if (o.resume) {
+      absl::StatusOr<EvaluationResult> read = ReadBestEvaluation(o.run_dir);
+      if (read.ok()) {
+        best = *read;
+      } else if (read.status().code() != absl::StatusCode::kNotFound) {
+        // The next evaluation replaces it.
+        std::fprintf(stderr, "learner: run %s: ignoring the best policy: %s\n",
+                     spec.run_id.c_str(),
+                     std::string(read.status().message()).c_str());
+      }
+    } else {
+      RETURN_IF_ERROR(RemoveBestPolicy(o.run_dir));
+    }
+  }
   {
     absl::MutexLock lock(&host->mu_);
+    if (best.has_value()) {
+      host->best_evaluation_ = best;
+      host->best_policy_dir_ = BestPolicyDirectory(o.run_dir);
+    }
     host->counters_.policy_version = host->learner_->version();
     host->counters_.env_steps_trained = state.env_steps;
     host->counters_.updates = state.updates;
@@ -250,10 +278,12 @@ absl::Status RunHost::EvaluateAndCheckpoint() {
     state.updates = counters_.updates;
     state.last_score = counters_.last_score;
   }
+  absl::Status kept;
   if (!o.validation_domains.empty()) {
     ASSIGN_OR_RETURN(EvaluationResult eval,
                      EvaluatePolicy(learner_->model(), market_, o.env,
                                     o.validation_domains));
+    eval.score = ObjectiveValue(objective_, eval);
     state.last_score = eval.score;
     eval.at_env_steps = state.env_steps;
     if (metrics_ != nullptr) metrics_->SetValidationScore(eval.score);
@@ -262,12 +292,39 @@ absl::Status RunHost::EvaluateAndCheckpoint() {
       counters_.last_score = eval.score;
       last_evaluation_ = eval;
     }
+    // Saved before the checkpoint: a crash in between leaves a best/ that
+    // the resumed run keeps (it is a policy this run really trained).
+    kept = Annotate(KeepIfBest(eval), "saving the best policy");
     if (spec_.on_evaluation) spec_.on_evaluation(eval);
   }
-  if (o.run_dir.empty()) return absl::OkStatus();
+  if (o.run_dir.empty()) return kept;
   state.policy_version = learner_->version();
   state.samples_consumed = learner_->samples_consumed();
-  return SaveCheckpoint(o.run_dir, contract_, *learner_, state).status();
+  RETURN_IF_ERROR(
+      SaveCheckpoint(o.run_dir, contract_, *learner_, state).status());
+  return kept;
+}
+
+absl::Status RunHost::KeepIfBest(const EvaluationResult& eval) {
+  {
+    absl::MutexLock lock(&mu_);
+    const bool have = best_evaluation_.has_value();
+    if (!IsBetterScore(eval.score, have,
+                       have ? best_evaluation_->score : 0.0)) {
+      return absl::OkStatus();
+    }
+  }
+  const TrainerOptions& o = spec_.trainer;
+  std::string dir;
+  if (!o.run_dir.empty()) {
+    RETURN_IF_ERROR(SaveBestPolicy(o.run_dir, learner_->model(), contract_,
+                                   eval, objective_));
+    dir = BestPolicyDirectory(o.run_dir);
+  }
+  absl::MutexLock lock(&mu_);
+  best_evaluation_ = eval;
+  best_policy_dir_ = dir;
+  return absl::OkStatus();
 }
 
 void RunHost::TrainLoop() {
@@ -473,16 +530,30 @@ absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {
       EvaluationResult eval,
       EvaluatePolicy(learner_->model(), market_, o.env, o.validation_domains));
   eval.at_env_steps = counters().env_steps_trained;
+  eval.score = ObjectiveValue(objective_, eval);
   if (metrics_ != nullptr) metrics_->SetValidationScore(eval.score);
-  absl::MutexLock lock(&mu_);
-  last_evaluation_ = eval;
-  counters_.last_score = eval.score;
+  {
+    absl::MutexLock lock(&mu_);
+    last_evaluation_ = eval;
+    counters_.last_score = eval.score;
+  }
+  RETURN_IF_ERROR(Annotate(KeepIfBest(eval), "saving the best policy"));
   return eval;
 }
 
 std::optional<EvaluationResult> RunHost::last_evaluation() const {
   absl::MutexLock lock(&mu_);
   return last_evaluation_;
+}
+
+std::optional<EvaluationResult> RunHost::best_evaluation() const {
+  absl::MutexLock lock(&mu_);
+  return best_evaluation_;
+}
+
+std::string RunHost::best_policy_dir() const {
+  absl::MutexLock lock(&mu_);
+  return best_policy_dir_;
 }
 
 absl::Status RunHost::failure() const {

@@ -44,7 +44,8 @@ struct RunSpec {
   // Chunks the ingest queue holds before actors are held back.
   int queue_capacity = 2;
   // Called on the training thread after every evaluation on the validation
-  // slice (at each eval interval and at the end of the budget).
+  // slice (at each eval interval and at the end of the budget), with the
+  // score set to the study objective's value (trainer.objective).
   std::function<void(const EvaluationResult&)> on_evaluation;
   // Prometheus series of the run (learner_metrics.h); not owned, must
   // outlive the RunHost. Null: no metrics.
@@ -91,8 +92,11 @@ struct RunCounters {
 class RunHost {
  public:
   // Builds the learner, resumes from spec.trainer.run_dir's checkpoint if
-  // one exists, publishes version 0 (or the resumed version) and starts the
-  // training thread. Errors: as PpoLearner::Create and LoadCheckpoint.
+  // one exists (and re-reads the run's best evaluation from
+  // <run_dir>/best/evaluation.json), publishes version 0 (or the resumed
+  // version) and starts the training thread. Errors: kInvalidArgument for
+  // an unknown objective or domains that break the lockbox (CheckLockbox),
+  // before anything is built; as PpoLearner::Create and LoadCheckpoint.
   static absl::StatusOr<std::unique_ptr<RunHost>> Create(
       const RunSpec& spec, std::shared_ptr<const env::MarketData> market);
   ~RunHost();
@@ -143,6 +147,14 @@ class RunHost {
   bool budget_reached() const;
   // The newest evaluation (nullopt before the first one).
   std::optional<EvaluationResult> last_evaluation() const;
+  // The evaluation with the best score so far (the study objective; the
+  // first evaluation, then only strictly better ones), including one of an
+  // earlier process re-read on resume. nullopt before any.
+  std::optional<EvaluationResult> best_evaluation() const;
+  // <run_dir>/best, where every new best evaluation saves the deterministic
+  // policy (SaveBestPolicy: policy.pt, contract.json, evaluation.json);
+  // empty while none has been saved (no evaluation yet, or no run_dir).
+  std::string best_policy_dir() const;
   // OK, or why the run could not go on (evaluation or checkpoint failed,
   // or every update failed with a LibTorch error).
   absl::Status failure() const;
@@ -152,9 +164,10 @@ class RunHost {
   // ExportPolicy) to `out_dir`. Stops the run first if it is still training.
   absl::Status Export(const std::string& out_dir);
   // Evaluates the current policy on the validation slice now (stopping the
-  // run first), e.g. for a run resumed from a checkpoint at its budget.
+  // run first), e.g. for a run resumed from a checkpoint at its budget; it
+  // becomes the best policy if it scores better.
   // Errors: kFailedPrecondition without validation domains; as
-  // EvaluatePolicy.
+  // EvaluatePolicy and SaveBestPolicy.
   absl::StatusOr<EvaluationResult> EvaluateNow();
   // Blocks until the run has finished or `timeout_ms` passed.
   bool WaitFinished(int64_t timeout_ms);
@@ -164,6 +177,10 @@ class RunHost {
   void TrainLoop();
   absl::Status Publish();  // serialises the current weights
   absl::Status EvaluateAndCheckpoint();
+  // If `eval` (scored by the objective) beats the best so far, saves the
+  // current policy to <run_dir>/best and records it as the best. Training
+  // thread (or after Stop).
+  absl::Status KeepIfBest(const EvaluationResult& eval);
   // Queue depth for the metrics (queued + parked chunks).
   void ExportQueueDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -175,6 +192,7 @@ class RunHost {
   // Used only by the training thread once it runs (and by Create before).
   std::unique_ptr<PpoLearner> learner_;
   int64_t next_eval_ = 0;
+  std::string objective_;  // spec_.trainer.objective, or the default
 
   mutable absl::Mutex mu_;
   std::deque<TrajectoryChunk> queue_ ABSL_GUARDED_BY(mu_);
@@ -185,6 +203,8 @@ class RunHost {
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;
   RunCounters counters_ ABSL_GUARDED_BY(mu_);
   std::optional<EvaluationResult> last_evaluation_ ABSL_GUARDED_BY(mu_);
+  std::optional<EvaluationResult> best_evaluation_ ABSL_GUARDED_BY(mu_);
+  std::string best_policy_dir_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool budget_reached_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,5 +1,6 @@
 #include "learner/torch/checkpoint.h"
 
+#include <fcntl.h>
 #include <torch/script.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
+#include "learner/evaluation.h"
 #include "nlohmann/json.hpp"
 
 namespace ristretto::learner {
@@ -20,6 +22,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kLatest[] = "LATEST";
+constexpr char kBest[] = "best";
+// A previous best/ moved aside while the new one is renamed into place
+// (only where the file system cannot exchange two directories atomically).
+constexpr char kBestOld[] = ".best.old";
+constexpr char kBestTmpPrefix[] = ".best.tmp-";
+constexpr char kEvaluationFile[] = "evaluation.json";
 
 absl::Status WriteFileAtomically(const fs::path& path,
                                  const std::string& content) {
@@ -258,6 +266,138 @@ absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
   }
   return WriteFileAtomically(fs::path(out_dir) / "contract.json",
                              contract.ToJson());
+}
+
+namespace {
+
+// Finishes or undoes a replacement of best/ that a crash interrupted, and
+// removes temporary directories left behind.
+void RecoverBest(const fs::path& run_dir) {
+  std::error_code ec;
+  const fs::path best = run_dir / kBest;
+  const fs::path old = run_dir / kBestOld;
+  if (fs::exists(old, ec)) {
+    if (fs::exists(best, ec)) {
+      fs::remove_all(old, ec);  // the new best/ is complete
+    } else {
+      fs::rename(old, best, ec);  // the new one never arrived: keep the old
+    }
+  }
+  std::vector<fs::path> leftovers;
+  for (const auto& entry : fs::directory_iterator(run_dir, ec)) {
+    if (entry.path().filename().string().rfind(kBestTmpPrefix, 0) == 0) {
+      leftovers.push_back(entry.path());
+    }
+  }
+  for (const fs::path& p : leftovers) fs::remove_all(p, ec);
+}
+
+// Swaps directory `from` into `to` (which exists). After success `from`
+// holds the old contents and may be deleted.
+bool ExchangeDirectories(const fs::path& from, const fs::path& to) {
+#if defined(RENAME_EXCHANGE)
+  return renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(),
+                   RENAME_EXCHANGE) == 0;
+#else
+  (void)from;
+  (void)to;
+  return false;
+#endif
+}
+
+}  // namespace
+
+std::string BestPolicyDirectory(const std::string& run_dir) {
+  return (fs::path(run_dir) / kBest).string();
+}
+
+absl::Status SaveBestPolicy(const std::string& run_dir, ActorCritic& model,
+                            const PolicyContract& contract,
+                            const EvaluationResult& eval,
+                            const std::string& objective) {
+  const fs::path dir(run_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", run_dir, ": ", ec.message()));
+  }
+  RecoverBest(dir);
+  const fs::path tmp = dir / absl::StrCat(kBestTmpPrefix, getpid());
+  fs::remove_all(tmp, ec);
+  absl::Status written = ExportPolicy(model, contract, tmp.string());
+  if (written.ok()) {
+    written = WriteFileAtomically(tmp / kEvaluationFile,
+                                  EvaluationToJson(eval, objective));
+  }
+  if (!written.ok()) {
+    fs::remove_all(tmp, ec);
+    return written;
+  }
+  const fs::path best = dir / kBest;
+  const fs::path old = dir / kBestOld;
+  if (!fs::exists(best, ec)) {
+    fs::rename(tmp, best, ec);
+  } else if (ExchangeDirectories(tmp, best)) {
+    ec.clear();  // tmp now holds the previous best
+  } else {
+    // Two renames; RecoverBest completes or undoes them after a crash.
+    fs::rename(best, old, ec);
+    if (!ec) {
+      fs::rename(tmp, best, ec);
+      if (ec) {
+        std::error_code back;
+        fs::rename(old, best, back);
+      }
+    }
+    if (!ec) fs::remove_all(old, ec);
+    ec.clear();
+  }
+  if (ec) {
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    return absl::InternalError(absl::StrCat("cannot move the best policy into ",
+                                            best.string(), ": ", ec.message()));
+  }
+  fs::remove_all(tmp, ec);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EvaluationResult> ReadBestEvaluation(
+    const std::string& run_dir) {
+  const fs::path dir(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("no best policy in ", run_dir));
+  }
+  RecoverBest(dir);
+  const fs::path file = dir / kBest / kEvaluationFile;
+  if (!fs::exists(file, ec)) {
+    return absl::NotFoundError(absl::StrCat("no best policy in ", run_dir));
+  }
+  absl::StatusOr<std::string> text = ReadFileToString(file.string());
+  if (!text.ok()) {
+    return absl::DataLossError(absl::StrCat("cannot read ", file.string()));
+  }
+  absl::StatusOr<EvaluationResult> eval = EvaluationFromJson(*text);
+  if (!eval.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(file.string(), ": ", eval.status().message()));
+  }
+  return eval;
+}
+
+absl::Status RemoveBestPolicy(const std::string& run_dir) {
+  const fs::path dir(run_dir);
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return absl::OkStatus();
+  RecoverBest(dir);
+  fs::remove_all(dir / kBest, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat(
+        "cannot remove ", (dir / kBest).string(), ": ", ec.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ristretto::learner

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "learner/contract.h"
+#include "learner/run_options.h"
 #include "learner/torch/ppo.h"
 
 namespace ristretto::learner {
@@ -67,6 +68,31 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(
 // and the contract as <out_dir>/contract.json.
 absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
                           const std::string& out_dir);
+
+// A run's best policy: <run_dir>/best/ holds what ExportPolicy writes
+// (policy.pt, contract.json) and evaluation.json (EvaluationToJson of the
+// evaluation that chose it: every EvaluationResult field, at_env_steps and
+// log_returns included, plus the objective). The checkpoints beside it are
+// unaffected (resuming still starts from LATEST).
+std::string BestPolicyDirectory(const std::string& run_dir);
+
+// Replaces <run_dir>/best/ with `model`'s deterministic policy and `eval`:
+// written to a temporary directory first and swapped in by rename (an
+// atomic exchange where the file system supports it), so best/ is always a
+// complete policy — the old one or the new one — even after a crash.
+// Errors: kInternal on I/O or serialisation failure (best/ unchanged).
+absl::Status SaveBestPolicy(const std::string& run_dir, ActorCritic& model,
+                            const PolicyContract& contract,
+                            const EvaluationResult& eval,
+                            const std::string& objective);
+
+// The evaluation stored with <run_dir>/best/ (first finishing or undoing a
+// replacement a crash interrupted). kNotFound if there is none; kDataLoss
+// if evaluation.json is unreadable.
+absl::StatusOr<EvaluationResult> ReadBestEvaluation(const std::string& run_dir);
+
+// Deletes <run_dir>/best/ (a run that starts over). OK if there is none.
+absl::Status RemoveBestPolicy(const std::string& run_dir);
 
 }  // namespace ristretto::learner
 

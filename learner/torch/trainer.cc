@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
-#include "env/metrics.h"
 #include "env/vector_env.h"
+#include "learner/objective.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/trajectory.h"
 
@@ -23,85 +26,6 @@ double Seconds(Clock::time_point since) {
 }
 
 }  // namespace
-
-absl::StatusOr<EvaluationResult> EvaluateActions(
-    const std::shared_ptr<const env::MarketData>& market,
-    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    const ActionFunction& decide) {
-  if (domains.empty()) {
-    return absl::InvalidArgumentError("evaluation needs at least one domain");
-  }
-  env::VectorEnvOptions options;
-  options.env = env_options;
-  options.num_copies = static_cast<int>(domains.size());
-  options.mode = env::EpisodeMode::kManual;
-  ASSIGN_OR_RETURN(std::unique_ptr<env::VectorEnv> vec,
-                   env::VectorEnv::Create(market, options));
-  const int B = vec->num_copies();
-  const int D = vec->observation_size();
-  const int n = vec->num_assets();
-  std::vector<float> obs(static_cast<size_t>(B) * D);
-  std::vector<float> actions(static_cast<size_t>(B) * n, 0.0f);
-  std::vector<std::vector<double>> values(B);
-  std::vector<int64_t> first_row(B), last_row(B);
-  for (int b = 0; b < B; ++b) {
-    RETURN_IF_ERROR(
-        Annotate(vec->ResetCopy(b, domains[b].begin, domains[b].size(),
-                                obs.data() + static_cast<size_t>(b) * D),
-                 absl::StrCat("validation domain ", b)));
-    values[b].push_back(vec->total_asset(b));
-    first_row[b] = vec->row(b);
-  }
-  // Copies finish at different times; a finished copy is parked on a
-  // one-step slice at its domain start and its steps are not recorded.
-  std::vector<uint8_t> finished(B, 0);
-  std::vector<uint8_t> done(B, 0);
-  int remaining = B;
-  env::StepOutput out{obs.data(), nullptr, done.data(), nullptr};
-  EvaluationResult result;
-  while (remaining > 0) {
-    decide(obs.data(), B, actions.data());
-    RETURN_IF_ERROR(vec->Step(actions.data(), out));
-    for (int b = 0; b < B; ++b) {
-      if (finished[b]) continue;
-      values[b].push_back(vec->total_asset(b));
-      ++result.steps;
-      if (done[b]) {
-        finished[b] = 1;
-        --remaining;
-        last_row[b] = vec->row(b);
-        const env::EpisodeInfo& info = vec->last_episode(b);
-        result.trades += info.buy_trades + info.sell_trades;
-        result.fees += info.buy_fees + info.sell_fees;
-      }
-    }
-    for (int b = 0; b < B && remaining > 0; ++b) {
-      if (finished[b] && vec->done(b)) {
-        const int64_t rows = 2 * env_options.lookback + 1;
-        RETURN_IF_ERROR(
-            vec->ResetCopy(b, domains[b].begin, rows,
-                           obs.data() + static_cast<size_t>(b) * D));
-      }
-    }
-  }
-  const double bpy = env::BarsPerYear(market->interval_seconds);
-  for (int b = 0; b < B; ++b) {
-    const env::PerformanceSummary bot = env::Summarize(values[b], bpy);
-    const std::vector<double> bench = env::EqualWeightBuyAndHold(
-        market->price, n, first_row[b], last_row[b] + 1,
-        env_options.initial_capital, env_options.buy_fee);
-    const env::PerformanceSummary eq = env::Summarize(bench, bpy);
-    result.sharpe += bot.sharpe / B;
-    result.sortino += bot.sortino / B;
-    result.calmar += bot.calmar / B;
-    result.total_return += bot.total_return / B;
-    result.max_drawdown = std::max(result.max_drawdown, bot.max_drawdown);
-    result.benchmark_sharpe += eq.sharpe / B;
-    result.benchmark_return += eq.total_return / B;
-  }
-  result.score = result.sharpe - result.benchmark_sharpe;
-  return result;
-}
 
 absl::StatusOr<EvaluationResult> EvaluatePolicy(
     ActorCritic& model, const std::shared_ptr<const env::MarketData>& market,
@@ -137,6 +61,10 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
     return absl::InvalidArgumentError(
         "num_envs, rollout_steps and budget_env_steps must be >= 1");
   }
+  RETURN_IF_ERROR(CheckLockbox(options));
+  const std::string objective =
+      options.objective.empty() ? kDefaultObjective : options.objective;
+  RETURN_IF_ERROR(CheckObjective(objective));
   env::VectorEnvOptions vopts;
   vopts.env = options.env;
   vopts.num_copies = options.num_envs;
@@ -175,6 +103,22 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
       result.last_checkpoint = *latest;
     } else if (latest.status().code() != absl::StatusCode::kNotFound) {
       return latest.status();
+    }
+  }
+  if (!options.run_dir.empty()) {
+    if (options.resume) {
+      absl::StatusOr<EvaluationResult> best =
+          ReadBestEvaluation(options.run_dir);
+      if (best.ok()) {
+        result.best_evaluation = *best;
+        result.best_policy_dir = BestPolicyDirectory(options.run_dir);
+      } else if (best.status().code() != absl::StatusCode::kNotFound) {
+        // The next evaluation replaces it.
+        std::fprintf(stderr, "train: ignoring the best policy: %s\n",
+                     std::string(best.status().message()).c_str());
+      }
+    } else {
+      RETURN_IF_ERROR(RemoveBestPolicy(options.run_dir));
     }
   }
   if (state.env_steps > 0) {
@@ -221,8 +165,23 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
                        EvaluatePolicy(model, market, options.env,
                                       options.validation_domains));
       eval.at_env_steps = result.env_steps;
+      eval.score = ObjectiveValue(objective, eval);
       result.evaluations.push_back(eval);
       state.last_score = eval.score;
+      const bool have_best = result.best_evaluation.has_value();
+      if (IsBetterScore(eval.score, have_best,
+                        have_best ? result.best_evaluation->score : 0.0)) {
+        if (!options.run_dir.empty()) {
+          RETURN_IF_ERROR(SaveBestPolicy(options.run_dir, model,
+                                         result.contract, eval, objective));
+          result.best_policy_dir = BestPolicyDirectory(options.run_dir);
+        } else {
+          std::ostringstream bytes;
+          torch::save(model, bytes);
+          result.best_model_state = bytes.str();
+        }
+        result.best_evaluation = eval;
+      }
       result.eval_seconds += Seconds(t0);
     }
     if (!options.run_dir.empty()) {
@@ -306,6 +265,47 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
   result.total_seconds = Seconds(start);
   result.learner = std::move(learner);
   return result;
+}
+
+absl::StatusOr<std::optional<EvaluationResult>> ExportBestPolicy(
+    const TrainResult& result, const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  if (!result.best_policy_dir.empty() && result.best_evaluation.has_value()) {
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    for (const char* name : {"policy.pt", "contract.json", "evaluation.json"}) {
+      if (!ec) {
+        fs::copy_file(fs::path(result.best_policy_dir) / name,
+                      fs::path(out_dir) / name,
+                      fs::copy_options::overwrite_existing, ec);
+      }
+    }
+    if (ec) {
+      return absl::InternalError(absl::StrCat("copying the best policy from ",
+                                              result.best_policy_dir, " to ",
+                                              out_dir, ": ", ec.message()));
+    }
+    return result.best_evaluation;
+  }
+  if (result.learner == nullptr) {
+    return absl::FailedPreconditionError("the run has no trained learner");
+  }
+  ActorCritic& trained = result.learner->model();
+  if (!result.best_model_state.empty() && result.best_evaluation.has_value()) {
+    try {
+      ActorCritic best(trained->obs_size(), trained->action_size(),
+                       trained->options());
+      std::istringstream bytes(result.best_model_state);
+      torch::load(best, bytes, torch::Device(torch::kCPU));
+      RETURN_IF_ERROR(ExportPolicy(best, result.contract, out_dir));
+    } catch (const c10::Error& e) {
+      return absl::InternalError(absl::StrCat("restoring the best policy: ",
+                                              e.what_without_backtrace()));
+    }
+    return result.best_evaluation;
+  }
+  RETURN_IF_ERROR(ExportPolicy(trained, result.contract, out_dir));
+  return std::optional<EvaluationResult>();
 }
 
 }  // namespace ristretto::learner

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/contract.h"
+#include "learner/evaluation.h"
 #include "learner/ppo_options.h"
 #include "learner/run_options.h"
 #include "learner/torch/actor_critic.h"
@@ -35,21 +37,24 @@ struct TrainResult {
   PolicyContract contract;
   // The trained learner (final weights), e.g. for ExportPolicy.
   std::shared_ptr<PpoLearner> learner;
+  // The evaluation with the best score (options.objective) so far; on a
+  // resumed run possibly one of an earlier process, re-read from
+  // <run_dir>/best/evaluation.json. nullopt before any evaluation.
+  std::optional<EvaluationResult> best_evaluation;
+  // <run_dir>/best (SaveBestPolicy) once a best policy was saved there;
+  // empty without a run_dir.
+  std::string best_policy_dir;
+  // Without a run_dir: the best policy's weights (torch::save of the
+  // model), for ExportBestPolicy.
+  std::string best_model_state;
 };
 
 // Called after every update and evaluation; return false to stop early.
 using TrainProgress =
     std::function<bool(const TrainResult& so_far, const UpdateStats& update)>;
 
-// Plays `decide(obs [B×D], B, actions out [B×A])` on every domain from its
-// first row with the env options, and scores it against equal-weight buy
-// and hold. Errors: kInvalidArgument if a domain is too short.
-using ActionFunction =
-    std::function<void(const float* obs, int copies, float* actions)>;
-absl::StatusOr<EvaluationResult> EvaluateActions(
-    const std::shared_ptr<const env::MarketData>& market,
-    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    const ActionFunction& decide);
+// ActionFunction and EvaluateActions (torch-free) live in
+// learner/evaluation.h, included above.
 
 // EvaluateActions with the deterministic policy tanh(mean(obs)).
 absl::StatusOr<EvaluationResult> EvaluatePolicy(
@@ -57,12 +62,26 @@ absl::StatusOr<EvaluationResult> EvaluatePolicy(
     const env::EnvOptions& env_options,
     const std::vector<env::Domain>& domains);
 
-// Trains one run. Errors: kInvalidArgument for bad options or domains;
-// kFailedPrecondition if a checkpoint in run_dir has another contract;
-// kInternal for LibTorch or I/O failures.
+// Trains one run. Every evaluation is scored by options.objective
+// (ObjectiveValue); one scoring strictly better than the best so far (the
+// first always) becomes the run's best policy, saved to <run_dir>/best/
+// (SaveBestPolicy) when there is a run_dir. A resumed run re-reads its
+// best from there; a run with resume off deletes it.
+// Errors: kInvalidArgument for bad options or domains, an unknown
+// objective, or domains that break the lockbox (CheckLockbox), before any
+// training; kFailedPrecondition if a checkpoint in run_dir has another
+// contract; kInternal for LibTorch or I/O failures.
 absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
                                   const TrainerOptions& options,
                                   const TrainProgress& progress = nullptr);
+
+// Writes the run's best policy (policy.pt, contract.json and, when it came
+// from <run_dir>/best, evaluation.json) to `out_dir`: a copy of
+// result.best_policy_dir, or the best weights kept in memory, or — when no
+// evaluation happened — the final weights. Returns the evaluation the
+// exported policy had (nullopt for the final weights).
+absl::StatusOr<std::optional<EvaluationResult>> ExportBestPolicy(
+    const TrainResult& result, const std::string& out_dir);
 
 }  // namespace ristretto::learner
 

@@ -7,7 +7,11 @@
 #include <string>
 #include <utility>
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
+#include "coordinator/core/verdict.h"
+#include "learner/run_options_json.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
@@ -117,6 +121,151 @@ TEST_F(SchedulerTest, PruningSeesRepeatedReportsAndValuesFromBeforeARestart) {
   EXPECT_TRUE(Report(second.get(), d, 1000, 2.1));
   // B at 2000 has no other trial at or beyond 2000 to compare with.
   EXPECT_FALSE(Report(second.get(), b, 2000, -5.0));
+}
+
+// Two trials, one fold each, no pruner: each complete trial gets a final
+// run on the lockbox, which never feeds the pruner or the score, and the
+// study is done (with its statistics stored) only after the final runs.
+constexpr char kLockboxStudy[] = R"(name: lockbox
+dataset:
+  synthetic: {rows: 2000, assets: 2, seed: 3, interval: 30m}
+cv: {scheme: holdout, validation_fraction: 0.25}
+lockbox: {bars: 200}
+budget_env_steps: 8000
+eval_every_env_steps: 4000
+sampler: {type: random, seed: 1}
+concurrency: 2
+max_trials: 2
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
+)";
+
+v1::Evaluation Eval(double sharpe, int64_t steps, int bars) {
+  v1::Evaluation e;
+  e.set_sharpe(sharpe);
+  e.set_benchmark_sharpe(0.5);
+  e.set_total_return(0.01);
+  e.set_env_steps(steps);
+  for (int i = 0; i < bars; ++i) {
+    e.add_log_returns(0.001 * ((i * 7919) % 13 - 6) + 0.0001 * sharpe);
+  }
+  return e;
+}
+
+TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
+  absl::StatusOr<StudyRow> study = admin_->CreateStudy("lockbox", kLockboxStudy);
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_TRUE(admin_->SetStudyState(study->id, kStudyRunning).ok());
+  // Only this study runs.
+  absl::StatusOr<StudyRow> prune = admin_->GetStudy("prune");
+  ASSERT_TRUE(prune.ok());
+  ASSERT_TRUE(admin_->SetStudyState(prune->id, kStudyStopped).ok());
+  auto s = NewScheduler();
+  ASSERT_TRUE(s->Tick().ok());
+  int64_t runs[2];
+  for (int64_t& run : runs) {
+    v1::LeaseRunRequest request;
+    request.set_member_id(kMember);
+    absl::StatusOr<v1::LeaseRunResponse> lease = s->LeaseRun(request);
+    ASSERT_TRUE(lease.ok() && lease->has_run());
+    run = lease->lease().run_id();
+    // CV runs never see the lockbox rows.
+    absl::StatusOr<learner::TrainerOptions> o =
+        learner::TrainerOptionsFromJson(lease->lease().trainer_options_json());
+    ASSERT_TRUE(o.ok());
+    EXPECT_FALSE(o->final_evaluation);
+    EXPECT_TRUE(learner::CheckLockbox(*o).ok());
+    for (const env::Domain& d : o->validation_domains) {
+      EXPECT_LE(d.end, o->lockbox_guard);
+    }
+  }
+  // A NaN metric is refused with its name, and nothing is stored.
+  v1::CompleteRunRequest bad;
+  bad.set_member_id(kMember);
+  bad.set_run_id(runs[0]);
+  *bad.mutable_final_evaluation() = Eval(1.0, 4000, 300);
+  bad.mutable_final_evaluation()->set_sortino(std::nan(""));
+  absl::Status refused = s->CompleteRun(bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.message()).find("evaluation.sortino"),
+            std::string::npos);
+  for (int k = 0; k < 2; ++k) {
+    v1::CompleteRunRequest done;
+    done.set_member_id(kMember);
+    done.set_run_id(runs[k]);
+    *done.mutable_final_evaluation() = Eval(1.0 + k, 4000, 300);
+    ASSERT_TRUE(s->CompleteRun(done).ok());
+  }
+  ASSERT_TRUE(s->Tick().ok());
+  // Both trials complete, scored by the default objective (fold Sharpe).
+  absl::StatusOr<std::vector<TrialRow>> trials = admin_->ListTrials(study->id);
+  ASSERT_TRUE(trials.ok());
+  ASSERT_EQ(trials->size(), 2u);
+  for (const TrialRow& t : *trials) {
+    EXPECT_EQ(t.state, kTrialComplete);
+  }
+  // The study waits for the final runs.
+  absl::StatusOr<StudyRow> now = admin_->GetStudy("lockbox");
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->state, kStudyRunning);
+  for (int k = 0; k < 2; ++k) {
+    v1::LeaseRunRequest request;
+    request.set_member_id(kMember);
+    absl::StatusOr<v1::LeaseRunResponse> lease = s->LeaseRun(request);
+    ASSERT_TRUE(lease.ok() && lease->has_run());
+    EXPECT_EQ(lease->lease().fold(), kLockboxFold);
+    EXPECT_NE(lease->lease().run_name().find("/lockbox"), std::string::npos);
+    absl::StatusOr<learner::TrainerOptions> o =
+        learner::TrainerOptionsFromJson(lease->lease().trainer_options_json());
+    ASSERT_TRUE(o.ok());
+    EXPECT_TRUE(o->final_evaluation);
+    EXPECT_EQ(o->budget_env_steps, 4000);  // the folds' best checkpoint
+    EXPECT_EQ(o->eval_every_env_steps, 0);
+    ASSERT_EQ(o->validation_domains.size(), 1u);
+    EXPECT_EQ(o->validation_domains[0].begin, o->lockbox_begin);
+    // Its evaluation is not a pruning point and records nothing.
+    v1::ReportEvaluationRequest report;
+    report.set_member_id(kMember);
+    report.set_run_id(lease->lease().run_id());
+    *report.mutable_evaluation() = Eval(-50, 4000, 10);
+    absl::StatusOr<v1::ReportEvaluationResponse> r = s->ReportEvaluation(report);
+    ASSERT_TRUE(r.ok());
+    EXPECT_FALSE(r->prune());
+    v1::CompleteRunRequest done;
+    done.set_member_id(kMember);
+    done.set_run_id(lease->lease().run_id());
+    *done.mutable_final_evaluation() = Eval(-3.0, 4000, 190);
+    ASSERT_TRUE(s->CompleteRun(done).ok());
+  }
+  ASSERT_TRUE(s->Tick().ok());
+  // Scores are untouched by the (bad) lockbox results.
+  trials = admin_->ListTrials(study->id);
+  ASSERT_TRUE(trials.ok());
+  EXPECT_DOUBLE_EQ(*(*trials)[0].score, 1.0);
+  EXPECT_DOUBLE_EQ(*(*trials)[1].score, 2.0);
+  absl::StatusOr<std::vector<LockboxRow>> lockbox =
+      admin_->ListLockbox(study->id);
+  ASSERT_TRUE(lockbox.ok());
+  ASSERT_EQ(lockbox->size(), 2u);
+  for (const LockboxRow& l : *lockbox) {
+    EXPECT_EQ(l.policy.sharpe, -3.0);
+    EXPECT_EQ(l.bars, 190);
+    EXPECT_GT(l.sharpe_se, 0);
+    EXPECT_EQ(l.random_seeds, kRandomPolicySeeds);
+    EXPECT_GT(l.random_sharpe_std, 0);  // the random policy really varies
+    EXPECT_NE(l.bh_sharpe, 0);
+  }
+  now = admin_->GetStudy("lockbox");
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->state, kStudyDone);
+  absl::StatusOr<std::optional<std::string>> result =
+      admin_->GetStudyResult(study->id);
+  ASSERT_TRUE(result.ok() && result->has_value());
+  absl::StatusOr<StudyStatistics> stats = StudyStatisticsFromJson(**result);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->best_trial, 1);
+  EXPECT_FALSE(stats->edge);  // a lockbox Sharpe of −3 is no edge
+  EXPECT_NE(stats->verdict.find("NO EDGE"), std::string::npos);
 }
 
 }  // namespace

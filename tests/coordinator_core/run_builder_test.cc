@@ -28,6 +28,7 @@ StudyConfig WalkForwardStudy() {
   s.eval_every_env_steps = 5000;
   s.sampler.seed = 11;
   s.fixed = {{"width", "64"}, {"layers", "2"}, {"learning_rate", "0.001"}};
+  s.lockbox.bars = 200;  // rows [2800, 3000) of GappedData
   return s;
 }
 
@@ -131,17 +132,86 @@ TEST(RunBuilderTest, EpisodesLongerThanEveryTrainingBlockAreRefused) {
 
 TEST(RunBuilderTest, FoldsThatDoNotFitTheDatasetAreRefused) {
   DatasetInfo data = GappedData();
-  data.num_rows = 2300;
-  data.domains = {Domain{0, 2300}};
+  data.num_rows = 2500;
+  data.domains = {Domain{0, 2500}};
   absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
       BuildRunOptions(WalkForwardStudy(), {}, data);
   ASSERT_TRUE(runs.ok());
-  EXPECT_EQ(runs->size(), 1u);  // only the first fold fits in 2300 rows
-  data.domains = {Domain{0, 1000}, Domain{1000, 2300}};
+  // Only the first fold fits in the 2300 rows before the lockbox.
+  EXPECT_EQ(runs->size(), 1u);
+  data.domains = {Domain{0, 1000}, Domain{1000, 2500}};
   runs = BuildRunOptions(WalkForwardStudy(), {}, data);
   EXPECT_EQ(runs.status().message(),
             "fold 0: episode_steps = 1024 needs 1026 rows (episode_steps + "
             "2·lookback) but the longest training block has 1000");
+}
+
+TEST(LockboxTest, CvRunsNeverReachTheLockboxAndTheLearnerRuleRefusesIt) {
+  StudyConfig study = WalkForwardStudy();
+  study.lockbox.bars = 0;
+  study.lockbox.share = 0.1;  // 300 rows: [2700, 3000)
+  study.lockbox.embargo_bars = 50;
+  study.cv.step_bars = 400;
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(study, {}, GappedData());
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 2u);  // [0,2200) and [400,2600) fit before 2650
+  for (const learner::TrainerOptions& o : *runs) {
+    EXPECT_EQ(o.lockbox_begin, 2700);
+    EXPECT_EQ(o.lockbox_guard, 2650);
+    EXPECT_FALSE(o.final_evaluation);
+    for (const Domain& d : o.train_domains) EXPECT_LE(d.end, 2650);
+    for (const Domain& d : o.validation_domains) EXPECT_LE(d.end, 2650);
+    EXPECT_TRUE(learner::CheckLockbox(o).ok());
+  }
+  // The rule every learner applies before training: a CV run that reads a
+  // lockbox row (or the embargo before it) is refused.
+  learner::TrainerOptions leaky = (*runs)[1];
+  leaky.validation_domains.push_back(Domain{2640, 2660});
+  absl::Status refused = learner::CheckLockbox(leaky);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr("reaches the lockbox"));
+  leaky = (*runs)[0];
+  leaky.train_domains = {Domain{0, 2700}};
+  EXPECT_FALSE(learner::CheckLockbox(leaky).ok());
+  leaky = (*runs)[0];
+  leaky.train_domains.clear();  // "all rows" would include the lockbox
+  EXPECT_FALSE(learner::CheckLockbox(leaky).ok());
+}
+
+TEST(LockboxTest, FinalRunRefitsOnEveryPreLockboxRowAndEvaluatesOnce) {
+  StudyConfig study = WalkForwardStudy();
+  absl::StatusOr<learner::TrainerOptions> o =
+      BuildFinalRunOptions(study, {{"gamma", "0.95"}}, GappedData(), 12345);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->final_evaluation);
+  EXPECT_EQ(o->eval_every_env_steps, 0);
+  EXPECT_EQ(o->budget_env_steps, 12345);
+  EXPECT_EQ(o->ppo.gamma, 0.95);
+  EXPECT_THAT(o->train_domains,
+              ElementsAre(Domain{0, 2000}, Domain{2000, 2800}));
+  EXPECT_THAT(o->validation_domains, ElementsAre(Domain{2800, 3000}));
+  EXPECT_TRUE(learner::CheckLockbox(*o).ok());
+  // A final run may not validate before the lockbox.
+  learner::TrainerOptions bad = *o;
+  bad.validation_domains = {Domain{2700, 3000}};
+  EXPECT_FALSE(learner::CheckLockbox(bad).ok());
+  EXPECT_FALSE(BuildFinalRunOptions(study, {}, GappedData(), 0).ok());
+}
+
+TEST(LockboxTest, TooLargeALockboxIsRefusedNamingIt) {
+  StudyConfig study = WalkForwardStudy();
+  study.lockbox.bars = 2950;
+  absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
+      BuildRunOptions(study, {}, GappedData());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(runs.status().message()),
+              ::testing::StartsWith("lockbox: 2950 rows"));
+  // Enough rows for the lockbox but not for the CV scheme: the folds say so.
+  study.lockbox.bars = 1000;
+  runs = BuildRunOptions(study, {}, GappedData());
+  EXPECT_FALSE(runs.ok());
 }
 
 // The shipped studies end to end, minus training: parse, generate the

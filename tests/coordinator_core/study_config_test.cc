@@ -79,7 +79,8 @@ TEST(StudyConfigTest, ParsesEverySectionOfAValidStudy) {
   EXPECT_EQ(c.cv.step_bars, 600);
   EXPECT_EQ(c.budget_env_steps, 20000);
   EXPECT_EQ(c.eval_every_env_steps, 5000);
-  EXPECT_EQ(c.objective, "excess_sharpe");
+  EXPECT_EQ(c.objective, "sharpe");  // the default
+  EXPECT_EQ(c.lockbox.share, 0.15);   // on by default
   EXPECT_EQ(c.sampler.type, "tpe");
   EXPECT_EQ(c.sampler.seed, 3u);
   EXPECT_EQ(c.sampler.startup_trials, 3);
@@ -238,7 +239,7 @@ TEST(StudyConfigTest, RejectsAnUnknownTopLevelKey) {
   ExpectRefused(Replace(kStudy, "concurrency: 2", "concurency: 2"),
                 "unknown key 'concurency' at the top level (expected one of: "
                 "name, dataset, cv, budget_env_steps, eval_every_env_steps, "
-                "objective, sampler, pruner, concurrency, max_trials, "
+                "objective, lockbox, sampler, pruner, concurrency, max_trials, "
                 "max_attempts, fixed, space)");
 }
 
@@ -394,8 +395,8 @@ TEST(StudyConfigTest, RejectsBadCvSpecs) {
   // The synthetic market is too short for the folds.
   ExpectRefused(Replace(kStudy, "train_bars: 1600", "train_bars: 2600"),
                 "cv: WalkForward: no fold fits: train_bars=2600 + "
-                "test_bars=600 exceeds num_rows=3000 (the synthetic dataset "
-                "has 3000 rows)");
+                "test_bars=600 exceeds num_rows=2550 (the synthetic dataset "
+                "has 3000 rows, 2550 before the lockbox and its embargo)");
 }
 
 TEST(StudyConfigTest, RejectsBadSamplerAndPrunerSettings) {
@@ -443,9 +444,57 @@ TEST(StudyConfigTest, RejectsAMissingDataset) {
 }
 
 TEST(StudyConfigTest, RejectsAnUnknownObjective) {
-  ExpectRefused(Replace(kStudy, "max_trials: 6", "objective: sortino"),
-                "objective: unknown objective 'sortino' (expected "
-                "excess_sharpe)");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "objective: sortinoo"),
+                "objective: unknown objective 'sortinoo' (expected one of: "
+                "sharpe, sortino, excess_sharpe, calmar, return)");
+}
+
+TEST(StudyConfigTest, AcceptsEveryObjective) {
+  for (const char* o : {"sharpe", "sortino", "excess_sharpe", "calmar",
+                        "return"}) {
+    absl::StatusOr<StudyConfig> c = ParseStudyConfig(
+        Replace(kStudy, "max_trials: 6", std::string("objective: ") + o));
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->objective, o);
+  }
+}
+
+TEST(StudyConfigTest, ParsesTheLockbox) {
+  absl::StatusOr<StudyConfig> c = ParseStudyConfig(Replace(
+      kStudy, "max_trials: 6", "lockbox: {bars: 150, embargo_bars: 10}"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->lockbox.bars, 150);
+  EXPECT_EQ(c->lockbox.embargo_bars, 10);
+}
+
+TEST(StudyConfigTest, RejectsABadLockbox) {
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {share: 0.9}"),
+                "lockbox.share: 0.9 is outside (0, 0.5] (the lockbox cannot "
+                "be turned off: every study keeps one)");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {share: 0}"),
+                "lockbox.share: 0 is outside (0, 0.5] (the lockbox cannot be "
+                "turned off: every study keeps one)");
+  ExpectRefused(
+      Replace(kStudy, "max_trials: 6", "lockbox: {share: 0.1, bars: 100}"),
+      "lockbox: give either share or bars, not both");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {bars: -3}"),
+                "lockbox.bars: -3 must be > 0");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {size: 3}"),
+                "lockbox: unknown key 'size' (expected one of: share, bars, "
+                "embargo_bars)");
+  // The lockbox leaves too few bars for any CV scheme.
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {bars: 2950}"),
+                "lockbox: 2950 rows and an embargo of 0 rows leave 50 of "
+                "3000 rows for the CV folds (need at least 100) (the "
+                "synthetic dataset has 3000 rows)");
+  // ... or for this one: walk-forward needs 1600 + 600 rows.
+  absl::StatusOr<StudyConfig> c = ParseStudyConfig(
+      Replace(kStudy, "max_trials: 6", "lockbox: {bars: 1000}"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(std::string(c.status().message()),
+              ::testing::StartsWith("cv: "));
+  EXPECT_THAT(std::string(c.status().message()),
+              ::testing::HasSubstr("2000 before the lockbox"));
 }
 
 }  // namespace

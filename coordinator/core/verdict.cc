@@ -1,0 +1,350 @@
+#include "coordinator/core/verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/rng.h"
+#include "common/status_macros.h"
+#include "coordinator/core/statistics.h"
+#include "env/dataset.h"
+#include "env/metrics.h"
+#include "learner/evaluation.h"
+#include "nlohmann/json.hpp"
+
+namespace ristretto::coordinator {
+namespace {
+
+using Json = nlohmann::json;
+
+double Nan() { return std::numeric_limits<double>::quiet_NaN(); }
+
+}  // namespace
+
+double AnnualisedSharpeError(const std::vector<double>& log_returns,
+                             double bars_per_year) {
+  const absl::StatusOr<double> se =
+      SharpeStandardError(ReturnStats(log_returns));
+  if (!se.ok()) return Nan();
+  return *se * std::sqrt(bars_per_year);
+}
+
+absl::StatusOr<SegmentBaselines> ComputeBaselines(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    int random_seeds) {
+  SegmentBaselines out;
+  const double bpy = env::BarsPerYear(market->interval_seconds);
+  const int n = market->num_assets;
+  // Buy and hold on the rows the env plays: from the reset row
+  // begin + L − 1 to the done row begin + size − L − 1 (env.md).
+  const int64_t lookback = env_options.lookback;
+  learner::EvaluationResult& bh = out.buy_and_hold;
+  const double copies = static_cast<double>(domains.size());
+  for (const env::Domain& d : domains) {
+    const int64_t first = d.begin + lookback - 1;
+    const int64_t end = d.begin + d.size() - lookback;
+    if (end - first < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "baselines: domain [", d.begin, ", ", d.end, ") is too short"));
+    }
+    const std::vector<double> values = env::EqualWeightBuyAndHold(
+        market->price, n, first, end, env_options.initial_capital,
+        env_options.buy_fee);
+    const env::PerformanceSummary s = env::Summarize(values, bpy);
+    bh.sharpe += s.sharpe / copies;
+    bh.sortino += s.sortino / copies;
+    bh.calmar += s.calmar / copies;
+    bh.total_return += s.total_return / copies;
+    bh.max_drawdown = std::max(bh.max_drawdown, s.max_drawdown);
+    for (size_t t = 1; t < values.size(); ++t) {
+      bh.log_returns.push_back(std::log(values[t] / values[t - 1]));
+    }
+    bh.steps += static_cast<int64_t>(values.size()) - 1;
+  }
+  bh.benchmark_sharpe = bh.sharpe;
+  bh.benchmark_return = bh.total_return;
+  bh.exposure = 1;
+  out.buy_and_hold_sharpe_se = AnnualisedSharpeError(bh.log_returns, bpy);
+  // The random policy.
+  std::vector<double> sharpes, returns;
+  for (int seed = 1; seed <= random_seeds; ++seed) {
+    Rng rng(static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 17);
+    learner::ActionFunction decide = [&rng, n](const float* /*obs*/,
+                                               int copies_now, float* actions) {
+      for (int i = 0; i < copies_now * n; ++i) {
+        actions[i] = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
+      }
+    };
+    ASSIGN_OR_RETURN(
+        learner::EvaluationResult r,
+        learner::EvaluateActions(market, env_options, domains, decide));
+    sharpes.push_back(r.sharpe);
+    returns.push_back(r.total_return);
+  }
+  auto mean_std = [](const std::vector<double>& v, double* mean, double* sd) {
+    *mean = 0;
+    *sd = 0;
+    if (v.empty()) return;
+    for (double x : v) *mean += x / static_cast<double>(v.size());
+    for (double x : v) *sd += (x - *mean) * (x - *mean);
+    *sd = std::sqrt(*sd / static_cast<double>(v.size()));
+  };
+  out.random_seeds = random_seeds;
+  mean_std(sharpes, &out.random_sharpe_mean, &out.random_sharpe_std);
+  mean_std(returns, &out.random_return_mean, &out.random_return_std);
+  return out;
+}
+
+StudyStatistics ComputeStudyStatistics(
+    const std::vector<TrialEvidence>& complete, int64_t trials_tried,
+    int64_t checkpoints_per_run, double bars_per_year) {
+  StudyStatistics s;
+  s.complete_trials = static_cast<int64_t>(complete.size());
+  s.trials_tried = std::max<int64_t>(trials_tried, s.complete_trials);
+  s.checkpoints_per_run = std::max<int64_t>(checkpoints_per_run, 1);
+  s.effective_trials = s.trials_tried * s.checkpoints_per_run;
+  const double annual = std::sqrt(bars_per_year);
+  if (complete.empty()) {
+    s.dsr_note = "no complete trial";
+    s.pbo_note = "no complete trial";
+    s.verdict = "no edge: no trial completed, nothing to judge";
+    return s;
+  }
+  const TrialEvidence* best = &complete.front();
+  for (const TrialEvidence& t : complete) {
+    if (t.score > best->score || (t.score == best->score &&
+                                  t.number < best->number)) {
+      best = &t;
+    }
+  }
+  s.best_trial = best->number;
+  s.best_score = best->score;
+  s.lockbox = best->lockbox;
+  const SharpeStats stats = ReturnStats(best->cv_log_returns);
+  s.cv_sharpe = stats.sharpe * annual;
+  s.cv_bars = stats.n;
+  s.cv_skewness = stats.skewness;
+  s.cv_kurtosis = stats.kurtosis;
+  s.cv_sharpe_se = AnnualisedSharpeError(best->cv_log_returns, bars_per_year);
+
+  // Deflated Sharpe ratio.
+  std::vector<double> trial_sharpes;
+  for (const TrialEvidence& t : complete) {
+    trial_sharpes.push_back(ReturnStats(t.cv_log_returns).sharpe);
+  }
+  double variance = 0;
+  bool have_variance = false;
+  if (trial_sharpes.size() >= 2) {
+    absl::StatusOr<double> v = TrialSharpeVariance(trial_sharpes);
+    if (v.ok()) {
+      variance = *v;
+      have_variance = true;
+    }
+  } else if (s.effective_trials == 1) {
+    have_variance = true;  // no selection at all: SR0 = 0
+  }
+  if (!have_variance) {
+    s.dsr_note = absl::StrCat(
+        "fewer than 2 complete trials: the spread of the ", s.trials_tried,
+        " trials' Sharpe ratios is unknown, so the selection cannot be "
+        "deflated");
+  } else {
+    absl::StatusOr<DeflatedSharpeResult> dsr =
+        DeflatedSharpeRatio(stats, s.effective_trials, variance);
+    if (dsr.ok()) {
+      s.has_dsr = true;
+      s.dsr = dsr->dsr;
+      s.dsr_p_value = dsr->p_value;
+      s.expected_max_sharpe = dsr->expected_max_sharpe * annual;
+      s.trial_sharpe_std = std::sqrt(variance) * annual;
+    } else {
+      s.dsr_note = std::string(dsr.status().message());
+    }
+  }
+
+  // PBO over the complete trials' CV returns.
+  if (complete.size() < 2) {
+    s.pbo_note = "needs at least 2 complete trials";
+  } else {
+    const size_t rows = complete.front().cv_log_returns.size();
+    bool same = true;
+    for (const TrialEvidence& t : complete) {
+      same = same && t.cv_log_returns.size() == rows;
+    }
+    if (!same) {
+      s.pbo_note =
+          "the trials were validated on different rows (a searched lookback)";
+    } else {
+      std::vector<std::vector<double>> matrix(rows);
+      for (size_t r = 0; r < rows; ++r) {
+        for (const TrialEvidence& t : complete) {
+          matrix[r].push_back(t.cv_log_returns[r]);
+        }
+      }
+      absl::StatusOr<PboResult> pbo =
+          ProbabilityOfBacktestOverfitting(matrix);
+      if (pbo.ok()) {
+        s.has_pbo = true;
+        s.pbo = pbo->pbo;
+        s.pbo_blocks = pbo->num_blocks;
+        s.pbo_combinations = pbo->num_combinations;
+      } else {
+        s.pbo_note = std::string(pbo.status().message());
+      }
+    }
+  }
+
+  // The verdict.
+  const bool significant = s.has_dsr && s.dsr_p_value < kEdgeSignificance;
+  std::string dsr_text =
+      s.has_dsr
+          ? absl::StrFormat("deflated Sharpe p = %.3g (best CV Sharpe %.2f "
+                            "± %.2f vs %.2f expected from the best of %d "
+                            "worthless trials)",
+                            s.dsr_p_value, s.cv_sharpe, s.cv_sharpe_se,
+                            s.expected_max_sharpe, s.effective_trials)
+          : absl::StrCat("no deflated Sharpe (", s.dsr_note, ")");
+  std::string lockbox_text;
+  bool beats = false;
+  if (!s.lockbox.has_value()) {
+    lockbox_text = "the best trial has no lockbox result";
+  } else {
+    const TrialEvidence::Lockbox& l = *s.lockbox;
+    beats = l.sharpe > l.bh_sharpe && l.sharpe > 0;
+    lockbox_text = absl::StrFormat(
+        "lockbox Sharpe %.2f ± %.2f vs buy & hold %.2f, cash 0, random "
+        "%.2f ± %.2f",
+        l.sharpe, l.sharpe_se, l.bh_sharpe, l.random_sharpe_mean,
+        l.random_sharpe_std);
+  }
+  s.edge = significant && beats;
+  if (s.edge) {
+    s.verdict = absl::StrCat("EDGE: trial ", best->number, ": ", dsr_text,
+                             "; ", lockbox_text);
+  } else {
+    std::string why;
+    if (!significant) why = dsr_text;
+    if (!beats) {
+      if (!why.empty()) absl::StrAppend(&why, "; ");
+      absl::StrAppend(&why, lockbox_text,
+                      s.lockbox.has_value() ? " (does not beat both)" : "");
+    } else {
+      absl::StrAppend(&why, "; ", lockbox_text);
+    }
+    s.verdict = absl::StrCat("NO EDGE distinguishable from luck: ", why);
+  }
+  return s;
+}
+
+std::string StudyStatisticsToJson(const StudyStatistics& s) {
+  auto num = [](double v) -> Json {
+    return std::isfinite(v) ? Json(v) : Json(nullptr);
+  };
+  Json j{
+      {"complete_trials", s.complete_trials},
+      {"trials_tried", s.trials_tried},
+      {"checkpoints_per_run", s.checkpoints_per_run},
+      {"effective_trials", s.effective_trials},
+      {"best_score", num(s.best_score)},
+      {"cv_sharpe", num(s.cv_sharpe)},
+      {"cv_sharpe_se", num(s.cv_sharpe_se)},
+      {"cv_skewness", num(s.cv_skewness)},
+      {"cv_kurtosis", num(s.cv_kurtosis)},
+      {"cv_bars", s.cv_bars},
+      {"has_dsr", s.has_dsr},
+      {"dsr", num(s.dsr)},
+      {"dsr_p_value", num(s.dsr_p_value)},
+      {"expected_max_sharpe", num(s.expected_max_sharpe)},
+      {"trial_sharpe_std", num(s.trial_sharpe_std)},
+      {"dsr_note", s.dsr_note},
+      {"has_pbo", s.has_pbo},
+      {"pbo", num(s.pbo)},
+      {"pbo_blocks", s.pbo_blocks},
+      {"pbo_combinations", s.pbo_combinations},
+      {"pbo_note", s.pbo_note},
+      {"edge", s.edge},
+      {"verdict", s.verdict},
+  };
+  if (s.best_trial.has_value()) j["best_trial"] = *s.best_trial;
+  if (s.lockbox.has_value()) {
+    const TrialEvidence::Lockbox& l = *s.lockbox;
+    j["lockbox"] = Json{{"sharpe", num(l.sharpe)},
+                        {"sharpe_se", num(l.sharpe_se)},
+                        {"total_return", num(l.total_return)},
+                        {"max_drawdown", num(l.max_drawdown)},
+                        {"bh_sharpe", num(l.bh_sharpe)},
+                        {"bh_return", num(l.bh_return)},
+                        {"random_sharpe_mean", num(l.random_sharpe_mean)},
+                        {"random_sharpe_std", num(l.random_sharpe_std)},
+                        {"bars", l.bars}};
+  }
+  return j.dump();
+}
+
+absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
+    const std::string& json) {
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) {
+    return absl::DataLossError("study result is not a JSON object");
+  }
+  auto num = [&j](const char* key, double* out) {
+    if (j.contains(key)) {
+      *out = j[key].is_number() ? j[key].get<double>() : Nan();
+    }
+  };
+  StudyStatistics s;
+  try {
+    s.complete_trials = j.value("complete_trials", int64_t{0});
+    s.trials_tried = j.value("trials_tried", int64_t{0});
+    s.checkpoints_per_run = j.value("checkpoints_per_run", int64_t{1});
+    s.effective_trials = j.value("effective_trials", int64_t{0});
+    if (j.contains("best_trial")) s.best_trial = j["best_trial"].get<int64_t>();
+    num("best_score", &s.best_score);
+    num("cv_sharpe", &s.cv_sharpe);
+    num("cv_sharpe_se", &s.cv_sharpe_se);
+    num("cv_skewness", &s.cv_skewness);
+    num("cv_kurtosis", &s.cv_kurtosis);
+    s.cv_bars = j.value("cv_bars", int64_t{0});
+    s.has_dsr = j.value("has_dsr", false);
+    num("dsr", &s.dsr);
+    num("dsr_p_value", &s.dsr_p_value);
+    num("expected_max_sharpe", &s.expected_max_sharpe);
+    num("trial_sharpe_std", &s.trial_sharpe_std);
+    s.dsr_note = j.value("dsr_note", std::string());
+    s.has_pbo = j.value("has_pbo", false);
+    num("pbo", &s.pbo);
+    s.pbo_blocks = j.value("pbo_blocks", 0);
+    s.pbo_combinations = j.value("pbo_combinations", int64_t{0});
+    s.pbo_note = j.value("pbo_note", std::string());
+    s.edge = j.value("edge", false);
+    s.verdict = j.value("verdict", std::string());
+    if (j.contains("lockbox")) {
+      const Json& l = j["lockbox"];
+      TrialEvidence::Lockbox x;
+      auto lnum = [&l](const char* key, double* out) {
+        if (l.contains(key)) {
+          *out = l[key].is_number() ? l[key].get<double>() : Nan();
+        }
+      };
+      lnum("sharpe", &x.sharpe);
+      lnum("sharpe_se", &x.sharpe_se);
+      lnum("total_return", &x.total_return);
+      lnum("max_drawdown", &x.max_drawdown);
+      lnum("bh_sharpe", &x.bh_sharpe);
+      lnum("bh_return", &x.bh_return);
+      lnum("random_sharpe_mean", &x.random_sharpe_mean);
+      lnum("random_sharpe_std", &x.random_sharpe_std);
+      x.bars = l.value("bars", int64_t{0});
+      s.lockbox = x;
+    }
+  } catch (const Json::exception& e) {
+    return absl::DataLossError(absl::StrCat("study result: ", e.what()));
+  }
+  return s;
+}
+
+}  // namespace ristretto::coordinator

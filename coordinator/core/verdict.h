@@ -1,0 +1,118 @@
+// Honest results (issue 12): the baselines of a test segment (equal-weight
+// buy and hold, cash, a random policy), the statistics of a study (standard
+// errors, the Deflated Sharpe Ratio of the best trial, the Probability of
+// Backtest Overfitting) and the one-line verdict. Pure functions over plain
+// inputs; the coordinator computes them at the end of a study and the CLI
+// on demand (coordinator/store/study_result.h). No torch, no database.
+#ifndef RISTRETTO_COORDINATOR_CORE_VERDICT_H_
+#define RISTRETTO_COORDINATOR_CORE_VERDICT_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "env/env_options.h"
+#include "env/market_data.h"
+#include "learner/run_options.h"
+
+namespace ristretto::coordinator {
+
+// Random-policy seeds evaluated on a segment by default.
+inline constexpr int kRandomPolicySeeds = 20;
+// The significance level of the deflated Sharpe ratio's test.
+inline constexpr double kEdgeSignificance = 0.05;
+
+// The baselines of one test segment, on exactly the rows a policy evaluated
+// with learner::EvaluateActions on `domains` plays. Cash needs no field:
+// it keeps its value (Sharpe 0, return 0, drawdown 0).
+struct SegmentBaselines {
+  // Equal-weight buy and hold (bought at the first row with the buy fee):
+  // sharpe, sortino, calmar, max_drawdown, total_return (each as
+  // EvaluateActions aggregates them: mean over domains, worst drawdown) and
+  // log_returns (domains concatenated).
+  learner::EvaluationResult buy_and_hold;
+  double buy_and_hold_sharpe_se = 0;  // annualised (Mertens)
+  // Uniform random actions in [−1, 1] per asset and bar, seeds 1 … N.
+  int random_seeds = 0;
+  double random_sharpe_mean = 0, random_sharpe_std = 0;  // population std
+  double random_return_mean = 0, random_return_std = 0;
+};
+
+// Errors: those of EvaluateActions (no domain, a domain too short).
+absl::StatusOr<SegmentBaselines> ComputeBaselines(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    int random_seeds = kRandomPolicySeeds);
+
+// Annualised standard error of the Sharpe ratio of `log_returns`
+// (SharpeStandardError of ReturnStats, × sqrt(bars_per_year)); NaN when it
+// cannot be computed (fewer than 2 returns).
+double AnnualisedSharpeError(const std::vector<double>& log_returns,
+                             double bars_per_year);
+
+// One complete trial as the statistics see it.
+struct TrialEvidence {
+  int64_t number = 0;
+  double score = 0;  // the study objective (ranks the trials)
+  // Every CV fold's validation log returns, folds concatenated in fold
+  // order (the same rows for every trial of a study).
+  std::vector<double> cv_log_returns;
+  // The trial's final run on the lockbox, when it has finished.
+  struct Lockbox {
+    double sharpe = 0, sharpe_se = 0, total_return = 0, max_drawdown = 0;
+    double bh_sharpe = 0, bh_return = 0;
+    double random_sharpe_mean = 0, random_sharpe_std = 0;
+    int64_t bars = 0;
+  };
+  std::optional<Lockbox> lockbox;
+};
+
+// The statistics and the verdict of a study.
+struct StudyStatistics {
+  int64_t complete_trials = 0;
+  int64_t trials_tried = 0;       // complete + pruned
+  int64_t checkpoints_per_run = 1;
+  int64_t effective_trials = 0;   // N of the DSR: tried × checkpoints
+  std::optional<int64_t> best_trial;  // by score
+  double best_score = 0;
+  // The best trial's CV returns (all folds): annualised Sharpe and its
+  // standard error, per-bar moments.
+  double cv_sharpe = 0, cv_sharpe_se = 0, cv_skewness = 0, cv_kurtosis = 3;
+  int64_t cv_bars = 0;
+  // Deflated Sharpe ratio of the best trial (annualised SR0 for display).
+  bool has_dsr = false;
+  double dsr = 0, dsr_p_value = 1, expected_max_sharpe = 0;
+  double trial_sharpe_std = 0;  // annualised, across complete trials
+  std::string dsr_note;         // why there is none
+  // Probability of backtest overfitting over the complete trials.
+  bool has_pbo = false;
+  double pbo = 0;
+  int pbo_blocks = 0;
+  int64_t pbo_combinations = 0;
+  std::string pbo_note;
+  // The best trial's lockbox result.
+  std::optional<TrialEvidence::Lockbox> lockbox;
+  // The verdict: an edge only when the DSR is significant (p < 0.05) AND
+  // the lockbox Sharpe beats buy and hold's and cash's (0).
+  bool edge = false;
+  std::string verdict;  // one line, with the numbers that decided it
+};
+
+// `complete`: every complete trial (any order). `trials_tried`: complete
+// plus pruned. `checkpoints_per_run`: the validations each run compared to
+// keep its best checkpoint (each is one more hypothesis tested, so
+// N = trials_tried × checkpoints_per_run: a conservative count).
+StudyStatistics ComputeStudyStatistics(
+    const std::vector<TrialEvidence>& complete, int64_t trials_tried,
+    int64_t checkpoints_per_run, double bars_per_year);
+
+std::string StudyStatisticsToJson(const StudyStatistics& s);
+absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
+    const std::string& json);
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_CORE_VERDICT_H_

@@ -1,0 +1,83 @@
+#include "coordinator/store/study_result.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "common/status_macros.h"
+#include "coordinator/core/study_config.h"
+#include "env/dataset.h"
+
+namespace ristretto::coordinator {
+
+absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
+                                                   const StudyRow& study) {
+  ASSIGN_OR_RETURN(const StudyConfig config,
+                   ParseStudyConfig(study.config_text));
+  int64_t interval = config.dataset.interval_seconds;
+  if (!config.dataset.synthetic) {
+    ASSIGN_OR_RETURN(const DatasetRow dataset,
+                     store.GetDataset(config.dataset.id));
+    interval = dataset.interval_seconds;
+  }
+  ASSIGN_OR_RETURN(const std::vector<TrialRow> trials,
+                   store.ListTrials(study.id));
+  ASSIGN_OR_RETURN(const auto folds, store.ListStudyFoldMetrics(study.id));
+  ASSIGN_OR_RETURN(const std::vector<LockboxRow> lockbox,
+                   store.ListLockbox(study.id));
+  std::map<int64_t, const LockboxRow*> lockbox_of;
+  for (const LockboxRow& l : lockbox) lockbox_of[l.trial_id] = &l;
+  std::vector<TrialEvidence> complete;
+  int64_t tried = 0;
+  for (const TrialRow& t : trials) {
+    if (t.state == kTrialPruned) ++tried;
+    if (t.state != kTrialComplete || !t.score.has_value()) continue;
+    ++tried;
+    TrialEvidence e;
+    e.number = t.number;
+    e.score = *t.score;
+    auto f = folds.find(t.id);
+    if (f != folds.end()) {
+      for (const FoldMetrics& m : f->second) {
+        e.cv_log_returns.insert(e.cv_log_returns.end(), m.log_returns.begin(),
+                                m.log_returns.end());
+      }
+    }
+    auto l = lockbox_of.find(t.id);
+    if (l != lockbox_of.end()) {
+      const LockboxRow& r = *l->second;
+      TrialEvidence::Lockbox x;
+      x.sharpe = r.policy.sharpe;
+      x.sharpe_se = r.sharpe_se;
+      x.total_return = r.policy.total_return;
+      x.max_drawdown = r.policy.max_drawdown;
+      x.bh_sharpe = r.bh_sharpe;
+      x.bh_return = r.bh_return;
+      x.random_sharpe_mean = r.random_sharpe_mean;
+      x.random_sharpe_std = r.random_sharpe_std;
+      x.bars = r.bars;
+      e.lockbox = x;
+    }
+    complete.push_back(std::move(e));
+  }
+  // Each run compared one validation per eval interval (and the last).
+  int64_t checkpoints = 1;
+  if (config.eval_every_env_steps > 0) {
+    checkpoints = (config.budget_env_steps + config.eval_every_env_steps - 1) /
+                  config.eval_every_env_steps;
+  }
+  return ComputeStudyStatistics(complete, tried, checkpoints,
+                                env::BarsPerYear(interval));
+}
+
+absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(
+    Store& store, const StudyRow& study) {
+  if (study.state == kStudyDone) {
+    ASSIGN_OR_RETURN(const std::optional<std::string> stored,
+                     store.GetStudyResult(study.id));
+    if (stored.has_value()) return StudyStatisticsFromJson(*stored);
+  }
+  return ComputeStudyResult(store, study);
+}
+
+}  // namespace ristretto::coordinator

@@ -1,0 +1,24 @@
+// The statistics and verdict of a study from what the store holds: its
+// complete trials' fold metrics (with their validation returns), the number
+// of trials tried and the lockbox results. Used by the coordinator when a
+// study ends (it stores the result) and by the CLI on demand.
+#ifndef RISTRETTO_COORDINATOR_STORE_STUDY_RESULT_H_
+#define RISTRETTO_COORDINATOR_STORE_STUDY_RESULT_H_
+
+#include "absl/status/statusor.h"
+#include "coordinator/core/verdict.h"
+#include "coordinator/store/store.h"
+
+namespace ristretto::coordinator {
+
+// Errors: the store's; a study file that no longer parses.
+absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
+                                                   const StudyRow& study);
+
+// The stored result of a done study, else ComputeStudyResult.
+absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(
+    Store& store, const StudyRow& study);
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_STORE_STUDY_RESULT_H_

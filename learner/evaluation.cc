@@ -1,0 +1,220 @@
+#include "learner/evaluation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "env/dataset.h"
+#include "env/metrics.h"
+#include "env/vector_env.h"
+#include "nlohmann/json.hpp"
+
+namespace ristretto::learner {
+namespace {
+
+// As the env's log-return reward: a non-positive value (impossible without
+// leverage) is floored so the log stays finite.
+constexpr double kTinyValue = 1e-12;
+
+}  // namespace
+
+absl::StatusOr<EvaluationResult> EvaluateActions(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    const ActionFunction& decide) {
+  if (domains.empty()) {
+    return absl::InvalidArgumentError("evaluation needs at least one domain");
+  }
+  env::VectorEnvOptions options;
+  options.env = env_options;
+  options.num_copies = static_cast<int>(domains.size());
+  options.mode = env::EpisodeMode::kManual;
+  ASSIGN_OR_RETURN(std::unique_ptr<env::VectorEnv> vec,
+                   env::VectorEnv::Create(market, options));
+  const int B = vec->num_copies();
+  const int D = vec->observation_size();
+  const int n = vec->num_assets();
+  std::vector<float> obs(static_cast<size_t>(B) * D);
+  std::vector<float> actions(static_cast<size_t>(B) * n, 0.0f);
+  std::vector<std::vector<double>> values(B);
+  std::vector<int64_t> first_row(B), last_row(B);
+  // Holdings before the step, traded value per copy, and the exposure sum.
+  std::vector<float> holdings(static_cast<size_t>(B) * n, 0.0f);
+  std::vector<double> traded(B, 0.0);
+  double exposure_sum = 0;
+  for (int b = 0; b < B; ++b) {
+    RETURN_IF_ERROR(
+        Annotate(vec->ResetCopy(b, domains[b].begin, domains[b].size(),
+                                obs.data() + static_cast<size_t>(b) * D),
+                 absl::StrCat("validation domain ", b)));
+    values[b].push_back(vec->total_asset(b));
+    first_row[b] = vec->row(b);
+    for (int i = 0; i < n; ++i) {
+      holdings[static_cast<size_t>(b) * n + i] = vec->holding(b, i);
+    }
+  }
+  // Copies finish at different times; a finished copy is parked on a
+  // one-step slice at its domain start and its steps are not recorded.
+  std::vector<uint8_t> finished(B, 0);
+  std::vector<uint8_t> done(B, 0);
+  int remaining = B;
+  env::StepOutput out{obs.data(), nullptr, done.data(), nullptr};
+  EvaluationResult result;
+  const double* price = market->price.data();
+  while (remaining > 0) {
+    decide(obs.data(), B, actions.data());
+    RETURN_IF_ERROR(vec->Step(actions.data(), out));
+    for (int b = 0; b < B; ++b) {
+      if (finished[b]) continue;
+      const double value = vec->total_asset(b);
+      values[b].push_back(value);
+      ++result.steps;
+      // Trades of this step happened at the prices of the row it moved to.
+      const double* p = price + vec->row(b) * n;
+      float* hold = holdings.data() + static_cast<size_t>(b) * n;
+      for (int i = 0; i < n; ++i) {
+        const float now = vec->holding(b, i);
+        traded[b] +=
+            std::fabs(static_cast<double>(now) - static_cast<double>(hold[i])) *
+            p[i];
+        hold[i] = now;
+      }
+      if (value > 0) exposure_sum += 1.0 - vec->cash(b) / value;
+      if (done[b]) {
+        finished[b] = 1;
+        --remaining;
+        last_row[b] = vec->row(b);
+        const env::EpisodeInfo& info = vec->last_episode(b);
+        result.trades += info.buy_trades + info.sell_trades;
+        result.fees += info.buy_fees + info.sell_fees;
+      }
+    }
+    for (int b = 0; b < B && remaining > 0; ++b) {
+      if (finished[b] && vec->done(b)) {
+        const int64_t rows = 2 * env_options.lookback + 1;
+        RETURN_IF_ERROR(
+            vec->ResetCopy(b, domains[b].begin, rows,
+                           obs.data() + static_cast<size_t>(b) * D));
+      }
+    }
+  }
+  const double bpy = env::BarsPerYear(market->interval_seconds);
+  result.log_returns.reserve(static_cast<size_t>(result.steps));
+  for (int b = 0; b < B; ++b) {
+    const std::vector<double>& v = values[b];
+    for (size_t t = 1; t < v.size(); ++t) {
+      result.log_returns.push_back(std::log(std::max(v[t], kTinyValue) /
+                                            std::max(v[t - 1], kTinyValue)));
+    }
+    const env::PerformanceSummary bot = env::Summarize(v, bpy);
+    const std::vector<double> bench = env::EqualWeightBuyAndHold(
+        market->price, n, first_row[b], last_row[b] + 1,
+        env_options.initial_capital, env_options.buy_fee);
+    const env::PerformanceSummary eq = env::Summarize(bench, bpy);
+    result.sharpe += bot.sharpe / B;
+    result.sortino += bot.sortino / B;
+    result.calmar += bot.calmar / B;
+    result.total_return += bot.total_return / B;
+    result.max_drawdown = std::max(result.max_drawdown, bot.max_drawdown);
+    result.benchmark_sharpe += eq.sharpe / B;
+    result.benchmark_return += eq.total_return / B;
+    result.turnover += traded[b] / env_options.initial_capital / B;
+  }
+  result.exposure =
+      result.steps > 0 ? exposure_sum / static_cast<double>(result.steps) : 0;
+  result.score = result.sharpe - result.benchmark_sharpe;
+  return result;
+}
+
+namespace {
+
+nlohmann::json Number(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::string EvaluationToJson(const EvaluationResult& e,
+                             const std::string& objective) {
+  nlohmann::json log_returns = nlohmann::json::array();
+  for (double r : e.log_returns) log_returns.push_back(Number(r));
+  nlohmann::json j = {
+      {"sharpe", Number(e.sharpe)},
+      {"sortino", Number(e.sortino)},
+      {"max_drawdown", Number(e.max_drawdown)},
+      {"calmar", Number(e.calmar)},
+      {"total_return", Number(e.total_return)},
+      {"benchmark_sharpe", Number(e.benchmark_sharpe)},
+      {"benchmark_return", Number(e.benchmark_return)},
+      {"score", Number(e.score)},
+      {"steps", e.steps},
+      {"trades", e.trades},
+      {"fees", Number(e.fees)},
+      {"at_env_steps", e.at_env_steps},
+      {"turnover", Number(e.turnover)},
+      {"exposure", Number(e.exposure)},
+      {"log_returns", std::move(log_returns)},
+  };
+  if (!objective.empty()) j["objective"] = objective;
+  return j.dump(1);
+}
+
+absl::StatusOr<EvaluationResult> EvaluationFromJson(const std::string& json) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::DataLossError("evaluation is not a JSON object");
+  }
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  auto number = [](const nlohmann::json& v) -> double {
+    if (v.is_null()) return kNaN;
+    return v.get<double>();
+  };
+  EvaluationResult e;
+  try {
+    for (const auto& [key, field] :
+         std::initializer_list<std::pair<const char*, double*>>{
+             {"sharpe", &e.sharpe},
+             {"sortino", &e.sortino},
+             {"max_drawdown", &e.max_drawdown},
+             {"calmar", &e.calmar},
+             {"total_return", &e.total_return},
+             {"benchmark_sharpe", &e.benchmark_sharpe},
+             {"benchmark_return", &e.benchmark_return},
+             {"score", &e.score},
+             {"fees", &e.fees},
+             {"turnover", &e.turnover},
+             {"exposure", &e.exposure}}) {
+      if (j.contains(key)) *field = number(j.at(key));
+    }
+    for (const auto& [key, field] :
+         std::initializer_list<std::pair<const char*, int64_t*>>{
+             {"steps", &e.steps},
+             {"trades", &e.trades},
+             {"at_env_steps", &e.at_env_steps}}) {
+      if (j.contains(key)) *field = j.at(key).get<int64_t>();
+    }
+    if (j.contains("log_returns")) {
+      const nlohmann::json& r = j.at("log_returns");
+      if (!r.is_array()) {
+        return absl::DataLossError("evaluation: log_returns is not an array");
+      }
+      e.log_returns.reserve(r.size());
+      for (const nlohmann::json& x : r) e.log_returns.push_back(number(x));
+    }
+  } catch (const nlohmann::json::exception& ex) {
+    return absl::DataLossError(absl::StrCat("evaluation: ", ex.what()));
+  }
+  return e;
+}
+
+bool IsBetterScore(double score, bool have_best, double best_score) {
+  if (!have_best) return true;
+  if (std::isnan(score)) return false;
+  return std::isnan(best_score) || score > best_score;
+}
+
+}  // namespace ristretto::learner

@@ -1,0 +1,61 @@
+// Deterministic evaluation of a policy on validation slices, without torch:
+// EvaluateActions plays any action function (a trained policy through
+// EvaluatePolicy in learner/torch/trainer.h, or a random or fixed policy in
+// the coordinator) on every domain and scores it against equal-weight buy
+// and hold. Also the JSON form of an EvaluationResult (a run's
+// best/evaluation.json). Thread-compatible: pure functions.
+#ifndef RISTRETTO_LEARNER_EVALUATION_H_
+#define RISTRETTO_LEARNER_EVALUATION_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "env/env_options.h"
+#include "env/market_data.h"
+#include "learner/run_options.h"
+
+namespace ristretto::learner {
+
+// Writes the actions (copies × num_assets, row per copy) for the
+// observations (copies × observation size, row per copy).
+using ActionFunction =
+    std::function<void(const float* obs, int copies, float* actions)>;
+
+// Plays `decide(obs [B×D], B, actions out [B×A])` on every domain (one env
+// copy per domain) from its first row with the env options, and scores it
+// against equal-weight buy and hold on the same rows. Besides the
+// performance summary it fills, with v_t the policy's value after step t
+// of a domain (v_0 the initial capital):
+//   log_returns  ln(v_t / v_{t−1}) for every step of every domain, domains
+//                concatenated in order (length = steps);
+//   turnover     Σ_steps Σ_i |Δholding_i| · price_i / initial_capital per
+//                domain (traded value before fees, at the step's prices,
+//                net per asset within a step), mean over domains;
+//   exposure     mean over all steps of all domains of 1 − cash_t / v_t;
+//   score        sharpe − benchmark_sharpe (callers that know the study
+//                objective replace it with ObjectiveValue).
+// Errors: kInvalidArgument if there is no domain or one is too short.
+absl::StatusOr<EvaluationResult> EvaluateActions(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
+    const ActionFunction& decide);
+
+// EvaluationResult as a JSON object (every field, log_returns included;
+// non-finite numbers as null), plus "objective" when not empty.
+std::string EvaluationToJson(const EvaluationResult& e,
+                             const std::string& objective = "");
+// The inverse; missing fields keep their defaults, null reads as NaN.
+// kDataLoss if the text is not a JSON object of the expected types.
+absl::StatusOr<EvaluationResult> EvaluationFromJson(const std::string& json);
+
+// Whether an evaluation scoring `score` replaces the best so far: the
+// first one always does; then only a strictly greater score (a NaN score
+// never replaces a best, any other score replaces a NaN best).
+bool IsBetterScore(double score, bool have_best, double best_score);
+
+}  // namespace ristretto::learner
+
+#endif  // RISTRETTO_LEARNER_EVALUATION_H_
