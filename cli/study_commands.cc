@@ -248,6 +248,7 @@ absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(
 }
 
 std::string FormatSharpeSe(double sharpe, double se) {
+  if (!std::isfinite(se)) return absl::StrFormat("%.2f ± n/a", sharpe);
   return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 
@@ -273,7 +274,10 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
                study.state == coordinator::kStudyDone
                    ? ""
                    : " (so far: the study is not done)");
-  if (s.best_trial.has_value()) {
+  if (s.best_trial.has_value() && s.cv_bars < 2) {
+    std::fprintf(out, "  best trial       %lld (no validation returns recorded)\n",
+                 static_cast<long long>(*s.best_trial));
+  } else if (s.best_trial.has_value()) {
     std::fprintf(out,
                  "  best trial       %lld, CV Sharpe %.2f ± %.2f over %lld "
                  "validation bars (skew %.2f, kurtosis %.2f)\n",

@@ -140,8 +140,6 @@ nlohmann::json Number(double x) {
 
 std::string EvaluationToJson(const EvaluationResult& e,
                              const std::string& objective) {
-  nlohmann::json log_returns = nlohmann::json::array();
-  for (double r : e.log_returns) log_returns.push_back(Number(r));
   nlohmann::json j = {
       {"sharpe", Number(e.sharpe)},
       {"sortino", Number(e.sortino)},
@@ -157,10 +155,15 @@ std::string EvaluationToJson(const EvaluationResult& e,
       {"at_env_steps", e.at_env_steps},
       {"turnover", Number(e.turnover)},
       {"exposure", Number(e.exposure)},
-      {"log_returns", std::move(log_returns)},
   };
   if (!objective.empty()) j["objective"] = objective;
-  return j.dump(1);
+  // One field per line, the (long) log returns last on one line.
+  nlohmann::json log_returns = nlohmann::json::array();
+  for (double r : e.log_returns) log_returns.push_back(Number(r));
+  std::string text = j.dump(1);
+  text.resize(text.size() - 2);  // "\n}"
+  absl::StrAppend(&text, ",\n \"log_returns\": ", log_returns.dump(), "\n}\n");
+  return text;
 }
 
 absl::StatusOr<EvaluationResult> EvaluationFromJson(const std::string& json) {

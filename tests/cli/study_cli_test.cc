@@ -207,6 +207,33 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
       EXPECT_TRUE(all_done.ok()) << all_done.status();
     }
     EXPECT_TRUE(store_->CompleteTrial(trial->id, score).ok());
+    // The final run: refit and evaluated on the lockbox (Sharpe score + 2).
+    absl::StatusOr<RunRow> final_run =
+        store_->AddFinalRun(trial->id, "{}", dir_ + "/checkpoints");
+    EXPECT_TRUE(final_run.ok()) << final_run.status();
+    absl::StatusOr<std::optional<RunRow>> leased =
+        store_->LeaseRun("learner-test", absl::Minutes(5));
+    EXPECT_TRUE(leased.ok() && leased->has_value());
+    if (leased.ok() && leased->has_value()) {
+      EXPECT_EQ((*leased)->fold, coordinator::kLockboxFold);
+      coordinator::LockboxRow l;
+      l.bars = 300;
+      l.policy.sharpe = score + 2;
+      l.sharpe_se = 1.5;
+      l.policy.total_return = 0.01;
+      l.bh_sharpe = 0.25;
+      l.random_seeds = 20;
+      const std::string policy =
+          WritePolicyDir(absl::StrCat("trial", trial->number, "-lockbox"));
+      ArtifactRow artifact;
+      artifact.kind = "policy";
+      artifact.path = policy;
+      artifact.sha256 = DirSha256(policy);
+      EXPECT_TRUE(store_
+                      ->CompleteFinalRun((*leased)->id, "learner-test", l,
+                                         {artifact})
+                      .ok());
+    }
     return *store_->GetTrial(trial->id);
   }
 
@@ -412,13 +439,15 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   EXPECT_THAT(show.output, HasSubstr("2 complete, 0 running, 0 pruned, "
                                      "1 failed"));
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +0 +complete +0\\.5000 +batch_size=4096 "
+                               "\n +0 +complete +0\\.5000 +2\\.50 ± 1\\.50 "
+                               "\\(b&h 0\\.25\\) +batch_size=4096 "
                                "learning_rate=0\\.0003\n"));
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +1 +complete +0\\.9000 +batch_size=8192 "
+                               "\n +1 +complete +0\\.9000 +2\\.90 ± 1\\.50 "
+                               "\\(b&h 0\\.25\\) +batch_size=8192 "
                                "learning_rate=0\\.0001\n"));
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +2 +failed +- +batch_size=2048 "
+                               "\n +2 +failed +- +- +batch_size=2048 "
                                "learning_rate=0\\.001 +fold 1: loss is NaN\n"));
 
   const Result best = Cli("study best gamma");
@@ -428,10 +457,15 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   EXPECT_THAT(best.output, testing::ContainsRegex("\nbatch_size +8192\n"));
   // Fold rows: sharpe = score + 1 + 0.25·fold, trades 40 + fold.
   EXPECT_THAT(best.output, testing::ContainsRegex(
-                               "\n +0 +1\\.9000 +0\\.5000 +2\\.0000 +12\\.50 "
-                               "+3\\.0000 +6\\.25 +3\\.12 +40 +20000\n"));
+                               "\n +0 +1\\.90 ± n/a +0\\.5000 +2\\.0000 "
+                               "+12\\.50 +3\\.0000 +6\\.25 +3\\.12 +40 .* "
+                               "+20000\n"));
   EXPECT_THAT(best.output,
-              testing::ContainsRegex("\n +1 +2\\.1500 .* +41 +20000\n"));
+              testing::ContainsRegex("\n +1 +2\\.15 ± n/a .* +41 .* +20000\n"));
+  // The lockbox section and the verdict (the last line).
+  EXPECT_THAT(best.output, testing::ContainsRegex(
+                               "\n *trial 1 +2\\.90 ± 1\\.50 "));
+  EXPECT_THAT(best.output, testing::ContainsRegex("\nverdict: NO EDGE[^\n]*\n$"));
   const std::string policy = dir_ + "/policies/trial1-fold1";
   EXPECT_THAT(best.output,
               AllOf(HasSubstr(policy), HasSubstr(DirSha256(policy))));
@@ -445,8 +479,9 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   EXPECT_THAT(board.output, HasSubstr("study gamma is done"));
   EXPECT_THAT(
       board.output,
-      testing::ContainsRegex("\n +1 +1 +0\\.9000 +batch_size=8192 [^\n]*\n +2 "
-                             "+0 +0\\.5000 +batch_size=4096 "));
+      testing::ContainsRegex("\n +1 +1 +0\\.9000 +2\\.90 ± 1\\.50 [^\n]*"
+                             "batch_size=8192 [^\n]*\n +2 +0 +0\\.5000 "
+                             "[^\n]*batch_size=4096 "));
 }
 
 TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {
@@ -454,15 +489,20 @@ TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {
   const std::string out = dir_ + "/export";
   const Result r = Cli(absl::StrCat("study export delta --out ", out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // The best trial's highest fold.
-  const std::string source = dir_ + "/policies/trial1-fold1";
+  // The best trial's final run: the policy the lockbox judged.
+  const std::string source = dir_ + "/policies/trial1-lockbox";
   for (const char* name : {"policy.pt", "contract.json"}) {
     EXPECT_EQ(ReadBytes(absl::StrCat(out, "/", name)),
               ReadBytes(absl::StrCat(source, "/", name)))
         << name;
   }
+  // policy.pt, contract.json and evaluation.json (verdict, lockbox).
   EXPECT_EQ(
-      std::distance(fs::directory_iterator(out), fs::directory_iterator()), 2);
+      std::distance(fs::directory_iterator(out), fs::directory_iterator()), 3);
+  const std::string meta = ReadBytes(out + "/evaluation.json");
+  EXPECT_THAT(meta, AllOf(HasSubstr("\"edge\":false"),
+                          HasSubstr("\"sharpe\":2.8999999999999999"),
+                          HasSubstr("\"verdict\":\"NO EDGE")));
 
   std::string weights = ReadBytes(source + "/policy.pt");
   weights[100] = static_cast<char>(weights[100] ^ 1);

@@ -134,8 +134,9 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
     return out;
   }
 
-  // Every trial complete with a finite score; one done run each with one
-  // fold_metrics row and a policy artifact that matches its hash.
+  // Every trial complete with a finite score; two done runs each (its fold
+  // and its final run on the lockbox), one fold_metrics row, one lockbox
+  // result, and a policy artifact per run that matches its hash.
   void ExpectCompleteStudy() {
     absl::StatusOr<std::vector<TrialRow>> trials =
         store_->ListTrials(study_id_);
@@ -149,15 +150,17 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
       EXPECT_EQ(t.params.size(), 2u);  // learning_rate, gamma
       absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
       ASSERT_TRUE(runs.ok());
-      ASSERT_EQ(runs->size(), 1u);
-      EXPECT_EQ((*runs)[0].state, kRunDone);
+      ASSERT_EQ(runs->size(), 2u);
+      for (const RunRow& r : *runs) EXPECT_EQ(r.state, kRunDone);
       absl::StatusOr<std::vector<FoldMetrics>> folds =
           store_->ListFoldMetrics(t.id);
       ASSERT_TRUE(folds.ok());
       ASSERT_EQ(folds->size(), 1u);
-      EXPECT_GE((*folds)[0].env_steps, 16384);
-      EXPECT_NEAR(*t.score, (*folds)[0].sharpe - (*folds)[0].benchmark_sharpe,
-                  1e-9);
+      // The best checkpoint's steps (validated every 4096).
+      EXPECT_GE((*folds)[0].env_steps, 4096);
+      EXPECT_FALSE((*folds)[0].log_returns.empty());
+      // The default objective: the fold's Sharpe.
+      EXPECT_NEAR(*t.score, (*folds)[0].sharpe, 1e-9);
       absl::StatusOr<std::vector<ArtifactRow>> artifacts =
           store_->ListArtifacts(t.id);
       ASSERT_TRUE(artifacts.ok());
@@ -169,8 +172,23 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
         ASSERT_TRUE(sha.ok()) << sha.status();
         EXPECT_EQ(*sha, a.sha256);
       }
-      EXPECT_EQ(policies, 1);
+      EXPECT_EQ(policies, 2);
     }
+    absl::StatusOr<std::vector<LockboxRow>> lockbox =
+        store_->ListLockbox(study_id_);
+    ASSERT_TRUE(lockbox.ok());
+    ASSERT_EQ(lockbox->size(), 3u);
+    for (const LockboxRow& l : *lockbox) {
+      EXPECT_GT(l.bars, 10);
+      EXPECT_EQ(static_cast<int64_t>(l.policy.log_returns.size()), l.bars);
+      EXPECT_TRUE(std::isfinite(l.policy.sharpe));
+      EXPECT_GT(l.sharpe_se, 0);
+      EXPECT_EQ(l.random_seeds, 20);
+    }
+    absl::StatusOr<std::optional<std::string>> result =
+        store_->GetStudyResult(study_id_);
+    ASSERT_TRUE(result.ok() && result->has_value());
+    EXPECT_NE((*result)->find("\"verdict\""), std::string::npos);
   }
 
   std::string dir_;
