@@ -258,10 +258,10 @@ std::string FormatLockbox(
     int64_t trial_id) {
   auto it = lockbox.find(trial_id);
   if (it == lockbox.end()) return "-";
-  return absl::StrFormat("%s (b&h %.2f)",
-                         FormatSharpeSe(it->second.policy.sharpe,
-                                        it->second.sharpe_se),
-                         it->second.bh_sharpe);
+  return absl::StrFormat(
+      "%s (b&h %.2f)",
+      FormatSharpeSe(it->second.policy.sharpe, it->second.sharpe_se),
+      it->second.bh_sharpe);
 }
 
 }  // namespace
@@ -275,7 +275,8 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
                    ? ""
                    : " (so far: the study is not done)");
   if (s.best_trial.has_value() && s.cv_bars < 2) {
-    std::fprintf(out, "  best trial       %lld (no validation returns recorded)\n",
+    std::fprintf(out,
+                 "  best trial       %lld (no validation returns recorded)\n",
                  static_cast<long long>(*s.best_trial));
   } else if (s.best_trial.has_value()) {
     std::fprintf(out,
@@ -749,24 +750,24 @@ absl::Status StudyBest(const Args& args) {
     }
     bpy = env::BarsPerYear(interval);
   }
-  Table metrics({"fold", "sharpe ± se", "buy&hold sharpe", "sortino",
-                 "max_dd%", "calmar", "return%", "buy&hold return%", "trades",
-                 "fees", "turnover", "exposure%", "best at env_steps"});
+  Table metrics({"fold", "sharpe ± se", "buy&hold sharpe", "sortino", "max_dd%",
+                 "calmar", "return%", "buy&hold return%", "trades", "fees",
+                 "turnover", "exposure%", "best at env_steps"});
   for (size_t k = 0; k < folds.size(); ++k) {
     const FoldMetrics& m = folds[k];
-    metrics.AddRow({absl::StrCat(k),
-                    FormatSharpeSe(m.sharpe, coordinator::AnnualisedSharpeError(
-                                                 m.log_returns, bpy)),
-                    absl::StrFormat("%.4f", m.benchmark_sharpe),
-                    absl::StrFormat("%.4f", m.sortino),
-                    absl::StrFormat("%.2f", 100 * m.max_drawdown),
-                    absl::StrFormat("%.4f", m.calmar),
-                    absl::StrFormat("%.2f", 100 * m.total_return),
-                    absl::StrFormat("%.2f", 100 * m.benchmark_return),
-                    absl::StrCat(m.trades), absl::StrFormat("%.2f", m.fees),
-                    absl::StrFormat("%.2f", m.turnover),
-                    absl::StrFormat("%.1f", 100 * m.exposure),
-                    absl::StrCat(m.env_steps)});
+    metrics.AddRow(
+        {absl::StrCat(k),
+         FormatSharpeSe(m.sharpe,
+                        coordinator::AnnualisedSharpeError(m.log_returns, bpy)),
+         absl::StrFormat("%.4f", m.benchmark_sharpe),
+         absl::StrFormat("%.4f", m.sortino),
+         absl::StrFormat("%.2f", 100 * m.max_drawdown),
+         absl::StrFormat("%.4f", m.calmar),
+         absl::StrFormat("%.2f", 100 * m.total_return),
+         absl::StrFormat("%.2f", 100 * m.benchmark_return),
+         absl::StrCat(m.trades), absl::StrFormat("%.2f", m.fees),
+         absl::StrFormat("%.2f", m.turnover),
+         absl::StrFormat("%.1f", 100 * m.exposure), absl::StrCat(m.env_steps)});
   }
   std::fputs(metrics.Render().c_str(), stdout);
 
@@ -815,9 +816,10 @@ absl::Status StudyBest(const Args& args) {
   for (const ArtifactRow& a : artifacts) {
     absl::StatusOr<coordinator::RunRow> run = store->GetRun(a.run_id);
     table.AddRow({a.kind,
-                  !run.ok()                               ? "-"
-                  : run->fold == coordinator::kLockboxFold ? "lockbox"
-                                                           : absl::StrCat(run->fold),
+                  !run.ok() ? "-"
+                  : run->fold == coordinator::kLockboxFold
+                      ? "lockbox"
+                      : absl::StrCat(run->fold),
                   a.path, a.sha256});
   }
   std::fputs(table.Render().c_str(), stdout);
@@ -1059,8 +1061,8 @@ absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
   std::fprintf(out, "leaderboard of study %s (top %zu of %zu complete)\n",
                study_name.c_str(), shown, ranked.size());
   ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(store, study.id));
-  Table table({"rank", "trial", "score (CV)", "lockbox sharpe (not ranked)",
-               "params"});
+  Table table(
+      {"rank", "trial", "score (CV)", "lockbox sharpe (not ranked)", "params"});
   for (size_t r = 0; r < shown; ++r) {
     table.AddRow({absl::StrCat(r + 1), absl::StrCat(ranked[r].number),
                   FormatScore(ranked[r].score),
@@ -1098,9 +1100,8 @@ absl::StatusOr<std::string> ExportBest(Store& store,
         "' (the best) has no lockbox-evaluated policy yet (its final run has "
         "not finished or failed): nothing exported"));
   }
-  const std::string context =
-      absl::StrCat("policy of trial ", best->number, " (final run, ",
-                   policy->path, ")");
+  const std::string context = absl::StrCat("policy of trial ", best->number,
+                                           " (final run, ", policy->path, ")");
   const std::string recorded = absl::AsciiStrToLower(policy->sha256);
   ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy->path));
   if (found != recorded) {

@@ -100,13 +100,13 @@ absl::Status PrintStudyStatistics(coordinator::Store& store,
 // (created if missing) and returns `out_dir`. The policy is the trial's
 // final run's (trained on every pre-lockbox row and judged on the lockbox:
 // exactly the one the lockbox numbers describe); <out_dir>/evaluation.json
-// carries the verdict, the statistics and the lockbox numbers. Its recorded sha256 is checked against ArtifactSha256
-// before copying and again on the copies, so the exported bytes are
-// exactly the recorded ones: for a directory artifact, <out_dir>/policy.pt
-// and <out_dir>/contract.json; for a file, <out_dir>/<its file name>.
-// Existing files of those names are replaced (each rename is atomic).
-// Errors: kNotFound (no such study, artifact missing on disk),
-// kFailedPrecondition (no complete trial, or it has no policy artifact),
+// carries the verdict, the statistics and the lockbox numbers. Its recorded
+// sha256 is checked against ArtifactSha256 before copying and again on the
+// copies, so the exported bytes are exactly the recorded ones: for a directory
+// artifact, <out_dir>/policy.pt and <out_dir>/contract.json; for a file,
+// <out_dir>/<its file name>. Existing files of those names are replaced (each
+// rename is atomic). Errors: kNotFound (no such study, artifact missing on
+// disk), kFailedPrecondition (no complete trial, or it has no policy artifact),
 // kDataLoss (hash mismatch: nothing is exported), kInternal on I/O.
 absl::StatusOr<std::string> ExportBest(coordinator::Store& store,
                                        const std::string& study_name,

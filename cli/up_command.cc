@@ -219,7 +219,7 @@ absl::Status Up(const Args& args) {
       std::printf(
           "up: best policy exported to %s (policy.pt, contract.json, "
           "evaluation.json: verdict and lockbox numbers)\n",
-                  exported->c_str());
+          exported->c_str());
     } else {
       std::printf("up: no policy exported: %s\n",
                   std::string(exported.status().message()).c_str());

@@ -19,10 +19,9 @@ absl::Status CheckObjective(absl::string_view name) {
   for (const std::string& n : ObjectiveNames()) {
     if (n == name) return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown objective '", name,
-                   "' (expected one of: ", absl::StrJoin(ObjectiveNames(), ", "),
-                   ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown objective '", name,
+      "' (expected one of: ", absl::StrJoin(ObjectiveNames(), ", "), ")"));
 }
 
 double ObjectiveValue(absl::string_view objective, const EvaluationResult& e) {

@@ -13,9 +13,9 @@ absl::Status CheckLockbox(const TrainerOptions& o) {
     return absl::OkStatus();
   }
   if (o.lockbox_guard < 0 || o.lockbox_guard > o.lockbox_begin) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "lockbox_guard = ", o.lockbox_guard, " must be in [0, lockbox_begin = ",
-        o.lockbox_begin, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lockbox_guard = ", o.lockbox_guard,
+                     " must be in [0, lockbox_begin = ", o.lockbox_begin, "]"));
   }
   for (size_t i = 0; i < o.train_domains.size(); ++i) {
     const env::Domain& d = o.train_domains[i];
@@ -40,10 +40,10 @@ absl::Status CheckLockbox(const TrainerOptions& o) {
             ") starts before the lockbox (row ", o.lockbox_begin, ")"));
       }
     } else if (d.end > o.lockbox_guard) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "validation domain ", i, " [", d.begin, ", ", d.end,
-          ") reaches the lockbox (rows >= ", o.lockbox_guard,
-          "): only a trial's final evaluation may read it"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("validation domain ", i, " [", d.begin, ", ", d.end,
+                       ") reaches the lockbox (rows >= ", o.lockbox_guard,
+                       "): only a trial's final evaluation may read it"));
     }
   }
   if (o.final_evaluation && o.eval_every_env_steps != 0) {

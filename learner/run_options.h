@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/ppo_options.h"

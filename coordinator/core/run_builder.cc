@@ -65,9 +65,9 @@ absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,
           ? lockbox.bars
           : std::llround(lockbox.share * static_cast<double>(num_rows));
   if (rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lockbox: a share of ", lockbox.share, " of ", num_rows,
-                     " rows is empty"));
+    return absl::InvalidArgumentError(absl::StrCat("lockbox: a share of ",
+                                                   lockbox.share, " of ",
+                                                   num_rows, " rows is empty"));
   }
   const int64_t embargo =
       lockbox.embargo_bars >= 0 ? lockbox.embargo_bars : cv.embargo_bars;
@@ -75,8 +75,8 @@ absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,
   layout.guard = layout.begin - embargo;
   if (layout.guard < kMinCvRows) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "lockbox: ", rows, " rows and an embargo of ", embargo,
-        " rows leave ", std::max<int64_t>(layout.guard, 0), " of ", num_rows,
+        "lockbox: ", rows, " rows and an embargo of ", embargo, " rows leave ",
+        std::max<int64_t>(layout.guard, 0), " of ", num_rows,
         " rows for the CV folds (need at least ", kMinCvRows, ")"));
   }
   return layout;
@@ -126,12 +126,11 @@ absl::Status CheckEpisodeFits(const learner::TrainerOptions& o,
     longest = std::max(longest, d.size());
   }
   if (longest < episode_rows) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": episode_steps = ", o.episode_steps, " needs ",
-                     episode_rows,
-                     " rows (episode_steps + 2·lookback) but the longest "
-                     "training block has ",
-                     longest));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": episode_steps = ", o.episode_steps, " needs ", episode_rows,
+        " rows (episode_steps + 2·lookback) but the longest "
+        "training block has ",
+        longest));
   }
   return absl::OkStatus();
 }
@@ -181,8 +180,7 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
     return absl::InvalidArgumentError(absl::StrCat(
         "the final run needs >= 1 env steps (got ", train_env_steps, ")"));
   }
-  ASSIGN_OR_RETURN(learner::TrainerOptions o,
-                   BaseOptions(study, params, data));
+  ASSIGN_OR_RETURN(learner::TrainerOptions o, BaseOptions(study, params, data));
   const int64_t lookback = o.env.lookback;
   o.train_domains = env::IntersectDomains({env::Domain{0, o.lockbox_guard}},
                                           data.domains, 1, nullptr);
@@ -190,10 +188,10 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
       env::IntersectDomains({env::Domain{o.lockbox_begin, data.num_rows}},
                             data.domains, 2 * lookback + 1, nullptr);
   if (o.validation_domains.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "lockbox: no block of at least ", 2 * lookback + 1,
-        " rows (2·lookback + 1) in rows [", o.lockbox_begin, ", ",
-        data.num_rows, ") inside the dataset's domains"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("lockbox: no block of at least ", 2 * lookback + 1,
+                     " rows (2·lookback + 1) in rows [", o.lockbox_begin, ", ",
+                     data.num_rows, ") inside the dataset's domains"));
   }
   RETURN_IF_ERROR(CheckEpisodeFits(o, "final run"));
   o.budget_env_steps = train_env_steps;

@@ -163,10 +163,9 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   const std::string sp = "dataset.synthetic";
   d.synthetic = true;
   if (!s.IsNull()) {
-    RETURN_IF_ERROR(CheckMap(
-        s, sp,
-        {"rows", "assets", "seed", "predictability", "signal_bars",
-         "interval"}));
+    RETURN_IF_ERROR(CheckMap(s, sp,
+                             {"rows", "assets", "seed", "predictability",
+                              "signal_bars", "interval"}));
     if (s["rows"]) {
       ASSIGN_OR_RETURN(d.rows, Int(s["rows"], sp + ".rows"));
     }
@@ -784,16 +783,20 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
     absl::StatusOr<LockboxLayout> layout =
         MakeLockboxLayout(study.lockbox, study.cv, study.dataset.rows);
     if (!layout.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(layout.status().message(), " (the synthetic dataset "
-                       "has ", study.dataset.rows, " rows)"));
+      return absl::InvalidArgumentError(absl::StrCat(layout.status().message(),
+                                                     " (the synthetic dataset "
+                                                     "has ",
+                                                     study.dataset.rows,
+                                                     " rows)"));
     }
     absl::Status folds = MakeFolds(study.cv, layout->guard).status();
     if (!folds.ok()) {
-      return Error("cv", absl::StrCat(folds.message(), " (the synthetic "
-                                      "dataset has ", study.dataset.rows,
-                                      " rows, ", layout->guard,
-                                      " before the lockbox and its embargo)"));
+      return Error("cv",
+                   absl::StrCat(folds.message(),
+                                " (the synthetic "
+                                "dataset has ",
+                                study.dataset.rows, " rows, ", layout->guard,
+                                " before the lockbox and its embargo)"));
     }
   }
   return study;

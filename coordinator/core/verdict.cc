@@ -116,8 +116,8 @@ StudyStatistics ComputeStudyStatistics(
   }
   const TrialEvidence* best = &complete.front();
   for (const TrialEvidence& t : complete) {
-    if (t.score > best->score || (t.score == best->score &&
-                                  t.number < best->number)) {
+    if (t.score > best->score ||
+        (t.score == best->score && t.number < best->number)) {
       best = &t;
     }
   }
@@ -133,6 +133,7 @@ StudyStatistics ComputeStudyStatistics(
 
   // Deflated Sharpe ratio.
   std::vector<double> trial_sharpes;
+  trial_sharpes.reserve(complete.size());
   for (const TrialEvidence& t : complete) {
     trial_sharpes.push_back(ReturnStats(t.cv_log_returns).sharpe);
   }
@@ -146,6 +147,13 @@ StudyStatistics ComputeStudyStatistics(
     }
   } else if (s.effective_trials == 1) {
     have_variance = true;  // no selection at all: SR0 = 0
+  }
+  // Under the null every trial's Sharpe estimate still varies by its own
+  // sampling error, Var(ŝ) ≈ 1/(T − 1) per bar (Lo 2002): with few complete
+  // trials the sample variance can fall far below it and make a lucky best
+  // look significant, so V is never taken below that floor.
+  if (have_variance && stats.n >= 2 && s.effective_trials > 1) {
+    variance = std::max(variance, 1.0 / static_cast<double>(stats.n - 1));
   }
   if (!have_variance) {
     s.dsr_note = absl::StrCat(
@@ -185,8 +193,7 @@ StudyStatistics ComputeStudyStatistics(
           matrix[r].push_back(t.cv_log_returns[r]);
         }
       }
-      absl::StatusOr<PboResult> pbo =
-          ProbabilityOfBacktestOverfitting(matrix);
+      absl::StatusOr<PboResult> pbo = ProbabilityOfBacktestOverfitting(matrix);
       if (pbo.ok()) {
         s.has_pbo = true;
         s.pbo = pbo->pbo;
@@ -201,13 +208,13 @@ StudyStatistics ComputeStudyStatistics(
   // The verdict.
   const bool significant = s.has_dsr && s.dsr_p_value < kEdgeSignificance;
   std::string dsr_text =
-      s.has_dsr
-          ? absl::StrFormat("deflated Sharpe p = %.3g (best CV Sharpe %.2f "
-                            "± %.2f vs %.2f expected from the best of %d "
-                            "worthless trials)",
-                            s.dsr_p_value, s.cv_sharpe, s.cv_sharpe_se,
-                            s.expected_max_sharpe, s.effective_trials)
-          : absl::StrCat("no deflated Sharpe (", s.dsr_note, ")");
+      s.has_dsr ? absl::StrFormat(
+                      "deflated Sharpe p = %.3g (best CV Sharpe %.2f "
+                      "± %.2f vs %.2f expected from the best of %d "
+                      "worthless trials)",
+                      s.dsr_p_value, s.cv_sharpe, s.cv_sharpe_se,
+                      s.expected_max_sharpe, s.effective_trials)
+                : absl::StrCat("no deflated Sharpe (", s.dsr_note, ")");
   std::string lockbox_text;
   bool beats = false;
   if (!s.lockbox.has_value()) {
@@ -223,8 +230,8 @@ StudyStatistics ComputeStudyStatistics(
   }
   s.edge = significant && beats;
   if (s.edge) {
-    s.verdict = absl::StrCat("EDGE: trial ", best->number, ": ", dsr_text,
-                             "; ", lockbox_text);
+    s.verdict = absl::StrCat("EDGE: trial ", best->number, ": ", dsr_text, "; ",
+                             lockbox_text);
   } else {
     std::string why;
     if (!significant) why = dsr_text;

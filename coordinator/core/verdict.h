@@ -73,9 +73,9 @@ struct TrialEvidence {
 // The statistics and the verdict of a study.
 struct StudyStatistics {
   int64_t complete_trials = 0;
-  int64_t trials_tried = 0;       // complete + pruned
+  int64_t trials_tried = 0;  // complete + pruned
   int64_t checkpoints_per_run = 1;
-  int64_t effective_trials = 0;   // N of the DSR: tried × checkpoints
+  int64_t effective_trials = 0;       // N of the DSR: tried × checkpoints
   std::optional<int64_t> best_trial;  // by score
   double best_score = 0;
   // The best trial's CV returns (all folds): annualised Sharpe and its
@@ -104,7 +104,10 @@ struct StudyStatistics {
 // `complete`: every complete trial (any order). `trials_tried`: complete
 // plus pruned. `checkpoints_per_run`: the validations each run compared to
 // keep its best checkpoint (each is one more hypothesis tested, so
-// N = trials_tried × checkpoints_per_run: a conservative count).
+// N = trials_tried × checkpoints_per_run: a conservative count). V, the
+// variance of the trials' per-bar Sharpes, is the complete trials' sample
+// variance but never below 1/(T − 1), the sampling variance of one Sharpe
+// estimate over T bars under the null (few trials underestimate it).
 StudyStatistics ComputeStudyStatistics(
     const std::vector<TrialEvidence>& complete, int64_t trials_tried,
     int64_t checkpoints_per_run, double bars_per_year);

@@ -265,8 +265,9 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     if (open > 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(const StudyStatistics result,
                      ComputeStudyResult(*store_, row));
-    RETURN_IF_ERROR(Db(DbOp::kSetStudyState)
-                        ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
+    RETURN_IF_ERROR(
+        Db(DbOp::kSetStudyState)
+            ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
     RETURN_IF_ERROR(
         Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyDone));
     std::fprintf(stderr, "coordinator: study %s done: %s\n", row.name.c_str(),
@@ -323,9 +324,9 @@ absl::Status Scheduler::CompleteFinalRun(
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
   ASSIGN_OR_RETURN(learner::TrainerOptions options,
                    learner::TrainerOptionsFromJson(run.config_json));
-  ASSIGN_OR_RETURN(const SegmentBaselines base,
-                   ComputeBaselines(study->market, options.env,
-                                    options.validation_domains));
+  ASSIGN_OR_RETURN(
+      const SegmentBaselines base,
+      ComputeBaselines(study->market, options.env, options.validation_domains));
   const double bpy = env::BarsPerYear(study->market->interval_seconds);
   LockboxRow row;
   row.policy = ToMetrics(request.final_evaluation());
@@ -378,8 +379,9 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   if (runs.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
                    Db(DbOp::kListFoldMetrics)->ListFoldMetrics(trial_id));
-  ASSIGN_OR_RETURN(const StudyRow study_row,
-                   Db(DbOp::kGetStudyById)->GetStudyById(runs.front().study_id));
+  ASSIGN_OR_RETURN(
+      const StudyRow study_row,
+      Db(DbOp::kGetStudyById)->GetStudyById(runs.front().study_id));
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
   std::vector<learner::EvaluationResult> scores;
   scores.reserve(folds.size());
@@ -392,12 +394,11 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
     e.total_return = m.total_return;
     scores.push_back(e);
   }
-  const double score =
-      learner::TrialObjective(study->config.objective, scores);
+  const double score = learner::TrialObjective(study->config.objective, scores);
   if (!std::isfinite(score)) {
-    return absl::InternalError(absl::StrCat(
-        "trial ", trial_id, ": objective ", study->config.objective,
-        " is not finite (", score, ")"));
+    return absl::InternalError(absl::StrCat("trial ", trial_id, ": objective ",
+                                            study->config.objective,
+                                            " is not finite (", score, ")"));
   }
   absl::Status s = Db(DbOp::kCompleteTrial)->CompleteTrial(trial_id, score);
   if (s.code() == absl::StatusCode::kFailedPrecondition) {
@@ -466,10 +467,10 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
                    learner::TrainerOptionsFromJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
-  lease->set_run_name(absl::StrCat(
-      study.name, "/trial-", trial.number,
-      run->fold == kLockboxFold ? std::string("/lockbox")
-                                : absl::StrCat("/fold-", run->fold)));
+  lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
+                                   run->fold == kLockboxFold
+                                       ? std::string("/lockbox")
+                                       : absl::StrCat("/fold-", run->fold)));
   lease->set_study_id(run->study_id);
   lease->set_trial_id(run->trial_id);
   lease->set_trial_number(trial.number);

@@ -77,8 +77,8 @@ std::string ReturnsText(const std::vector<double>& values) {
   out.reserve(values.size() * 14);
   char buf[32];
   for (size_t i = 0; i < values.size(); ++i) {
-    const int n = std::snprintf(buf, sizeof(buf), "%s%.9g", i ? " " : "",
-                                values[i]);
+    const int n =
+        std::snprintf(buf, sizeof(buf), "%s%.9g", i ? " " : "", values[i]);
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
@@ -1360,8 +1360,8 @@ absl::StatusOr<bool> Store::CompleteRun(
             run_id, trial_id, fold, metrics.sharpe, metrics.benchmark_sharpe,
             metrics.sortino, metrics.max_drawdown, metrics.calmar,
             metrics.total_return, metrics.benchmark_return, metrics.trades,
-            metrics.env_steps, metrics.fees, metrics.turnover,
-            metrics.exposure, metrics.score, ReturnsText(metrics.log_returns));
+            metrics.env_steps, metrics.fees, metrics.turnover, metrics.exposure,
+            metrics.score, ReturnsText(metrics.log_returns));
         FinishRunLocked(txn, study_id, trial_id, run_id, metrics.env_steps,
                         artifacts);
         return txn.exec_params1(
@@ -1479,10 +1479,9 @@ absl::StatusOr<RunRow> Store::AddFinalRun(int64_t trial_id,
       });
 }
 
-absl::Status Store::CompleteFinalRun(int64_t run_id,
-                                     const std::string& member_id,
-                                     LockboxRow result,
-                                     const std::vector<ArtifactRow>& artifacts) {
+absl::Status Store::CompleteFinalRun(
+    int64_t run_id, const std::string& member_id, LockboxRow result,
+    const std::vector<ArtifactRow>& artifacts) {
   RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
   if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
       result.bars < 0 || result.random_seeds < 0) {
@@ -1498,9 +1497,9 @@ absl::Status Store::CompleteFinalRun(int64_t run_id,
         result.random_sharpe_mean, result.random_sharpe_std,
         result.random_return_mean, result.random_return_std}) {
     if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run ", run_id, ": a lockbox metric is not finite (", v,
-          "); nothing was stored"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": a lockbox metric is not finite (", v,
+                       "); nothing was stored"));
     }
   }
   return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
@@ -1532,8 +1531,8 @@ absl::Status Store::CompleteFinalRun(int64_t run_id,
         "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
         "$22, $23, $24, $25, $26)",
         trial_id, run_id, study_id, result.bars, p.sharpe, result.sharpe_se,
-        p.sortino, p.calmar, p.total_return, p.max_drawdown, p.turnover,
-        p.fees, p.trades, p.exposure, p.env_steps, result.bh_sharpe,
+        p.sortino, p.calmar, p.total_return, p.max_drawdown, p.turnover, p.fees,
+        p.trades, p.exposure, p.env_steps, result.bh_sharpe,
         result.bh_sharpe_se, result.bh_sortino, result.bh_return,
         result.bh_max_drawdown, result.random_seeds, result.random_sharpe_mean,
         result.random_sharpe_std, result.random_return_mean,

@@ -128,14 +128,14 @@ struct FoldMetrics {
 struct LockboxRow {
   int64_t trial_id = 0;
   int64_t run_id = 0;
-  int64_t bars = 0;       // lockbox bars evaluated
-  FoldMetrics policy;     // the final run's policy (fold = kLockboxFold)
-  double sharpe_se = 0;   // annualised standard error (Mertens)
+  int64_t bars = 0;      // lockbox bars evaluated
+  FoldMetrics policy;    // the final run's policy (fold = kLockboxFold)
+  double sharpe_se = 0;  // annualised standard error (Mertens)
   double bh_sharpe = 0, bh_sharpe_se = 0, bh_sortino = 0, bh_return = 0,
          bh_max_drawdown = 0;  // equal-weight buy and hold
   int random_seeds = 0;        // uniform random actions, that many seeds
-  double random_sharpe_mean = 0, random_sharpe_std = 0,
-         random_return_mean = 0, random_return_std = 0;
+  double random_sharpe_mean = 0, random_sharpe_std = 0, random_return_mean = 0,
+         random_return_std = 0;
 };
 
 struct ArtifactRow {

@@ -16,8 +16,8 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                                                    const StudyRow& study);
 
 // The stored result of a done study, else ComputeStudyResult.
-absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(
-    Store& store, const StudyRow& study);
+absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(Store& store,
+                                                         const StudyRow& study);
 
 }  // namespace ristretto::coordinator
 

@@ -229,10 +229,9 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
       artifact.kind = "policy";
       artifact.path = policy;
       artifact.sha256 = DirSha256(policy);
-      EXPECT_TRUE(store_
-                      ->CompleteFinalRun((*leased)->id, "learner-test", l,
-                                         {artifact})
-                      .ok());
+      EXPECT_TRUE(
+          store_->CompleteFinalRun((*leased)->id, "learner-test", l, {artifact})
+              .ok());
     }
     return *store_->GetTrial(trial->id);
   }
@@ -463,9 +462,10 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   EXPECT_THAT(best.output,
               testing::ContainsRegex("\n +1 +2\\.15 ± n/a .* +41 .* +20000\n"));
   // The lockbox section and the verdict (the last line).
-  EXPECT_THAT(best.output, testing::ContainsRegex(
-                               "\n *trial 1 +2\\.90 ± 1\\.50 "));
-  EXPECT_THAT(best.output, testing::ContainsRegex("\nverdict: NO EDGE[^\n]*\n$"));
+  EXPECT_THAT(best.output,
+              testing::ContainsRegex("\n *trial 1 +2\\.90 ± 1\\.50 "));
+  EXPECT_THAT(best.output,
+              testing::ContainsRegex("\nverdict: NO EDGE[^\n]*\n$"));
   const std::string policy = dir_ + "/policies/trial1-fold1";
   EXPECT_THAT(best.output,
               AllOf(HasSubstr(policy), HasSubstr(DirSha256(policy))));
@@ -477,11 +477,10 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
                                       "1 failed; 0 running"));
   EXPECT_THAT(board.output, HasSubstr("best 0.9000 (trial 1)"));
   EXPECT_THAT(board.output, HasSubstr("study gamma is done"));
-  EXPECT_THAT(
-      board.output,
-      testing::ContainsRegex("\n +1 +1 +0\\.9000 +2\\.90 ± 1\\.50 [^\n]*"
-                             "batch_size=8192 [^\n]*\n +2 +0 +0\\.5000 "
-                             "[^\n]*batch_size=4096 "));
+  EXPECT_THAT(board.output, testing::ContainsRegex(
+                                "\n +1 +1 +0\\.9000 +2\\.90 ± 1\\.50 [^\n]*"
+                                "batch_size=8192 [^\n]*\n +2 +0 +0\\.5000 "
+                                "[^\n]*batch_size=4096 "));
 }
 
 TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {

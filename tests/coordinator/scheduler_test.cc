@@ -3,16 +3,15 @@
 // including repeated reports and values recorded before a restart.
 #include "coordinator/service/scheduler.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "coordinator/core/verdict.h"
-#include "learner/run_options_json.h"
 #include "gtest/gtest.h"
+#include "learner/run_options_json.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
 namespace ristretto::coordinator {
@@ -153,7 +152,8 @@ v1::Evaluation Eval(double sharpe, int64_t steps, int bars) {
 }
 
 TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
-  absl::StatusOr<StudyRow> study = admin_->CreateStudy("lockbox", kLockboxStudy);
+  absl::StatusOr<StudyRow> study =
+      admin_->CreateStudy("lockbox", kLockboxStudy);
   ASSERT_TRUE(study.ok()) << study.status();
   ASSERT_TRUE(admin_->SetStudyState(study->id, kStudyRunning).ok());
   // Only this study runs.
@@ -228,7 +228,8 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
     report.set_member_id(kMember);
     report.set_run_id(lease->lease().run_id());
     *report.mutable_evaluation() = Eval(-50, 4000, 10);
-    absl::StatusOr<v1::ReportEvaluationResponse> r = s->ReportEvaluation(report);
+    absl::StatusOr<v1::ReportEvaluationResponse> r =
+        s->ReportEvaluation(report);
     ASSERT_TRUE(r.ok());
     EXPECT_FALSE(r->prune());
     v1::CompleteRunRequest done;

@@ -80,7 +80,7 @@ TEST(StudyConfigTest, ParsesEverySectionOfAValidStudy) {
   EXPECT_EQ(c.budget_env_steps, 20000);
   EXPECT_EQ(c.eval_every_env_steps, 5000);
   EXPECT_EQ(c.objective, "sharpe");  // the default
-  EXPECT_EQ(c.lockbox.share, 0.15);   // on by default
+  EXPECT_EQ(c.lockbox.share, 0.15);  // on by default
   EXPECT_EQ(c.sampler.type, "tpe");
   EXPECT_EQ(c.sampler.seed, 3u);
   EXPECT_EQ(c.sampler.startup_trials, 3);
@@ -450,8 +450,8 @@ TEST(StudyConfigTest, RejectsAnUnknownObjective) {
 }
 
 TEST(StudyConfigTest, AcceptsEveryObjective) {
-  for (const char* o : {"sharpe", "sortino", "excess_sharpe", "calmar",
-                        "return"}) {
+  for (const char* o :
+       {"sharpe", "sortino", "excess_sharpe", "calmar", "return"}) {
     absl::StatusOr<StudyConfig> c = ParseStudyConfig(
         Replace(kStudy, "max_trials: 6", std::string("objective: ") + o));
     ASSERT_TRUE(c.ok()) << c.status();
@@ -491,8 +491,7 @@ TEST(StudyConfigTest, RejectsABadLockbox) {
   absl::StatusOr<StudyConfig> c = ParseStudyConfig(
       Replace(kStudy, "max_trials: 6", "lockbox: {bars: 1000}"));
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(std::string(c.status().message()),
-              ::testing::StartsWith("cv: "));
+  EXPECT_THAT(std::string(c.status().message()), ::testing::StartsWith("cv: "));
   EXPECT_THAT(std::string(c.status().message()),
               ::testing::HasSubstr("2000 before the lockbox"));
 }
