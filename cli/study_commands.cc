@@ -981,10 +981,18 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     }
     const int64_t finished = c.complete + c.pruned + c.failed;
     const std::optional<TrialRow> best = BestTrial(trials);
-    const std::string counts = absl::StrFormat(
+    // Queued or leased runs once every trial has finished are the complete
+    // trials' final (lockbox) runs: the study waits for them.
+    ASSIGN_OR_RETURN(const int64_t open_runs, store.CountOpenRuns(study.id));
+    const int64_t lockbox_left = c.running == 0 ? open_runs : 0;
+    std::string counts = absl::StrFormat(
         "trials %d%s done: %d complete, %d pruned, %d failed; %d running",
         finished, max_trials > 0 ? absl::StrCat("/", max_trials) : "",
         c.complete, c.pruned, c.failed, c.running);
+    if (lockbox_left > 0) {
+      absl::StrAppend(&counts, "; ", lockbox_left, " lockbox run",
+                      lockbox_left == 1 ? "" : "s", " left");
+    }
     const std::string best_text =
         best.has_value() ? absl::StrFormat("best %.4f (trial %d)", *best->score,
                                            best->number)
@@ -1022,7 +1030,8 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     last_key = key;
 
     if (study.state == coordinator::kStudyDone ||
-        (max_trials > 0 && finished >= max_trials && c.running == 0)) {
+        (max_trials > 0 && finished >= max_trials && c.running == 0 &&
+         open_runs == 0)) {
       why = absl::StrCat("study ", study_name, " is done");
     } else if (study.state == coordinator::kStudyStopped) {
       why = absl::StrCat("study ", study_name,
