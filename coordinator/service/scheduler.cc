@@ -1,5 +1,6 @@
 #include "coordinator/service/scheduler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -289,8 +290,32 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
   if (steps < 1) steps = study->config.budget_env_steps;
   Params params;
   for (const ParamRow& p : trial.params) params[p.name] = p.value;
+  // The refit trains on more rows than any fold: it gets as many passes
+  // over its rows as the folds' best checkpoints had over theirs (steps ×
+  // refit rows / mean fold training rows, at most 4×).
+  absl::StatusOr<std::vector<learner::TrainerOptions>> fold_options =
+      BuildRunOptions(study->config, params, study->dataset);
   absl::StatusOr<learner::TrainerOptions> options =
       BuildFinalRunOptions(study->config, params, study->dataset, steps);
+  if (options.ok() && fold_options.ok() && !fold_options->empty()) {
+    auto rows = [](const std::vector<env::Domain>& domains) {
+      int64_t n = 0;
+      for (const env::Domain& d : domains) n += d.size();
+      return static_cast<double>(n);
+    };
+    double fold_rows = 0;
+    for (const learner::TrainerOptions& f : *fold_options) {
+      fold_rows += rows(f.train_domains) /
+                   static_cast<double>(fold_options->size());
+    }
+    const double scale =
+        fold_rows > 0
+            ? std::clamp(rows(options->train_domains) / fold_rows, 1.0, 4.0)
+            : 1.0;
+    steps = static_cast<int64_t>(std::llround(static_cast<double>(steps) *
+                                              scale));
+    options->budget_env_steps = steps;
+  }
   if (!options.ok()) {
     // The trial keeps its CV score; it simply has no lockbox result (the
     // verdict says so if it is the best).

@@ -163,6 +163,7 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
   auto s = NewScheduler();
   ASSERT_TRUE(s->Tick().ok());
   int64_t runs[2];
+  int64_t fold_rows = 0;
   for (int64_t& run : runs) {
     v1::LeaseRunRequest request;
     request.set_member_id(kMember);
@@ -178,6 +179,8 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
     for (const env::Domain& d : o->validation_domains) {
       EXPECT_LE(d.end, o->lockbox_guard);
     }
+    fold_rows = 0;
+    for (const env::Domain& d : o->train_domains) fold_rows += d.size();
   }
   // A NaN metric is refused with its name, and nothing is stored.
   v1::CompleteRunRequest bad;
@@ -219,7 +222,13 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
         learner::TrainerOptionsFromJson(lease->lease().trainer_options_json());
     ASSERT_TRUE(o.ok());
     EXPECT_TRUE(o->final_evaluation);
-    EXPECT_EQ(o->budget_env_steps, 4000);  // the folds' best checkpoint
+    // The folds' best checkpoint (4000 steps) scaled to the refit's rows.
+    int64_t refit_rows = 0;
+    for (const env::Domain& d : o->train_domains) refit_rows += d.size();
+    EXPECT_GT(refit_rows, fold_rows);
+    EXPECT_EQ(o->budget_env_steps,
+              std::llround(4000.0 * static_cast<double>(refit_rows) /
+                           static_cast<double>(fold_rows)));
     EXPECT_EQ(o->eval_every_env_steps, 0);
     ASSERT_EQ(o->validation_domains.size(), 1u);
     EXPECT_EQ(o->validation_domains[0].begin, o->lockbox_begin);
