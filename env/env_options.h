@@ -34,8 +34,14 @@ struct EnvOptions {
   double norm_stocks = 1.0 / 256;  // 2^-8
   double norm_tech = 1.0 / 16384;  // 2^-14
   double norm_reward = 1.0 / 512;  // 2^-9
-  // Action scale divisor: action 1 buys C0 / (price[0] · norm_action) coins.
-  double norm_action = 100.0;
+  // Position sizing. Action scale divisor: action 1 buys
+  // C0 / (price[0] · norm_action) coins, i.e. 1/norm_action of the initial
+  // capital per asset and bar (sells likewise). Default 1: a policy can move
+  // its whole capital in one bar and fractional actions size partial
+  // positions. The original's 100 moves at most ~1 % of capital per bar,
+  // too slow to follow any signal after fees (issue 12); the golden traces
+  // set 100 explicitly.
+  double norm_action = 1.0;
   // Lower bound of the reward's linear time decay, in [0, 1].
   double time_decay_floor = 0.0;
   // Cash kept back from buys, as a fraction of C0, in [0, 1).
