@@ -305,15 +305,15 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
     };
     double fold_rows = 0;
     for (const learner::TrainerOptions& f : *fold_options) {
-      fold_rows += rows(f.train_domains) /
-                   static_cast<double>(fold_options->size());
+      fold_rows +=
+          rows(f.train_domains) / static_cast<double>(fold_options->size());
     }
     const double scale =
         fold_rows > 0
             ? std::clamp(rows(options->train_domains) / fold_rows, 1.0, 4.0)
             : 1.0;
-    steps = static_cast<int64_t>(std::llround(static_cast<double>(steps) *
-                                              scale));
+    steps =
+        static_cast<int64_t>(std::llround(static_cast<double>(steps) * scale));
     options->budget_env_steps = steps;
   }
   if (!options.ok()) {
