@@ -19,6 +19,7 @@ using ::testing::StartsWith;
 std::vector<double> Returns(uint64_t seed, double mean, int t = 1200) {
   Rng rng(seed);
   std::vector<double> out;
+  out.reserve(static_cast<size_t>(t));
   for (int i = 0; i < t; ++i) out.push_back(mean + 0.01 * rng.Normal());
   return out;
 }
