@@ -83,6 +83,27 @@ absl::Status CheckFinite(const v1::Evaluation& e) {
   return absl::OkStatus();
 }
 
+// The artifacts a completed run reports, scoped to its study and trial.
+absl::StatusOr<std::vector<ArtifactRow>> ToArtifacts(
+    const RunRow& run, const v1::CompleteRunRequest& request) {
+  std::vector<ArtifactRow> artifacts;
+  for (const v1::Artifact& a : request.artifacts()) {
+    if (a.kind() != "policy" && a.kind() != "checkpoint") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown artifact kind '", a.kind(), "'"));
+    }
+    ArtifactRow row;
+    row.study_id = run.study_id;
+    row.trial_id = run.trial_id;
+    row.run_id = run.id;
+    row.kind = a.kind();
+    row.path = a.path();
+    row.sha256 = a.sha256();
+    artifacts.push_back(std::move(row));
+  }
+  return artifacts;
+}
+
 }  // namespace
 
 Scheduler::Scheduler(std::unique_ptr<Store> store, SchedulerOptions options)
@@ -371,17 +392,8 @@ absl::Status Scheduler::CompleteFinalRun(
   row.random_sharpe_std = base.random_sharpe_std;
   row.random_return_mean = base.random_return_mean;
   row.random_return_std = base.random_return_std;
-  std::vector<ArtifactRow> artifacts;
-  for (const v1::Artifact& a : request.artifacts()) {
-    ArtifactRow r;
-    r.study_id = run.study_id;
-    r.trial_id = run.trial_id;
-    r.run_id = run.id;
-    r.kind = a.kind();
-    r.path = a.path();
-    r.sha256 = a.sha256();
-    artifacts.push_back(std::move(r));
-  }
+  ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
+                   ToArtifacts(run, request));
   RETURN_IF_ERROR(Db(DbOp::kCompleteRun)
                       ->CompleteFinalRun(run.id, request.member_id(),
                                          std::move(row), artifacts));
@@ -594,21 +606,8 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
   if (run.fold == kLockboxFold) return CompleteFinalRun(run, request);
-  std::vector<ArtifactRow> artifacts;
-  for (const v1::Artifact& a : request.artifacts()) {
-    if (a.kind() != "policy" && a.kind() != "checkpoint") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown artifact kind '", a.kind(), "'"));
-    }
-    ArtifactRow row;
-    row.study_id = run.study_id;
-    row.trial_id = run.trial_id;
-    row.run_id = run.id;
-    row.kind = a.kind();
-    row.path = a.path();
-    row.sha256 = a.sha256();
-    artifacts.push_back(std::move(row));
-  }
+  ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
+                   ToArtifacts(run, request));
   FoldMetrics metrics = ToMetrics(request.final_evaluation());
   {
     ASSIGN_OR_RETURN(StudyRow study_row,

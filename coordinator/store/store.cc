@@ -583,6 +583,23 @@ void FailTrialLocked(pqxx::work& txn, int64_t trial_id,
   CancelRuns(txn, trial_id, "trial failed");
 }
 
+// Locks run `run_id` and checks that `member_id` holds its lease; returns
+// (state, holder, study_id, fold). The caller holds the trial lock.
+absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
+                                      const std::string& member_id) {
+  pqxx::row r = txn.exec_params1(
+      "SELECT state, COALESCE(member_id, ''), study_id, fold "
+      "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
+      run_id);
+  const std::string state = r[0].as<std::string>();
+  const std::string holder = r[1].as<std::string>();
+  if (state != kRunLeased || holder != member_id) {
+    return absl::FailedPreconditionError(
+        HolderMismatch(run_id, state, holder, member_id));
+  }
+  return r;
+}
+
 absl::Status CheckArtifacts(int64_t run_id,
                             const std::vector<ArtifactRow>& artifacts) {
   for (const ArtifactRow& a : artifacts) {
@@ -1333,16 +1350,8 @@ absl::StatusOr<bool> Store::CompleteRun(
         // The trial lock makes "all runs done?" exact when two folds of one
         // trial complete at the same time.
         RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
-        const pqxx::row r = txn.exec_params1(
-            "SELECT state, COALESCE(member_id, ''), study_id, fold "
-            "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
-            run_id);
-        const std::string state = r[0].as<std::string>();
-        const std::string holder = r[1].as<std::string>();
-        if (state != kRunLeased || holder != member_id) {
-          return absl::FailedPreconditionError(
-              HolderMismatch(run_id, state, holder, member_id));
-        }
+        ASSIGN_OR_RETURN(const pqxx::row r,
+                         LockHeldRun(txn, run_id, member_id));
         const int64_t study_id = r[2].as<int64_t>();
         const int fold = r[3].as<int>();
         if (fold == kLockboxFold) {
@@ -1505,16 +1514,7 @@ absl::Status Store::CompleteFinalRun(
   return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
-    const pqxx::row r = txn.exec_params1(
-        "SELECT state, COALESCE(member_id, ''), study_id, fold "
-        "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
-        run_id);
-    const std::string state = r[0].as<std::string>();
-    const std::string holder = r[1].as<std::string>();
-    if (state != kRunLeased || holder != member_id) {
-      return absl::FailedPreconditionError(
-          HolderMismatch(run_id, state, holder, member_id));
-    }
+    ASSIGN_OR_RETURN(const pqxx::row r, LockHeldRun(txn, run_id, member_id));
     if (r[3].as<int>() != kLockboxFold) {
       return absl::FailedPreconditionError(
           absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
