@@ -30,6 +30,9 @@ namespace ristretto::coordinator {
 
 // The Store operations the scheduler times (label op = the method name).
 enum class DbOp {
+  kAddFinalRun,
+  kCompleteFinalRun,
+  kCountOpenRuns,
   kCompleteRun,
   kCompleteTrial,
   kCountTrials,
@@ -49,12 +52,13 @@ enum class DbOp {
   kListTrials,
   kPruneTrial,
   kPutDataset,
+  kPutStudyResult,
   kReleaseLeases,
   kReportIntermediate,
   kSetStudyState,
   kUpsertMember,
 };
-inline constexpr int kNumDbOps = 23;
+inline constexpr int kNumDbOps = 27;
 // The Store method's name, e.g. "LeaseRun".
 const char* DbOpName(DbOp op);
 

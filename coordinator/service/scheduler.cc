@@ -283,12 +283,12 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
   if (running == 0 && created >= study->config.max_trials) {
     // The final runs of the complete trials finish before the study does.
     ASSIGN_OR_RETURN(const int64_t open,
-                     Db(DbOp::kListRuns)->CountOpenRuns(row.id));
+                     Db(DbOp::kCountOpenRuns)->CountOpenRuns(row.id));
     if (open > 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(const StudyStatistics result,
                      ComputeStudyResult(*store_, row));
     RETURN_IF_ERROR(
-        Db(DbOp::kSetStudyState)
+        Db(DbOp::kPutStudyResult)
             ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
     RETURN_IF_ERROR(
         Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyDone));
@@ -348,7 +348,7 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
   }
   ASSIGN_OR_RETURN(
       const RunRow run,
-      Db(DbOp::kCreateTrial)
+      Db(DbOp::kAddFinalRun)
           ->AddFinalRun(trial.id, learner::TrainerOptionsToJson(*options),
                         options_.data_dir + "/runs"));
   study->final_queued.insert(trial.id);
@@ -394,7 +394,7 @@ absl::Status Scheduler::CompleteFinalRun(
   row.random_return_std = base.random_return_std;
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
-  RETURN_IF_ERROR(Db(DbOp::kCompleteRun)
+  RETURN_IF_ERROR(Db(DbOp::kCompleteFinalRun)
                       ->CompleteFinalRun(run.id, request.member_id(),
                                          std::move(row), artifacts));
   ++counters_.runs_completed;
