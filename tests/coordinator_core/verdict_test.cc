@@ -6,8 +6,12 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "env/dataset.h"
+#include "env/market_data.h"
+#include "env/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "learner/evaluation.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -106,6 +110,40 @@ TEST(VerdictTest, NothingCompleteIsNoEdgeAndRoundTripsThroughJson) {
   ASSERT_TRUE(back->lockbox.has_value());
   EXPECT_DOUBLE_EQ(back->lockbox->sharpe, 2.5);
   EXPECT_FALSE(StudyStatisticsFromJson("[1]").ok());
+}
+
+TEST(BaselinesTest, BuyAndHoldIsOnTheRowsAPolicyPlaysAndRandomVaries) {
+  env::SyntheticMarketOptions so;
+  so.num_assets = 2;
+  so.num_rows = 600;
+  so.seed = 4;
+  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
+      env::MarketData::FromDataset(*data);
+  ASSERT_TRUE(market.ok()) << market.status();
+  env::EnvOptions o;
+  o.lookback = 3;
+  const std::vector<env::Domain> domains = {{100, 300}, {320, 500}};
+  absl::StatusOr<SegmentBaselines> b =
+      ComputeBaselines(*market, o, domains, /*random_seeds=*/5);
+  ASSERT_TRUE(b.ok()) << b.status();
+  // EvaluateActions scores its own buy and hold on the rows the env plays:
+  // the baselines' must be the same series.
+  absl::StatusOr<learner::EvaluationResult> cash = learner::EvaluateActions(
+      *market, o, domains, [](const float*, int copies, float* actions) {
+        std::fill(actions, actions + 2 * copies, -1.0f);
+      });
+  ASSERT_TRUE(cash.ok()) << cash.status();
+  EXPECT_NEAR(b->buy_and_hold.sharpe, cash->benchmark_sharpe, 1e-12);
+  EXPECT_NEAR(b->buy_and_hold.total_return, cash->benchmark_return, 1e-12);
+  EXPECT_EQ(b->buy_and_hold.log_returns.size(), cash->log_returns.size());
+  EXPECT_GT(b->buy_and_hold_sharpe_se, 0);
+  // Cash (never buying) earns exactly nothing.
+  EXPECT_EQ(cash->sharpe, 0);
+  EXPECT_EQ(cash->total_return, 0);
+  EXPECT_EQ(b->random_seeds, 5);
+  EXPECT_GT(b->random_sharpe_std, 0);
 }
 
 }  // namespace
