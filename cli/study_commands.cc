@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <system_error>
@@ -739,17 +740,9 @@ absl::Status StudyBest(const Args& args) {
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,
                    store->ListFoldMetrics(best->id));
   std::printf("\nfolds (validation)\n");
-  absl::StatusOr<coordinator::StudyConfig> config =
-      coordinator::ParseStudyConfig(study.config_text);
-  double bpy = env::BarsPerYear(1800);
-  if (config.ok()) {
-    int64_t interval = config->dataset.interval_seconds;
-    if (!config->dataset.synthetic) {
-      absl::StatusOr<DatasetRow> d = store->GetDataset(config->dataset.id);
-      if (d.ok()) interval = d->interval_seconds;
-    }
-    bpy = env::BarsPerYear(interval);
-  }
+  // Without the dataset's bar interval the standard errors show as n/a.
+  const absl::StatusOr<double> bpy =
+      coordinator::StudyBarsPerYear(*store, study);
   Table metrics({"fold", "sharpe ± se", "buy&hold sharpe", "sortino", "max_dd%",
                  "calmar", "return%", "buy&hold return%", "trades", "fees",
                  "turnover", "exposure%", "best at env_steps"});
@@ -757,8 +750,10 @@ absl::Status StudyBest(const Args& args) {
     const FoldMetrics& m = folds[k];
     metrics.AddRow(
         {absl::StrCat(k),
-         FormatSharpeSe(m.sharpe,
-                        coordinator::AnnualisedSharpeError(m.log_returns, bpy)),
+         FormatSharpeSe(
+             m.sharpe,
+             bpy.ok() ? coordinator::AnnualisedSharpeError(m.log_returns, *bpy)
+                      : std::numeric_limits<double>::quiet_NaN()),
          absl::StrFormat("%.4f", m.benchmark_sharpe),
          absl::StrFormat("%.4f", m.sortino),
          absl::StrFormat("%.2f", 100 * m.max_drawdown),

@@ -10,8 +10,7 @@
 
 namespace ristretto::coordinator {
 
-absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
-                                                   const StudyRow& study) {
+absl::StatusOr<double> StudyBarsPerYear(Store& store, const StudyRow& study) {
   ASSIGN_OR_RETURN(const StudyConfig config,
                    ParseStudyConfig(study.config_text));
   int64_t interval = config.dataset.interval_seconds;
@@ -20,6 +19,14 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                      store.GetDataset(config.dataset.id));
     interval = dataset.interval_seconds;
   }
+  return env::BarsPerYear(interval);
+}
+
+absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
+                                                   const StudyRow& study) {
+  ASSIGN_OR_RETURN(const StudyConfig config,
+                   ParseStudyConfig(study.config_text));
+  ASSIGN_OR_RETURN(const double bars_per_year, StudyBarsPerYear(store, study));
   ASSIGN_OR_RETURN(const std::vector<TrialRow> trials,
                    store.ListTrials(study.id));
   ASSIGN_OR_RETURN(const auto folds, store.ListStudyFoldMetrics(study.id));
@@ -66,8 +73,7 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
     checkpoints = (config.budget_env_steps + config.eval_every_env_steps - 1) /
                   config.eval_every_env_steps;
   }
-  return ComputeStudyStatistics(complete, tried, checkpoints,
-                                env::BarsPerYear(interval));
+  return ComputeStudyStatistics(complete, tried, checkpoints, bars_per_year);
 }
 
 absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(

@@ -11,6 +11,11 @@
 
 namespace ristretto::coordinator {
 
+// Bars per year of the study's dataset (its synthetic interval, or the
+// registered dataset's). Errors: the store's (kNotFound for an unregistered
+// dataset); a study file that no longer parses.
+absl::StatusOr<double> StudyBarsPerYear(Store& store, const StudyRow& study);
+
 // Errors: the store's; a study file that no longer parses.
 absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                                                    const StudyRow& study);
