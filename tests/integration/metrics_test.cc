@@ -381,16 +381,28 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
             4096)
       << learned;
 
+  // The trial completes, then its final (lockbox) run is leased and done:
+  // two leases in all, the final one recorded under its own store op.
+  const Labels final_op = {{"op", "CompleteFinalRun"}};
   body = ScrapeUntil(
       coord_port,
       [&](const std::string& b) {
-        return Value(b, "ristretto_coordinator_trials", complete) == 1;
+        return Value(b, "ristretto_coordinator_trials", complete) == 1 &&
+               SampleValue(b, "ristretto_coordinator_db_latency_seconds_count",
+                           final_op)
+                   .has_value() &&
+               Value(b, "ristretto_coordinator_db_latency_seconds_count",
+                     final_op) >= 1;
       },
       180s);
   EXPECT_EQ(Value(body, "ristretto_coordinator_trials", complete), 1)
       << coord.Log() << learner.Log();
   EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 0);
-  EXPECT_EQ(Value(body, "ristretto_coordinator_runs_leased_total"), 1);
+  EXPECT_EQ(
+      Value(body, "ristretto_coordinator_db_latency_seconds_count", final_op),
+      1)
+      << coord.Log();
+  EXPECT_EQ(Value(body, "ristretto_coordinator_runs_leased_total"), 2);
   EXPECT_GE(Value(body, "ristretto_coordinator_db_latency_seconds_count",
                   {{"op", "LeaseRun"}}),
             1);
