@@ -23,6 +23,9 @@ PACKAGES=(
   zlib1g-dev nlohmann-json3-dev
   # network namespaces for the multi-machine test (tests/integration/netns_test.sh)
   iproute2
+  # a real browser for the HTML report and chart tests
+  # (tests/integration/browser_check.sh)
+  chromium
 )
 
 SUDO=""
