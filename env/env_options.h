@@ -27,6 +27,15 @@ struct EnvOptions {
   // Proportional fees on buy and sell notional (0.0025 = 0.25 %).
   double buy_fee = 0.0025;
   double sell_fee = 0.0025;
+  // Execution costs beyond the fees (issue 13). Slippage in basis points of
+  // the close, paid on every trade: buys fill at close · (1 + s) and sells
+  // (trims, stops) at close · (1 − s), s = slippage_bps / 10^4; >= 0.
+  // Default 5 bps, a conservative spread + impact for liquid crypto pairs at
+  // retail size; the golden parity traces set 0 (the original had none).
+  double slippage_bps = 5.0;
+  // Cap on the quantity of an asset traded in one bar, as a share of that
+  // bar's volume, in [0, 1]; 0 = no cap. Needs volumes (MarketData::volume).
+  double max_volume_share = 0.0;
   // Fraction of the affordable quantity actually bought (slippage margin).
   double buy_safety = 0.99;
   // Observation and reward scales (the original uses powers of two).

@@ -21,6 +21,9 @@ struct MarketData {
   std::vector<double> tech;       // T × F features
   std::vector<AssetMeta> assets;  // n; min order quantity keyed by symbol
   std::vector<Domain> domains;    // contiguous row blocks covering [0, T)
+  // T × n bar volumes (base units), row per bar; empty when unknown (then
+  // EnvOptions::max_volume_share must be 0).
+  std::vector<double> volume;
   int64_t interval_seconds = 0;
 
   // Builds the env view of a dataset with computed features (one copy of the

@@ -6,6 +6,7 @@
 #ifndef RISTRETTO_LEARNER_CONTRACT_H_
 #define RISTRETTO_LEARNER_CONTRACT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,11 @@ struct PolicyContract {
   std::vector<std::string> asset_symbols;  // column order
   std::vector<std::string> feature_names;  // per asset
   std::string dataset_id;                  // SHA-256 of the dataset
-  env::EnvOptions env;                     // every env knob
-  NetworkOptions network;                  // network shape and squashing
+  // Bar interval of the training data in seconds; 0 = not recorded
+  // (contracts written before issue 13).
+  int64_t interval_seconds = 0;
+  env::EnvOptions env;     // every env knob
+  NetworkOptions network;  // network shape and squashing
 
   // Builds the contract of a policy for `env` on a dataset.
   static PolicyContract Make(const env::EnvOptions& env_options,
