@@ -39,6 +39,8 @@ absl::Status EnvOptions::Validate() const {
       {"initial_capital", initial_capital, 0, kInf, true, false},
       {"buy_fee", buy_fee, 0, 1, false, true},
       {"sell_fee", sell_fee, 0, 1, false, true},
+      {"slippage_bps", slippage_bps, 0, 1000, false, true},
+      {"max_volume_share", max_volume_share, 0, 1, false, false},
       {"buy_safety", buy_safety, 0, 1, true, false},
       {"norm_cash", norm_cash, 0, kInf, true, false},
       {"norm_stocks", norm_stocks, 0, kInf, true, false},

@@ -95,7 +95,7 @@ double CalmarRatio(absl::Span<const double> values, double bars_per_year) {
 std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
                                           int num_assets, int64_t begin,
                                           int64_t end, double initial_capital,
-                                          double buy_fee) {
+                                          double buy_fee, double slippage_bps) {
   std::vector<double> values;
   if (num_assets < 1) return values;
   const size_t n = static_cast<size_t>(num_assets);
@@ -105,10 +105,14 @@ std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
   if (begin == end) return values;
 
   const double per_asset = initial_capital / static_cast<double>(num_assets);
+  // The env's buy fill factor (bit-identical to it; 1 exactly when s = 0).
+  const double fill = 1.0 + slippage_bps / 1e4;
   std::vector<double> holdings(n, 0.0);
   const double* first = prices.data() + static_cast<size_t>(begin) * n;
   for (size_t i = 0; i < n; ++i) {
-    if (first[i] != 0.0) holdings[i] = per_asset / (first[i] * (1.0 + buy_fee));
+    if (first[i] != 0.0) {
+      holdings[i] = per_asset / (first[i] * fill * (1.0 + buy_fee));
+    }
   }
   values.resize(static_cast<size_t>(end - begin));
   for (int64_t t = begin; t < end; ++t) {

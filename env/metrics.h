@@ -64,19 +64,25 @@ double CalmarRatio(absl::Span<const double> values, double bars_per_year);
 // Value series of the equal-weight buy-and-hold benchmark over rows
 // [begin, end) of a T × num_assets row-major price matrix (prices[t·n + i]
 // is the price of asset i at row t; T = prices.size() / n). At row `begin`
-// C0 = initial_capital is split equally and bought with a proportional fee:
-//   holdings_i = (C0 / n) / (p[begin][i] · (1 + buy_fee)), 0 if p[begin][i]
-//                is 0,
+// C0 = initial_capital is split equally and bought once, at the close plus
+// the slippage s = slippage_bps / 10^4 and with the proportional fee:
+//   holdings_i = (C0 / n) / (p[begin][i] · (1 + s) · (1 + buy_fee)), 0 if
+//                p[begin][i] is 0,
 //   value_t = Σ_i holdings_i · p[t][i]   (summed left to right, i = 0 … n−1),
 // for t = begin … end − 1 (length end − begin). The same definition as the
 // env's benchmark E (env.md: eqw[i]); an asset with price 0 at `begin` holds
 // nothing, so its share of C0 is simply not invested.
+// It pays the same execution costs as the env's trades, so pass the
+// EnvOptions' buy_fee and slippage_bps (the default 0 is for callers that
+// model no slippage, such as the golden parity settings). The volume cap
+// does not apply (one buy at the first bar).
 // Returns an empty vector when num_assets < 1, prices.size() is not a
 // multiple of num_assets, or [begin, end) is not within [0, T].
 std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
                                           int num_assets, int64_t begin,
                                           int64_t end, double initial_capital,
-                                          double buy_fee);
+                                          double buy_fee,
+                                          double slippage_bps = 0.0);
 
 // All metrics of one value series.
 struct PerformanceSummary {

@@ -46,6 +46,8 @@ void VisitEnv(Env& e, Visitor& v) {
   v("initial_capital", e.initial_capital);
   v("buy_fee", e.buy_fee);
   v("sell_fee", e.sell_fee);
+  v("slippage_bps", e.slippage_bps);
+  v("max_volume_share", e.max_volume_share);
   v("buy_safety", e.buy_safety);
   v("norm_cash", e.norm_cash);
   v("norm_stocks", e.norm_stocks);
@@ -207,6 +209,13 @@ absl::Status Read(const Json& j, const std::string& path, LogProbMode* out) {
   return ReadEnum(j, path, &ParseLogProbMode, out);
 }
 
+// Fields added after contract version 1 without a version bump: a contract
+// written before them lacks the key and reads as 0 (policies trained before
+// execution costs existed paid no slippage and had no volume cap).
+bool ReadsAsZeroWhenMissing(const std::string& path) {
+  return path == "env.slippage_bps" || path == "env.max_volume_share";
+}
+
 // Reads named fields of one JSON object; keeps the first error.
 class JsonReader {
  public:
@@ -218,6 +227,10 @@ class JsonReader {
     if (!status_.ok()) return;
     const std::string path = prefix_ + name;
     const auto it = obj_.find(name);
+    if (it == obj_.end() && ReadsAsZeroWhenMissing(path)) {
+      out = T{};
+      return;
+    }
     if (it == obj_.end()) {
       status_ = absl::InvalidArgumentError(
           absl::StrCat("contract JSON: missing field ", path));

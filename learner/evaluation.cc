@@ -113,7 +113,8 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
     const env::PerformanceSummary bot = env::Summarize(v, bpy);
     const std::vector<double> bench = env::EqualWeightBuyAndHold(
         market->price, n, first_row[b], last_row[b] + 1,
-        env_options.initial_capital, env_options.buy_fee);
+        env_options.initial_capital, env_options.buy_fee,
+        env_options.slippage_bps);
     const env::PerformanceSummary eq = env::Summarize(bench, bpy);
     result.sharpe += bot.sharpe / B;
     result.sortino += bot.sortino / B;

@@ -53,7 +53,7 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
     }
     const std::vector<double> values = env::EqualWeightBuyAndHold(
         market->price, n, first, end, env_options.initial_capital,
-        env_options.buy_fee);
+        env_options.buy_fee, env_options.slippage_bps);
     const env::PerformanceSummary s = env::Summarize(values, bpy);
     bh.sharpe += s.sharpe / copies;
     bh.sortino += s.sortino / copies;

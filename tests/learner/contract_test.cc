@@ -33,6 +33,8 @@ PolicyContract MakeNonDefaultContract() {
   env.initial_capital = 1234.5;
   env.buy_fee = 0.001;
   env.sell_fee = 0.0015;
+  env.slippage_bps = 7.25;
+  env.max_volume_share = 0.1;
   env.buy_safety = 0.975;
   env.norm_cash = 1.0 / 3.0;
   env.norm_stocks = 1.0 / 7.0;
@@ -102,6 +104,8 @@ TEST(ContractTest, JsonRoundTripPreservesEveryField) {
   EXPECT_EQ(out.env.initial_capital, in.env.initial_capital);
   EXPECT_EQ(out.env.buy_fee, in.env.buy_fee);
   EXPECT_EQ(out.env.sell_fee, in.env.sell_fee);
+  EXPECT_EQ(out.env.slippage_bps, in.env.slippage_bps);
+  EXPECT_EQ(out.env.max_volume_share, in.env.max_volume_share);
   EXPECT_EQ(out.env.buy_safety, in.env.buy_safety);
   EXPECT_EQ(out.env.norm_cash, in.env.norm_cash);
   EXPECT_EQ(out.env.norm_stocks, in.env.norm_stocks);
@@ -380,6 +384,37 @@ TEST(ContractTest, MissingEnvOptionIsInvalidArgumentNamingIt) {
   const absl::StatusOr<PolicyContract> c = PolicyContract::FromJson(json);
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(), "contract JSON: missing field env.norm_tech");
+}
+
+TEST(ContractTest, ContractWithoutExecutionCostsReadsThemAsZero) {
+  // Contracts written before slippage and the volume cap existed lack both
+  // keys; those policies trained without either, so they read as 0 (not as
+  // today's defaults, 5 bps and 0).
+  PolicyContract in = MakeNonDefaultContract();
+  const std::string json = EditedJson(in, [](nlohmann::json& j) {
+    j["env"].erase("slippage_bps");
+    j["env"].erase("max_volume_share");
+  });
+  const absl::StatusOr<PolicyContract> c = PolicyContract::FromJson(json);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->env.slippage_bps, 0.0);
+  EXPECT_EQ(c->env.max_volume_share, 0.0);
+  EXPECT_EQ(c->env.sell_fee, in.env.sell_fee);
+  // A run with today's default slippage is therefore a different env.
+  const absl::Status s = CheckContract(
+      MakeContract(),
+      *PolicyContract::FromJson(EditedJson(
+          MakeContract(),
+          [](nlohmann::json& j) { j["env"].erase("slippage_bps"); })),
+      /*check_dataset=*/true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("env.slippage_bps is 0"));
+}
+
+TEST(ContractTest, ExecutionCostsAreWrittenToTheEnvSection) {
+  const nlohmann::json j = nlohmann::json::parse(MakeContract().ToJson());
+  EXPECT_EQ(j.at("env").at("slippage_bps").get<double>(), 5.0);
+  EXPECT_EQ(j.at("env").at("max_volume_share").get<double>(), 0.0);
 }
 
 TEST(ContractTest, MissingNetworkSectionIsInvalidArgument) {
