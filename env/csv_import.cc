@@ -807,11 +807,11 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
   }
   for (int i = 0; i < n; ++i) {
     report->gaps_filled += filled_per_asset[i];
-    if (filled_per_asset[i] > 0) {
-      report->warnings.push_back(absl::StrCat(
-          series[i].file, ": forward-filled ", filled_per_asset[i], " bars"));
-    }
+    report->filled_per_asset.emplace_back(series[i].symbol,
+                                          filled_per_asset[i]);
   }
+  report->domains = static_cast<int64_t>(kept.size());
+  report->rows = write;
   if (write == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "no aligned rows remain in '", options.csv_dir, "' (common range ",
@@ -834,6 +834,10 @@ std::string FormatCsvImportReport(const CsvImportReport& report) {
   for (const auto& [symbol, rows] : report.rows_read_per_asset) {
     absl::StrAppend(&out, "  ", symbol, ": ", rows, "\n");
   }
+  out += "bars forward-filled per asset:\n";
+  for (const auto& [symbol, filled] : report.filled_per_asset) {
+    absl::StrAppend(&out, "  ", symbol, ": ", filled, "\n");
+  }
   absl::StrAppend(
       &out,
       "bars outside common range (trimmed): ", report.rows_outside_common_range,
@@ -842,7 +846,8 @@ std::string FormatCsvImportReport(const CsvImportReport& report) {
       "bars dropped in long gaps: ", report.bars_dropped_in_long_gaps, "\n",
       "short domains dropped: ", report.short_domains_dropped, " (",
       report.short_domain_rows_dropped, " rows, ",
-      report.short_domain_bars_dropped, " real bars)\n");
+      report.short_domain_bars_dropped, " real bars)\n",
+      "domains: ", report.domains, " (", report.rows, " rows)\n");
   if (!report.warnings.empty()) {
     out += "warnings:\n";
     for (const std::string& w : report.warnings) {

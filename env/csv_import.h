@@ -45,6 +45,20 @@
 
 namespace ristretto::env {
 
+// The default CsvImportOptions::max_ffill_bars (and `dataset import
+// --max-ffill`): gaps of up to 3 consecutive missing bars are forward-filled.
+// Why 3: exchanges write no candle for an interval without a trade, so
+// minute and 5-minute data of all but the most liquid pairs has many
+// 1-bar holes (and a few 2-3 bar ones) that are not outages but quiet
+// markets; a flat price with volume 0 is exactly what happened there, and
+// splitting at each of them cut real BTC-quoted data into hundreds of
+// domains too short for an episode. Longer holes (at 5 minutes, more than
+// 15 minutes without a single trade) are more likely maintenance or feed
+// outages where the price did move: inventing a flat price there would
+// hide a jump, so they still split the market into separate domains (or
+// fail with LongGapPolicy::kFail). Pass 0 to never fill.
+inline constexpr int64_t kDefaultMaxFfillBars = 3;
+
 // What to do with a gap longer than CsvImportOptions::max_ffill_bars.
 enum class LongGapPolicy {
   kSplit,  // remove the gap's rows and start a new domain after it
@@ -61,8 +75,8 @@ struct CsvImportOptions {
   // multiple of it (timestamp % interval_seconds == 0).
   int64_t interval_seconds = 0;
   // Gaps of up to this many consecutive missing bars (per asset) are
-  // forward-filled; >= 0. 0 means never fill.
-  int64_t max_ffill_bars = 0;
+  // forward-filled; >= 0. 0 means never fill. Default kDefaultMaxFfillBars.
+  int64_t max_ffill_bars = kDefaultMaxFfillBars;
   // Policy for gaps longer than max_ffill_bars.
   LongGapPolicy on_long_gap = LongGapPolicy::kSplit;
   // Optional CSV with header `symbol,min_order_qty` and one line per symbol
@@ -80,8 +94,15 @@ struct CsvImportOptions {
 struct CsvImportReport {
   // (symbol, data rows read from its file), in column (symbol) order.
   std::vector<std::pair<std::string, int64_t>> rows_read_per_asset;
+  // (symbol, bars forward-filled in the returned dataset), column order;
+  // the counts sum to gaps_filled.
+  std::vector<std::pair<std::string, int64_t>> filled_per_asset;
   // Bars forward-filled that are in the returned dataset (= its gaps_filled).
   int64_t gaps_filled = 0;
+  // Contiguous domains (and rows) of the returned dataset, before the
+  // feature warm-up.
+  int64_t domains = 0;
+  int64_t rows = 0;
   // Gaps longer than max_ffill_bars that reach into the common range, one
   // per (asset, gap). Under kSplit each removed its grid times from the
   // dataset (a domain boundary, or a shortened edge if at the range's end).
@@ -98,7 +119,7 @@ struct CsvImportReport {
   int64_t short_domain_bars_dropped = 0;
   // Domains removed for being shorter than min_domain_rows.
   int64_t short_domains_dropped = 0;
-  // Human-readable notes: trimmed ranges, long gaps, fills per asset,
+  // Human-readable notes: trimmed ranges, long gaps,
   // dropped domains, missing min-qty entries, ignored files, blank lines.
   std::vector<std::string> warnings;
 };

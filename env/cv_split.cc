@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
@@ -191,6 +192,85 @@ std::vector<Domain> IntersectDomains(const std::vector<Domain>& blocks,
   }
   if (dropped_rows != nullptr) *dropped_rows = dropped;
   return pieces;
+}
+
+absl::StatusOr<DomainHoldout> SplitHoldoutByDomains(
+    int64_t num_rows, const std::vector<Domain>& dataset_domains,
+    double test_share, int64_t embargo_bars, int64_t min_train_rows,
+    int64_t min_test_rows) {
+  if (num_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("holdout: the dataset has no rows (", num_rows, ")"));
+  }
+  if (!(test_share > 0 && test_share < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "holdout: the validation share ", test_share, " is outside (0, 1)"));
+  }
+  if (embargo_bars < 0 || min_train_rows < 1 || min_test_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("holdout: embargo_bars = ", embargo_bars,
+                     " must be >= 0 and ", "min_train_rows = ", min_train_rows,
+                     ", min_test_rows = ", min_test_rows, " >= 1"));
+  }
+  int64_t longest = 0;
+  for (const Domain& d : dataset_domains) {
+    if (d.begin < 0 || d.end > num_rows || d.end <= d.begin) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("holdout: dataset domain [", d.begin, ", ", d.end,
+                       ") is empty or outside the ", num_rows, " rows"));
+    }
+    longest = std::max(longest, d.size());
+  }
+  const std::string domains_text =
+      absl::StrCat(dataset_domains.size(), " contiguous domain",
+                   dataset_domains.size() == 1 ? "" : "s");
+  if (longest < min_train_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no domain of the dataset is long enough for one training episode: "
+        "the longest of its ",
+        domains_text, " has ", longest, " rows, an episode needs ",
+        min_train_rows,
+        " (episode_steps + 2·lookback); shorten the episode or the lookback, "
+        "or import with a larger --max-ffill so short gaps do not split the "
+        "market"));
+  }
+  const int64_t test_rows = std::clamp<int64_t>(
+      static_cast<int64_t>(test_share * static_cast<double>(num_rows)), 1,
+      num_rows - 1);
+  int64_t split = num_rows - test_rows;
+  for (const Domain& d : dataset_domains) {
+    if (split <= d.begin || split >= d.end) continue;
+    if (d.end - split < min_test_rows) {
+      split = d.end;
+    } else if (split - embargo_bars - d.begin < min_train_rows) {
+      split = d.begin;
+    }
+    break;
+  }
+  DomainHoldout out;
+  out.split = split;
+  out.fold.test = IntersectDomains({Domain{split, num_rows}}, dataset_domains,
+                                   min_test_rows, &out.test_rows_dropped);
+  out.fold.train = IntersectDomains(
+      {Domain{0, std::max<int64_t>(0, split - embargo_bars)}}, dataset_domains,
+      min_train_rows, &out.train_rows_dropped);
+  if (out.fold.test.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no room for validation: rows [", split, ", ", num_rows, ") (the last ",
+        test_share, " of ", num_rows,
+        " rows, aligned to the domains) hold no piece of at least ",
+        min_test_rows, " rows (2·lookback + 1) inside one of the dataset's ",
+        domains_text, "; raise the validation share or shorten the lookback"));
+  }
+  if (out.fold.train.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no room for training: rows [0, ",
+        std::max<int64_t>(0, split - embargo_bars),
+        ") before validation hold no piece of at least ", min_train_rows,
+        " rows (episode_steps + 2·lookback) inside one of the dataset's ",
+        domains_text, "; lower the validation share or shorten the episode"));
+  }
+  return out;
 }
 
 }  // namespace ristretto::env

@@ -83,6 +83,47 @@ std::vector<Domain> IntersectDomains(const std::vector<Domain>& blocks,
                                      const std::vector<Domain>& dataset_domains,
                                      int64_t min_rows, int64_t* dropped_rows);
 
+// A train/validation holdout over a dataset with gaps (`ristretto train`).
+struct DomainHoldout {
+  // train: the pieces of [0, split − embargo) inside the dataset's domains
+  // with at least min_train_rows rows; test: the pieces of [split, num_rows)
+  // with at least min_test_rows rows. Both non-empty.
+  Fold fold;
+  int64_t split = 0;  // first validation row (after domain alignment)
+  // Rows of [0, split − embargo) and of [split, num_rows) inside the
+  // dataset's domains that are in pieces too short to use.
+  int64_t train_rows_dropped = 0;
+  int64_t test_rows_dropped = 0;
+};
+
+// Splits rows [0, num_rows) of a dataset whose contiguous blocks are
+// `dataset_domains` (ascending, non-overlapping, as env::Dataset::domains)
+// into training rows followed by the last `test_share` of the rows for
+// validation, with `embargo_bars` rows left out before the validation rows
+// (0 is enough when training only precedes validation). Every training and
+// validation piece lies inside one dataset domain, so no episode crosses a
+// gap: a training episode needs `min_train_rows` rows (episode_steps +
+// 2·lookback), an evaluation `min_test_rows` (2·lookback + 1).
+//
+// The split starts at num_rows − ⌊test_share · num_rows⌋ (at least one
+// row each side) and is then
+// aligned to a domain so that no rows are wasted: if it falls inside a
+// domain whose rows after it are too few for a validation piece, those rows
+// train instead (the split moves to the domain's end); else, if the domain's
+// rows before it (less the embargo) are too few for a training piece, they
+// validate instead (the split moves to the domain's start).
+//
+// Errors (kInvalidArgument), all before any training can start, each naming
+// the numbers: num_rows < 1; test_share outside (0, 1); embargo_bars < 0;
+// min_train_rows or min_test_rows < 1; a domain outside [0, num_rows); no
+// dataset domain as long as one training episode (naming the longest);
+// no validation piece of min_test_rows rows in the last rows; no training
+// piece of min_train_rows rows before the split.
+absl::StatusOr<DomainHoldout> SplitHoldoutByDomains(
+    int64_t num_rows, const std::vector<Domain>& dataset_domains,
+    double test_share, int64_t embargo_bars, int64_t min_train_rows,
+    int64_t min_test_rows);
+
 }  // namespace ristretto::env
 
 #endif  // RISTRETTO_ENV_CV_SPLIT_H_

@@ -12,6 +12,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
@@ -135,8 +137,20 @@ absl::Status CheckValue(const std::string& path, const std::string& name,
 
 // ---- sections
 
+constexpr char kGivenDataset[] = "given";
+
+bool IsGivenDataset(const YAML::Node& n) {
+  return n.IsScalar() && n.Scalar() == kGivenDataset;
+}
+
 absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   const std::string path = "dataset";
+  if (IsGivenDataset(n)) {
+    return Error(path,
+                 "'given' names the dataset given to `ristretto up --csv-dir "
+                 "DIR` or `--dataset FILE`; this command was given none (give "
+                 "dataset.id or dataset.synthetic)");
+  }
   RETURN_IF_ERROR(CheckMap(n, path, {"id", "synthetic"}));
   DatasetSpec d;
   if (n["id"] && n["synthetic"]) {
@@ -802,7 +816,103 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   return study;
 }
 
+// `text` with its top-level `dataset: given` line (or, without a dataset
+// key, a new last line) set to `dataset: {id: ID}`, keeping every comment;
+// "" when the layout is not one this line edit understands.
+std::string EditDatasetLine(const std::string& text, const std::string& id,
+                            bool present) {
+  const std::string line = absl::StrCat("dataset: {id: ", id, "}");
+  if (!present) {
+    return absl::StrCat(text, text.empty() || text.back() == '\n' ? "" : "\n",
+                        line, "  # the dataset given to ristretto up\n");
+  }
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    absl::string_view l(text.data() + begin, end - begin);
+    if (absl::ConsumePrefix(&l, "dataset:")) {
+      const size_t hash = l.find('#');
+      absl::string_view value = absl::StripAsciiWhitespace(l.substr(0, hash));
+      if (value == kGivenDataset || value == "\"given\"" ||
+          value == "'given'") {
+        const std::string comment = hash == absl::string_view::npos
+                                        ? "  # given to ristretto up"
+                                        : absl::StrCat("  ", l.substr(hash));
+        return absl::StrCat(text.substr(0, begin), line, comment,
+                            text.substr(end));
+      }
+      return "";
+    }
+    begin = end + 1;
+  }
+  return "";
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
+                                             const std::string& dataset_id) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study file is not valid YAML: line ", e.mark.line + 1,
+                     ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+  if (!root.IsMap()) {
+    return Error("", "a study file is a map of keys (name, dataset, …)");
+  }
+  const YAML::Node dataset = root["dataset"];
+  if (dataset && dataset.IsMap()) {
+    if (dataset["synthetic"]) {
+      return Error("dataset.synthetic",
+                   absl::StrCat("the study asks for the synthetic market but "
+                                "was given dataset ",
+                                dataset_id,
+                                "; write `dataset: given` (or leave the "
+                                "dataset out) to run it on the given data"));
+    }
+    if (dataset["id"] && dataset["id"].IsScalar()) {
+      if (dataset["id"].Scalar() == dataset_id) return yaml_text;
+      return Error(
+          "dataset.id",
+          absl::StrCat("the study names dataset ", dataset["id"].Scalar(),
+                       " but was given dataset ", dataset_id,
+                       " (another file or import options); write `dataset: "
+                       "given` (or leave the dataset out) to use the given "
+                       "one"));
+    }
+  }
+  if (dataset && !IsGivenDataset(dataset)) {
+    return yaml_text;  // malformed: ParseStudyConfig names the problem
+  }
+  std::string bound =
+      EditDatasetLine(yaml_text, dataset_id, dataset.IsDefined());
+  bool ok = !bound.empty();
+  if (ok) {
+    try {
+      const YAML::Node check = YAML::Load(bound);
+      ok = check["dataset"] && check["dataset"].IsMap() &&
+           check["dataset"]["id"] &&
+           check["dataset"]["id"].as<std::string>() == dataset_id;
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    // A layout the line edit does not handle (flow style, …): re-emit the
+    // document; comments are lost.
+    YAML::Node id_map(YAML::NodeType::Map);
+    id_map["id"] = dataset_id;
+    root["dataset"] = id_map;
+    YAML::Emitter emitter;
+    emitter << root;
+    bound = absl::StrCat(emitter.c_str(), "\n");
+  }
+  return bound;
+}
 
 env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
   env::SyntheticMarketOptions o;

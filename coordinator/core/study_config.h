@@ -125,6 +125,21 @@ struct StudyConfig {
 // max_attempts < 1.
 absl::StatusOr<StudyConfig> ParseStudyConfig(const std::string& yaml_text);
 
+// The study text that runs on a dataset given on the command line
+// (`ristretto up --csv-dir DIR` / `--dataset FILE`), whose id is
+// `dataset_id`:
+//  * no `dataset` key, or `dataset: given`: the text with that dataset set
+//    (`dataset: {id: ID}`, edited in place so comments are kept);
+//  * `dataset: {id: ID}` naming that same dataset: the text unchanged;
+//  * any other dataset section is left for ParseStudyConfig to judge.
+// The result is what gets stored, so the same file and data bind to the same
+// text every time (`up` resumes). ParseStudyConfig itself refuses
+// `dataset: given` (no dataset was given to it).
+// Errors (kInvalidArgument): YAML syntax; not a map; a study naming a
+// different dataset id or the synthetic market (naming both).
+absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
+                                             const std::string& dataset_id);
+
 // What BuildRunOptions needs to know about the study's dataset.
 struct DatasetInfo {
   std::string id;

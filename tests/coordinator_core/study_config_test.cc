@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -494,6 +495,82 @@ TEST(StudyConfigTest, RejectsABadLockbox) {
   EXPECT_THAT(std::string(c.status().message()), ::testing::StartsWith("cv: "));
   EXPECT_THAT(std::string(c.status().message()),
               ::testing::HasSubstr("2000 before the lockbox"));
+}
+
+// ---- BindStudyDataset (`ristretto up --csv-dir/--dataset`).
+
+constexpr char kGivenId[] =
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+TEST(BindStudyDatasetTest, GivenOrMissingDatasetBecomesTheGivenId) {
+  const std::string synthetic =
+      "dataset:\n  synthetic: {rows: 3000, assets: 2, seed: 7, "
+      "predictability: 0.5}\n";
+  for (const std::string& dataset :
+       {std::string("dataset: given\n"),
+        std::string("dataset: given   # the data of up\n"), std::string("")}) {
+    SCOPED_TRACE(dataset);
+    const std::string study = Replace(kStudy, synthetic, dataset);
+    absl::StatusOr<std::string> bound = BindStudyDataset(study, kGivenId);
+    ASSERT_TRUE(bound.ok()) << bound.status();
+    absl::StatusOr<StudyConfig> config = ParseStudyConfig(*bound);
+    ASSERT_TRUE(config.ok()) << config.status() << "\n" << *bound;
+    EXPECT_EQ(config->dataset.id, kGivenId);
+    EXPECT_FALSE(config->dataset.synthetic);
+    // Everything else is kept, comments included; binding again is a no-op
+    // (what `up` stores and compares when it resumes).
+    EXPECT_THAT(*bound, ::testing::HasSubstr("name: unit\n"));
+    if (!dataset.empty() && dataset.find('#') != std::string::npos) {
+      EXPECT_THAT(*bound, ::testing::HasSubstr("# the data of up"));
+    }
+    EXPECT_EQ(*BindStudyDataset(*bound, kGivenId), *bound);
+  }
+}
+
+TEST(BindStudyDatasetTest, TheSameIdIsKeptAndAnotherIsRefused) {
+  const std::string synthetic =
+      "dataset:\n  synthetic: {rows: 3000, assets: 2, seed: 7, "
+      "predictability: 0.5}\n";
+  const std::string same = Replace(
+      kStudy, synthetic, absl::StrCat("dataset: {id: ", kGivenId, "}\n"));
+  EXPECT_EQ(*BindStudyDataset(same, kGivenId), same);
+  const std::string other_id(64, 'e');
+  const std::string other = Replace(
+      kStudy, synthetic, absl::StrCat("dataset: {id: ", other_id, "}\n"));
+  absl::StatusOr<std::string> refused = BindStudyDataset(other, kGivenId);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::string(refused.status().message()),
+            absl::StrCat("dataset.id: the study names dataset ", other_id,
+                         " but was given dataset ", kGivenId,
+                         " (another file or import options); write `dataset: "
+                         "given` (or leave the dataset out) to use the given "
+                         "one"));
+  refused = BindStudyDataset(kStudy, kGivenId);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("dataset.synthetic: the study asks for the "
+                                   "synthetic market but was given dataset"));
+}
+
+TEST(BindStudyDatasetTest, FlowStyleStudiesAreReEmitted) {
+  const std::string flow =
+      absl::StrCat("{name: flow, dataset: given, budget_env_steps: 1000}\n");
+  absl::StatusOr<std::string> bound = BindStudyDataset(flow, kGivenId);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  absl::StatusOr<StudyConfig> config = ParseStudyConfig(*bound);
+  ASSERT_TRUE(config.ok()) << config.status() << "\n" << *bound;
+  EXPECT_EQ(config->dataset.id, kGivenId);
+  EXPECT_EQ(config->name, "flow");
+}
+
+TEST(BindStudyDatasetTest, ParsingGivenWithoutADatasetIsAClearError) {
+  const std::string synthetic =
+      "dataset:\n  synthetic: {rows: 3000, assets: 2, seed: 7, "
+      "predictability: 0.5}\n";
+  ExpectRefused(Replace(kStudy, synthetic, "dataset: given\n"),
+                "dataset: 'given' names the dataset given to `ristretto up "
+                "--csv-dir DIR` or `--dataset FILE`; this command was given "
+                "none (give dataset.id or dataset.synthetic)");
 }
 
 }  // namespace

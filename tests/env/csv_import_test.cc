@@ -333,7 +333,45 @@ TEST_F(CsvImportTest, ForwardFillsGapsUpToTheLimit) {
   EXPECT_EQ(dataset->bar(7, 1, kVolume), 0.0);
   EXPECT_EQ(dataset->bar(5, 1, kOpen), 204.5);   // real bar again
   EXPECT_EQ(dataset->bar(3, 0, kClose), 103.0);  // BTC untouched
-  EXPECT_TRUE(AnyWarningContains(report, "ETH.csv: forward-filled 3 bars"));
+  EXPECT_THAT(report.filled_per_asset,
+              ElementsAre(std::make_pair(std::string("BTC"), int64_t{0}),
+                          std::make_pair(std::string("ETH"), int64_t{3})));
+  ExpectEveryBarAccountedFor(*dataset, report);
+}
+
+// Exchange data: no candle where nothing traded. By default 1-3 missing
+// bars are quiet markets (forward-filled, volume 0); 4 or more split.
+TEST_F(CsvImportTest, DefaultFillsUpToThreeBarsAndSplitsLongerGaps) {
+  EXPECT_EQ(CsvImportOptions().max_ffill_bars, 3);
+  EXPECT_EQ(kDefaultMaxFfillBars, 3);
+  Write("BTC.csv", Bars(Range(0, 30)));
+  // ETH misses 3 (1 bar), 10..12 (3 bars: filled) and 20..23 (4: split).
+  Write("ETH.csv",
+        Bars(Concat(Concat(Concat(Range(0, 3), Range(4, 10)), Range(13, 20)),
+                    Range(24, 30)),
+             200));
+  CsvImportReport report;
+  auto dataset = ImportCsvDirectory(Options(), &report);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_THAT(dataset->domains, ElementsAre(Domain{0, 20}, Domain{20, 26}));
+  EXPECT_EQ(dataset->timestamps[20], kBase + 24 * kMinute);
+  EXPECT_EQ(report.gaps_filled, 4);
+  EXPECT_EQ(report.long_gaps, 1);
+  EXPECT_EQ(report.bars_dropped_in_long_gaps, 4);  // BTC at 20..23
+  EXPECT_EQ(report.domains, 2);
+  EXPECT_EQ(report.rows, 26);
+  EXPECT_THAT(report.filled_per_asset,
+              ElementsAre(std::make_pair(std::string("BTC"), int64_t{0}),
+                          std::make_pair(std::string("ETH"), int64_t{4})));
+  for (int64_t t : {10, 11, 12}) {
+    EXPECT_EQ(dataset->bar(t, 1, kClose), 209.0);  // close of minute 9
+    EXPECT_EQ(dataset->bar(t, 1, kVolume), 0.0);
+  }
+  const std::string text = FormatCsvImportReport(report);
+  EXPECT_THAT(
+      text, HasSubstr("bars forward-filled per asset:\n  BTC: 0\n  ETH: 4\n"));
+  EXPECT_THAT(text, HasSubstr("bars forward-filled: 4\n"));
+  EXPECT_THAT(text, HasSubstr("domains: 2 (26 rows)\n"));
   ExpectEveryBarAccountedFor(*dataset, report);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -299,6 +300,111 @@ TEST(CvSplitTest, IntersectDomainsAppliedToAKFoldTrainingSet) {
       IntersectDomains((*folds)[1].train, {{0, 12}, {12, 20}}, 2, &dropped),
       ElementsAre(D{0, 4}, D{12, 20}));
   EXPECT_EQ(dropped, 1);
+}
+
+// ---- SplitHoldoutByDomains (`ristretto train --dataset`).
+
+// Every piece lies inside one dataset domain (what VectorEnv::ResetCopy
+// demands of an evaluation slice).
+void ExpectInsideDomains(const std::vector<Domain>& pieces,
+                         const std::vector<Domain>& domains) {
+  for (const Domain& p : pieces) {
+    bool inside = false;
+    for (const Domain& d : domains) {
+      inside |= p.begin >= d.begin && p.end <= d.end;
+    }
+    EXPECT_TRUE(inside) << "[" << p.begin << "," << p.end << ")";
+  }
+}
+
+TEST(SplitHoldoutByDomainsTest, OneDomainIsThePlainHoldout) {
+  auto h = SplitHoldoutByDomains(100, {D{0, 100}}, 0.2, 0, 10, 5);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->split, 80);
+  ExpectFold(h->fold, {D{0, 80}}, {D{80, 100}});
+  EXPECT_EQ(h->train_rows_dropped, 0);
+  EXPECT_EQ(h->test_rows_dropped, 0);
+}
+
+// The issue-13 case: 4971 rows, share 0.5. The validation rows [2486, 4971)
+// span a gap at 3000; they become one piece per domain.
+TEST(SplitHoldoutByDomainsTest, ValidationAcrossAGapIsOnePiecePerDomain) {
+  const std::vector<Domain> domains = {D{0, 3000}, D{3000, 4971}};
+  auto h = SplitHoldoutByDomains(4971, domains, 0.5, 0, 1028, 5);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->split, 2486);
+  ExpectFold(h->fold, {D{0, 2486}}, {D{2486, 3000}, D{3000, 4971}});
+  ExpectInsideDomains(h->fold.train, domains);
+  ExpectInsideDomains(h->fold.test, domains);
+}
+
+TEST(SplitHoldoutByDomainsTest, FewValidationRowsInADomainTrainInstead) {
+  // Split 80 leaves 5 rows of [0, 85): too few to validate (9).
+  auto h = SplitHoldoutByDomains(100, {D{0, 85}, D{85, 100}}, 0.2, 0, 20, 9);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->split, 85);
+  ExpectFold(h->fold, {D{0, 85}}, {D{85, 100}});
+}
+
+TEST(SplitHoldoutByDomainsTest, FewTrainingRowsInADomainValidateInstead) {
+  // Split 80 leaves [50, 80) = 30 rows < 40 for training: they validate.
+  auto h = SplitHoldoutByDomains(100, {D{0, 50}, D{50, 100}}, 0.2, 0, 40, 9);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->split, 50);
+  ExpectFold(h->fold, {D{0, 50}}, {D{50, 100}});
+}
+
+TEST(SplitHoldoutByDomainsTest, EmbargoAndShortPiecesAreLeftOutAndCounted) {
+  const std::vector<Domain> domains = {D{0, 30}, D{30, 40}, D{40, 100},
+                                       D{100, 103}, D{103, 120}};
+  // Split 96 would leave [96, 100) (4 rows < 5) to validate: it moves to
+  // 100. Embargo 6 → training [0, 94): [0,30), [30,40) (10 rows < 20,
+  // dropped), [40,94); validation [100,103) (3 rows, dropped), [103,120).
+  auto h = SplitHoldoutByDomains(120, domains, 0.2, 6, 20, 5);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->split, 100);
+  ExpectFold(h->fold, {D{0, 30}, D{40, 94}}, {D{103, 120}});
+  EXPECT_EQ(h->train_rows_dropped, 10);
+  EXPECT_EQ(h->test_rows_dropped, 3);
+}
+
+TEST(SplitHoldoutByDomainsTest, DomainsShorterThanAnEpisodeAreRefused) {
+  std::vector<Domain> domains;
+  for (int64_t b = 0; b < 100; b += 10) domains.push_back(D{b, b + 10});
+  auto h = SplitHoldoutByDomains(100, domains, 0.2, 0, 30, 5);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("no domain of the dataset is long enough for one "
+                        "training episode: the longest of its 10 contiguous "
+                        "domains has 10 rows, an episode needs 30"));
+}
+
+TEST(SplitHoldoutByDomainsTest, NoRoomForValidationIsRefused) {
+  // The last 5 % is the 5-row domain [95, 100): shorter than 2·4 + 1.
+  auto h = SplitHoldoutByDomains(100, {D{0, 95}, D{95, 100}}, 0.05, 0, 20, 9);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("no room for validation: rows [95, 100)"));
+}
+
+TEST(SplitHoldoutByDomainsTest, NoRoomForTrainingIsRefused) {
+  // Split 50 inside [20, 100); [20, 50) is too short to train, so the split
+  // moves to 20 and [0, 20) is all that is left for training.
+  auto h = SplitHoldoutByDomains(100, {D{0, 20}, D{20, 100}}, 0.5, 0, 40, 9);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("no room for training: rows [0, 20)"));
+}
+
+TEST(SplitHoldoutByDomainsTest, BadArgumentsAreRefused) {
+  const std::vector<Domain> one = {D{0, 100}};
+  for (double share : {0.0, 1.0, -0.5}) {
+    EXPECT_EQ(SplitHoldoutByDomains(100, one, share, 0, 10, 5).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_FALSE(SplitHoldoutByDomains(100, one, 0.2, -1, 10, 5).ok());
+  EXPECT_FALSE(SplitHoldoutByDomains(0, {}, 0.2, 0, 10, 5).ok());
+  EXPECT_FALSE(SplitHoldoutByDomains(100, {D{0, 101}}, 0.2, 0, 10, 5).ok());
 }
 
 }  // namespace
