@@ -146,6 +146,9 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   // The golden traces record the original's terminal reward.
   o.terminal_reward = TerminalReward::kDiscountedSum;
   o.reward_mode = RewardMode::kShaped;
+  // The original filled every trade at the close with no volume limit.
+  o.slippage_bps = 0.0;
+  o.max_volume_share = 0.0;
   auto min_qty = params->find("min_qty");
   if (min_qty == params->end() || !min_qty->is_array()) {
     return absl::InvalidArgumentError("params.json: missing array 'min_qty'");

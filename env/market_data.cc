@@ -19,6 +19,15 @@ absl::StatusOr<std::shared_ptr<const MarketData>> MarketData::FromDataset(
   market->num_features = dataset.num_features();
   market->price = dataset.ClosePrices();
   market->tech = dataset.features;
+  // The volume column of the bars (forward-filled bars carry volume 0).
+  const int n = dataset.num_assets();
+  market->volume.resize(static_cast<size_t>(dataset.num_rows()) * n);
+  for (int64_t t = 0; t < dataset.num_rows(); ++t) {
+    for (int i = 0; i < n; ++i) {
+      market->volume[static_cast<size_t>(t) * n + i] =
+          dataset.bar(t, i, kVolume);
+    }
+  }
   market->assets = dataset.assets;
   market->domains = dataset.domains;
   market->interval_seconds = dataset.interval_seconds;
@@ -50,6 +59,18 @@ absl::Status MarketData::Validate() const {
       return absl::InvalidArgumentError(
           absl::StrCat("price of asset ", k % num_assets, " at row ",
                        k / num_assets, " is ", price[k]));
+    }
+  }
+  if (!volume.empty() && volume.size() != price.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("volume has ", volume.size(),
+                     " values, expected 0 (unknown) or T*n = ", price.size()));
+  }
+  for (size_t k = 0; k < volume.size(); ++k) {
+    if (!std::isfinite(volume[k]) || volume[k] < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("volume of asset ", k % num_assets, " at row ",
+                       k / num_assets, " is ", volume[k], " (must be >= 0)"));
     }
   }
   for (size_t k = 0; k < tech.size(); ++k) {

@@ -27,13 +27,14 @@ struct MarketData {
   int64_t interval_seconds = 0;
 
   // Builds the env view of a dataset with computed features (one copy of the
-  // close prices and features). Errors: kInvalidArgument if the dataset is
-  // invalid or has no features.
+  // close prices, features and bar volumes). Errors: kInvalidArgument if the
+  // dataset is invalid or has no features.
   static absl::StatusOr<std::shared_ptr<const MarketData>> FromDataset(
       const Dataset& dataset);
 
-  // Checks shapes and that prices are finite and >= 0 and features finite.
-  // (Zero prices are allowed here: the env skips trades at price 0.)
+  // Checks shapes and that prices are finite and >= 0, features finite, and
+  // volume empty or T × n finite values >= 0. (Zero prices are allowed
+  // here: the env skips trades at price 0.)
   absl::Status Validate() const;
 };
 

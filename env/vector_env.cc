@@ -1,6 +1,7 @@
 #include "env/vector_env.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -8,11 +9,30 @@
 #include "env/cv_split.h"
 
 namespace ristretto::env {
+namespace {
+
+// The largest float not above x (x >= 0): a float quantity clamped to it
+// never exceeds the volume cap x.
+float FloatAtMost(double x) {
+  if (x >= static_cast<double>(FLT_MAX)) return FLT_MAX;
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) > x) f = std::nextafter(f, 0.0f);
+  return f;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
     std::shared_ptr<const MarketData> market, const VectorEnvOptions& options) {
   if (market == nullptr) return absl::InvalidArgumentError("market is null");
   if (absl::Status s = market->Validate(); !s.ok()) return s;
   if (absl::Status s = options.env.Validate(); !s.ok()) return s;
+  if (options.env.max_volume_share > 0 && market->volume.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "env option max_volume_share = ", options.env.max_volume_share,
+        " needs bar volumes, but the market has none (use 0 to trade without "
+        "a volume cap)"));
+  }
   if (options.num_copies < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_copies must be >= 1, got ", options.num_copies));
@@ -67,7 +87,11 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
       lookback_(options.env.lookback),
       obs_size_(static_cast<int>(1 + n_ + num_features_ * lookback_)),
       price_(market_->price.data()),
-      domains_(std::move(domains)) {
+      domains_(std::move(domains)),
+      buy_fill_(1.0 + options.env.slippage_bps / 1e4),
+      sell_fill_(1.0 - options.env.slippage_bps / 1e4),
+      volume_(options.env.max_volume_share > 0 ? market_->volume.data()
+                                               : nullptr) {
   const int64_t T = market_->num_rows;
   const int64_t F = num_features_;
   tech_reversed_.resize(static_cast<size_t>(T * F));
@@ -116,6 +140,7 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
   for (int i = 0; i < n_; ++i) min_qty_[i] = market_->assets[i].min_order_qty;
   scaled_action_.assign(n_, 0.0f);
   weights_scratch_.assign(n_, 0.0);
+  volume_left_.assign(n_, 0.0);
 }
 
 size_t VectorEnv::owned_bytes() const {
@@ -131,7 +156,8 @@ size_t VectorEnv::owned_bytes() const {
          start_cdf_.capacity() * sizeof(int64_t) +
          min_qty_.capacity() * sizeof(double) +
          scaled_action_.capacity() * sizeof(float) +
-         weights_scratch_.capacity() * sizeof(double);
+         weights_scratch_.capacity() * sizeof(double) +
+         volume_left_.capacity() * sizeof(double);
 }
 
 void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
@@ -154,10 +180,13 @@ void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
     cooldown_[k] = 0.0f;
     high_[k] = 0.0f;
     // A zero first price makes the action scale and benchmark undefined;
-    // that asset then never trades and is left out of the benchmark.
+    // that asset then never trades and is left out of the benchmark. The
+    // benchmark buys at the slipped price with the fee, as the env's buys
+    // (and as EqualWeightBuyAndHold, bit for bit).
     scale_[k] =
         p0[i] > 0 ? static_cast<float>(c0 / (p0[i] * env_.norm_action)) : 0.0f;
-    eqw_[k] = p0[i] > 0 ? (c0 / n) / (p0[i] * (1.0 + env_.buy_fee)) : 0.0;
+    eqw_[k] =
+        p0[i] > 0 ? (c0 / n) / (p0[i] * buy_fill_ * (1.0 + env_.buy_fee)) : 0.0;
     bench += eqw_[k] * pt[i];
   }
   cash_[b] = c0;
@@ -298,6 +327,15 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   const int64_t t = ++t_[b];
   const double* p = price_ + (slice_begin_[b] + t) * n;
 
+  // Volume cap: what each asset may still trade in this bar. A forward-
+  // filled bar has volume 0, so nothing trades there.
+  const bool capped = volume_ != nullptr;
+  double* left = volume_left_.data();
+  if (capped) {
+    const double* vol = volume_ + (slice_begin_[b] + t) * n;
+    for (int i = 0; i < n; ++i) left[i] = env_.max_volume_share * vol[i];
+  }
+
   // 3. Cooldown of positions held before this step's trades.
   for (int i = 0; i < n; ++i) {
     if (hold[i] > 0.0f) cool[i] += 1.0f;
@@ -311,13 +349,25 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
       high[i] = std::max(high[i], static_cast<float>(p[i]));
       if (high[i] > 0.0f && p[i] > 0 &&
           p[i] < static_cast<double>(high[i]) * keep) {
-        const double notional = p[i] * static_cast<double>(hold[i]);
+        // The whole holding, or what the volume cap allows (the stop then
+        // fires again on the next bar for the rest).
+        const double held = static_cast<double>(hold[i]);
+        const double sold = capped ? std::min(held, left[i]) : held;
+        if (!(sold > 0.0)) continue;
+        const double filled = p[i] * sell_fill_;
+        const double notional = filled * sold;
         cash += notional * (1.0 - fs);
         info.sell_fees += notional * fs;
+        info.slippage += (p[i] - filled) * sold;
         ++info.sell_trades;
-        hold[i] = 0.0f;
         cool[i] = 0.0f;
-        high[i] = 0.0f;
+        if (sold == held) {
+          hold[i] = 0.0f;
+          high[i] = 0.0f;
+        } else {
+          hold[i] = static_cast<float>(held - sold);
+        }
+        if (capped) left[i] -= sold;
       }
     }
   }
@@ -333,12 +383,19 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   for (int i = 0; i < n; ++i) {
     if (static_cast<double>(q[i]) < -min_qty_[i] && hold[i] > 0.0f &&
         p[i] > 0) {
-      const float sell = std::min(hold[i], -q[i]);
+      float sell = std::min(hold[i], -q[i]);
+      if (capped) {
+        sell = std::min(sell, FloatAtMost(left[i]));
+        if (!(sell > 0.0f)) continue;
+        left[i] -= static_cast<double>(sell);
+      }
       cool[i] = 0.0f;
       hold[i] -= sell;
-      const double notional = p[i] * static_cast<double>(sell);
+      const double filled = p[i] * sell_fill_;
+      const double notional = filled * static_cast<double>(sell);
       cash += notional * (1.0 - fs);
       info.sell_fees += notional * fs;
+      info.slippage += (p[i] - filled) * static_cast<double>(sell);
       ++info.sell_trades;
       if (hold[i] == 0.0f) high[i] = 0.0f;
     }
@@ -348,12 +405,20 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   const float trim_after = static_cast<float>(env_.cooldown_trim_bars);
   for (int i = 0; i < n; ++i) {
     if (cool[i] >= trim_after) {
-      const double sell = static_cast<double>(hold[i]) * env_.trim_fraction;
+      double sell = static_cast<double>(hold[i]) * env_.trim_fraction;
+      if (capped) {
+        // No volume: the trim waits for the next bar (cooldown kept).
+        sell = std::min(sell, left[i]);
+        if (!(sell > 0.0)) continue;
+        left[i] -= sell;
+      }
       cool[i] = 0.0f;
       hold[i] = static_cast<float>(static_cast<double>(hold[i]) - sell);
-      const double notional = p[i] * sell;
+      const double filled = p[i] * sell_fill_;
+      const double notional = filled * sell;
       cash += notional * (1.0 - fs);
       info.sell_fees += notional * fs;
+      info.slippage += (p[i] - filled) * sell;
       ++info.sell_trades;
     }
   }
@@ -362,6 +427,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   const double reserve = c0 * env_.min_cash_reserve;
   for (int i = 0; i < n; ++i) {
     if (static_cast<double>(q[i]) > min_qty_[i] && p[i] > 0) {
+      const double filled = p[i] * buy_fill_;
       const double avail = std::max(0.0, cash - reserve);
       const double wanted = static_cast<double>(q[i]);
       // Fast path: when the cash clearly covers the order (by a margin far
@@ -369,19 +435,26 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
       // cannot be the minimum, so its two divisions are skipped. The result
       // is bit-identical to always computing it.
       double buy = wanted;
-      if (!(wanted * p[i] * (1.0 + fb) <
+      if (!(wanted * filled * (1.0 + fb) <
             avail * env_.buy_safety * (1.0 - 1e-9))) {
-        const double affordable = avail / (1.0 + fb) / p[i] * env_.buy_safety;
+        const double affordable = avail / (1.0 + fb) / filled * env_.buy_safety;
         // On a tie the affordable amount is chosen (std::min keeps the
         // first argument).
         buy = std::min(affordable, wanted);
       }
+      if (capped) {
+        buy = std::min(buy, left[i]);
+        if (!(buy > 0.0)) continue;
+      }
       if (buy < min_qty_[i]) continue;
+      if (capped) left[i] -= buy;
+      // The trailing high starts at the close (the stop compares closes).
       if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
       hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
-      const double notional = p[i] * buy;
+      const double notional = filled * buy;
       cash -= notional * (1.0 + fb);
       info.buy_fees += notional * fb;
+      info.slippage += (filled - p[i]) * buy;
       ++info.buy_trades;
     }
   }
@@ -482,7 +555,8 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   if (!done) return;
 
   info.net_return = value / c0;
-  info.gross_return = (value + info.buy_fees + info.sell_fees) / c0;
+  info.gross_return =
+      (value + info.buy_fees + info.sell_fees + info.slippage) / c0;
   last_[b] = info;
   ++episodes_finished_[b];
   done_[b] = 1;

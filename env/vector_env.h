@@ -64,17 +64,22 @@ struct StepOutput {
 struct EpisodeInfo {
   double buy_fees = 0.0;   // fees paid on buys, quote currency
   double sell_fees = 0.0;  // fees paid on sells, trims and stops
+  // Slippage paid on every trade, quote currency: the filled notional's
+  // distance from the close, Σ close · s · quantity (EnvOptions::
+  // slippage_bps); not part of the fees.
+  double slippage = 0.0;
   int64_t buy_trades = 0;
   int64_t sell_trades = 0;  // sells + forced trims + trailing stops
   int64_t steps = 0;
   double net_return = 0.0;    // V / C0 at done
-  double gross_return = 0.0;  // (V + fees) / C0 at done
+  double gross_return = 0.0;  // (V + fees + slippage) / C0 at done
 };
 
 class VectorEnv {
  public:
-  // Errors: kInvalidArgument for bad options, an invalid market, or no
-  // domain long enough for one episode (the message gives the rows needed).
+  // Errors: kInvalidArgument for bad options, an invalid market, a volume
+  // cap (max_volume_share > 0) on a market without volumes, or no domain
+  // long enough for one episode (the message gives the rows needed).
   static absl::StatusOr<std::unique_ptr<VectorEnv>> Create(
       std::shared_ptr<const MarketData> market,
       const VectorEnvOptions& options);
@@ -174,6 +179,12 @@ class VectorEnv {
   std::vector<double> eqw_;
   // Per-asset constants and scratch (no allocation in Step).
   std::vector<double> min_qty_;
+  // Fill factors: buys at close · buy_fill_, sells at close · sell_fill_.
+  const double buy_fill_, sell_fill_;
+  // Volume cap: market_->volume when max_volume_share > 0, else null; and the
+  // quantity each asset may still trade in the current bar (scratch).
+  const double* volume_;
+  std::vector<double> volume_left_;
   std::vector<float> scaled_action_;
   std::vector<double> weights_scratch_;
 };

@@ -230,6 +230,21 @@ TEST(MetricsTest, EqualWeightBuyAndHoldBuysAtTheFirstRowOfTheSlice) {
               ElementsAre(DoubleNear(500.0 / 1.0025, 1e-12)));
 }
 
+TEST(MetricsTest, EqualWeightBuyAndHoldBuysAtTheSlippedPrice) {
+  // 625 bps: s = 1/16, every coin costs p·(17/16)·1.25, so every holding
+  // and every value is the zero-slippage one divided by 1.0625.
+  EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 3, 0, 3, 300.0, 0.25, 625.0),
+              ElementsAre(DoubleNear(160.0 / 1.0625, 1e-12),
+                          DoubleNear(196.0 / 1.0625, 1e-12),
+                          DoubleNear(104.0 / 1.0625, 1e-12)));
+  // The default 5 bps on one row: C0 / (1.0005 · 1.0025).
+  EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 3, 2, 3, 500.0, 0.0025, 5.0),
+              ElementsAre(DoubleNear(500.0 / (1.0005 * 1.0025), 1e-12)));
+  // 0 bps is the fee-only series, bit for bit.
+  EXPECT_EQ(EqualWeightBuyAndHold(kPrices, 3, 1, 3, 300.0, 0.25, 0.0),
+            EqualWeightBuyAndHold(kPrices, 3, 1, 3, 300.0, 0.25));
+}
+
 TEST(MetricsTest, EqualWeightBuyAndHoldRejectsBadShapesWithAnEmptySeries) {
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 0, 0, 3, 300.0, 0.0), IsEmpty());
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 2, 0, 3, 300.0, 0.0),

@@ -25,6 +25,7 @@
 #include "common/rng.h"
 #include "env/env_options.h"
 #include "env/market_data.h"
+#include "env/metrics.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -175,8 +176,9 @@ std::vector<std::vector<double>> ConstantRows(int64_t num_rows,
 }
 
 // kManual options with numbers that are easy to follow by hand: C0 = 1000,
-// fb = 1/64, fs = 1/32, no buy safety margin, and norm_action = 1 so that
-// action 1 buys C0 / price[slice row 0] coins.
+// fb = 1/64, fs = 1/32, no buy safety margin, no slippage (trades fill at
+// the close; section 9 covers slippage and the volume cap), and
+// norm_action = 1 so that action 1 buys C0 / price[slice row 0] coins.
 VectorEnvOptions ManualOptions(int num_copies = 1) {
   VectorEnvOptions o;
   o.mode = EpisodeMode::kManual;
@@ -184,6 +186,7 @@ VectorEnvOptions ManualOptions(int num_copies = 1) {
   o.env.initial_capital = 1000.0;
   o.env.buy_fee = kBuyFee;
   o.env.sell_fee = kSellFee;
+  o.env.slippage_bps = 0.0;
   o.env.buy_safety = 1.0;
   o.env.norm_action = 1.0;
   return o;
@@ -1161,16 +1164,28 @@ TEST(VectorEnvTest, ThousandCopiesShareTheMarketAndOwnLittlePerCopy) {
 // 16. Allocation-free Step.
 
 TEST(VectorEnvTest, StepAllocatesNothingEvenWhenCopiesAutoReset) {
-  absl::StatusOr<std::shared_ptr<const MarketData>> market =
+  absl::StatusOr<std::shared_ptr<const MarketData>> generated =
       GenerateBenchmarkMarket(7, 20, 3000, 3);
-  ASSERT_TRUE(market.ok()) << market.status();
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  // Volumes of 0 … 2 coins (a tenth of them 0) so that the volume cap binds
+  // on some trades and blocks others.
+  auto with_volume = std::make_shared<MarketData>(**generated);
+  Rng volume_rng(5);
+  for (size_t k = 0; k < with_volume->price.size(); ++k) {
+    const double u = volume_rng.Uniform();
+    with_volume->volume.push_back(u < 0.1 ? 0.0 : 2.0 * u);
+  }
+  const absl::StatusOr<std::shared_ptr<const MarketData>> market =
+      std::shared_ptr<const MarketData>(with_volume);
   VectorEnvOptions o;
   o.num_copies = 64;
   o.episode_steps = 37;
   o.seed = 9;
   o.env.lookback = 4;
   o.env.norm_action = 1.0;
-  // Every code path of a step: stops, trims, reserve, concentration terms.
+  // Every code path of a step: stops, trims, reserve, concentration terms,
+  // slippage (the default 5 bps) and the volume cap.
+  o.env.max_volume_share = 0.5;
   o.env.trailing_stop_pct = 0.02;
   o.env.cooldown_trim_bars = 5;
   o.env.min_cash_reserve = 0.1;
@@ -1214,6 +1229,7 @@ TEST(VectorEnvTest, StepAllocatesNothingEvenWhenCopiesAutoReset) {
   }
   EXPECT_GT(trades, 0);
   EXPECT_GT(sells, 0);
+  EXPECT_GT(env.last_episode(0).slippage, 0.0);
 }
 
 // ---------------------------------------------------------------------------
@@ -1344,6 +1360,329 @@ TEST(VectorEnvDomainsTest, ExplicitResetClearsTheLastReward) {
   ASSERT_NE((*env)->reward(0), 0.0);  // holdings moved with the market
   (*env)->Reset(obs.data());
   EXPECT_EQ((*env)->reward(0), 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// 19. Execution costs: slippage and the volume cap.
+//
+// 625 bps = s = 1/16 keeps the arithmetic exact: buys fill at close·17/16,
+// sells at close·15/16; fees on the filled notional (1 + fb = 65/64,
+// 1 − fs = 31/32).
+
+VectorEnvOptions SlippageOptions() {
+  VectorEnvOptions o = ManualOptions();
+  o.env.slippage_bps = 625.0;
+  return o;
+}
+
+// Asset rows 125 (ans = 1000/125 = 8), 128, then `third`, 160 after.
+std::shared_ptr<MarketData> CostMarket(double third) {
+  std::vector<std::vector<double>> rows = ConstantRows(8, {160});
+  rows[0] = {125};
+  rows[1] = {128};
+  rows[2] = {third};
+  return MakeMarket(rows, 0);
+}
+
+TEST(VectorEnvCostTest, BuyFillsAboveAndSellBelowTheCloseWithFeesOnTheFill) {
+  auto h = Harness::Create(CostMarket(160), SlippageOptions());
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  VectorEnv& env = h->env();
+
+  // Bar 1 (close 128): 0.25·8 = 2 coins filled at 128·17/16 = 136: notional
+  // 272, fee 272/64 = 4.25, cash 1000 − 276.25 = 723.75; slippage
+  // (136 − 128)·2 = 16. The position is valued at the close.
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 2.0f);
+  EXPECT_EQ(env.cash(0), 723.75);
+  EXPECT_EQ(env.total_asset(0), 723.75 + 2 * 128.0);
+  EXPECT_EQ(env.trailing_high(0, 0), 128.0f);  // the close, not the fill
+  EXPECT_EQ(env.current_episode(0).buy_fees, 4.25);
+  EXPECT_EQ(env.current_episode(0).slippage, 16.0);
+
+  // Bar 2 (close 160): 0.125·8 = 1 coin filled at 160·15/16 = 150: fee
+  // 150/32 = 4.6875, cash 723.75 + 145.3125 = 869.0625; slippage 16 + 10.
+  ASSERT_TRUE(h->Step({-0.125f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 1.0f);
+  EXPECT_EQ(env.cash(0), 869.0625);
+  EXPECT_EQ(env.current_episode(0).sell_fees, 4.6875);
+  EXPECT_EQ(env.current_episode(0).slippage, 26.0);
+  EXPECT_EQ(env.current_episode(0).buy_trades, 1);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 1);
+}
+
+TEST(VectorEnvCostTest, AffordableBuyDividesTheCashByTheSlippedPrice) {
+  VectorEnvOptions o = SlippageOptions();
+  o.env.min_cash_reserve = 0.2;
+  auto h = Harness::Create(CostMarket(160), o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  // Action 10 wants 80 coins. avail = 800; maxq = 800/(65/64)/136 =
+  // 5.7918…; its cost maxq·136·65/64 = 800 leaves exactly the reserve.
+  ASSERT_TRUE(h->Step({10.0f}).ok());
+  const double maxq = 800.0 / (1.0 + kBuyFee) / 136.0;
+  EXPECT_EQ(h->env().holding(0, 0), static_cast<float>(maxq));
+  EXPECT_NEAR(h->env().cash(0), 200.0, 1e-9);
+  EXPECT_NEAR(h->env().current_episode(0).slippage, maxq * 8.0, 1e-12);
+}
+
+TEST(VectorEnvCostTest, ForcedTrimSellsAtTheSlippedPrice) {
+  VectorEnvOptions o = SlippageOptions();
+  o.env.cooldown_trim_bars = 1;
+  o.env.trim_fraction = 0.25;
+  auto h = Harness::Create(CostMarket(160), o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  VectorEnv& env = h->env();
+  ASSERT_TRUE(h->Step({0.25f}).ok());  // 2 coins at 136, cash 723.75
+  // Bar 2: cooldown 1 → trim 0.25·2 = 0.5 coins at 150: notional 75, fee
+  // 75/32 = 2.34375, cash 723.75 + 72.65625 = 796.40625; slippage 16 + 5.
+  ASSERT_TRUE(h->Step({0.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 1.5f);
+  EXPECT_EQ(env.cash(0), 796.40625);
+  EXPECT_EQ(env.current_episode(0).sell_fees, 2.34375);
+  EXPECT_EQ(env.current_episode(0).slippage, 21.0);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 1);
+}
+
+TEST(VectorEnvCostTest, TrailingStopSellsAtTheSlippedPrice) {
+  VectorEnvOptions o = SlippageOptions();
+  o.env.trailing_stop_pct = 0.25;
+  auto h = Harness::Create(CostMarket(80), o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  VectorEnv& env = h->env();
+  ASSERT_TRUE(h->Step({0.25f}).ok());  // 2 coins at 136, high 128
+  // Bar 2: close 80 < 128·0.75 = 96 → both coins at 80·15/16 = 75:
+  // notional 150, fee 4.6875, cash 723.75 + 145.3125; slippage 16 + 10.
+  // (The stop compares closes: the fill does not trigger it.)
+  ASSERT_TRUE(h->Step({0.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 0.0f);
+  EXPECT_EQ(env.trailing_high(0, 0), 0.0f);
+  EXPECT_EQ(env.cash(0), 869.0625);
+  EXPECT_EQ(env.current_episode(0).sell_fees, 4.6875);
+  EXPECT_EQ(env.current_episode(0).slippage, 26.0);
+}
+
+TEST(VectorEnvCostTest, EpisodeGrossReturnAddsBackFeesAndSlippage) {
+  auto h = Harness::Create(CostMarket(160), SlippageOptions());
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 4).ok());  // L = 1: 2 steps
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  ASSERT_TRUE(h->Step({-0.125f}).ok());
+  ASSERT_TRUE(h->env().done(0));
+  const EpisodeInfo& info = h->env().last_episode(0);
+  // V = 869.0625 + 1·160 = 1029.0625; fees 4.25 + 4.6875; slippage 26.
+  EXPECT_EQ(info.net_return, 1029.0625 / 1000);
+  EXPECT_EQ(info.gross_return, (1029.0625 + 8.9375 + 26.0) / 1000);
+}
+
+TEST(VectorEnvCostTest, BenchmarkBuysAtTheSlippedPriceLikeTheMetricsHelper) {
+  // Two assets, the second with a zero first price (left out).
+  std::vector<std::vector<double>> rows = ConstantRows(8, {160, 50});
+  rows[0] = {125, 0};
+  rows[1] = {128, 40};
+  rows[3] = {100, 60};
+  VectorEnvOptions o = SlippageOptions();
+  auto h = Harness::Create(MakeMarket(rows, 0), o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  std::vector<double> prices;
+  for (const auto& r : rows) prices.insert(prices.end(), r.begin(), r.end());
+  const std::vector<double> expected = EqualWeightBuyAndHold(
+      prices, 2, 0, 8, o.env.initial_capital, o.env.buy_fee, 625.0);
+  ASSERT_EQ(expected.size(), 8u);
+  // eqw[0] = (1000/2) / (125·17/16·65/64): the slippage lowers B&H's coins.
+  const double eqw0 = 500.0 / (125.0 * (17.0 / 16) * (65.0 / 64));
+  EXPECT_NEAR(expected[0], eqw0 * 125.0, 1e-12);
+  EXPECT_EQ(h->env().benchmark_value(0), expected[0]);
+  for (int t = 1; t < 6; ++t) {
+    ASSERT_TRUE(h->Step({0.0f, 0.0f}).ok());
+    EXPECT_EQ(h->env().benchmark_value(0), expected[static_cast<size_t>(t)])
+        << "row " << t;
+  }
+}
+
+// Rows 125 (ans 8) then 128; volumes per row given; 1 asset.
+std::shared_ptr<MarketData> VolumeMarket(const std::vector<double>& volume) {
+  std::vector<std::vector<double>> rows = ConstantRows(8, {128});
+  rows[0] = {125};
+  std::shared_ptr<MarketData> market = MakeMarket(rows, 0);
+  market->volume = volume;
+  return market;
+}
+
+TEST(VectorEnvCostTest, VolumeCapClampsTradesAndAZeroVolumeBarTradesNothing) {
+  // Cap = 0.1 · volume: bar 1 → 1 coin, bar 2 → 0 (a forward-filled bar),
+  // bar 3 → 0.5, bar 4 → 10. No slippage, so only the cap is at work.
+  VectorEnvOptions o = ManualOptions();
+  o.env.max_volume_share = 0.1;
+  o.env.cooldown_trim_bars = 1;
+  o.env.trim_fraction = 0.5;
+  auto h = Harness::Create(VolumeMarket({0, 10, 0, 5, 100, 100, 100, 100}), o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  VectorEnv& env = h->env();
+
+  // Bar 1: wants 2 coins, buys the cap of 1: cash 1000 − 128·65/64 = 870.
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 1.0f);
+  EXPECT_EQ(env.cash(0), 870.0);
+
+  // Bar 2 (volume 0): neither the due trim (cooldown 1) nor the buy trade;
+  // the cooldown is kept, so the trim is still due on the next bar.
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 1.0f);
+  EXPECT_EQ(env.cash(0), 870.0);
+  EXPECT_EQ(env.cooldown(0, 0), 1.0f);
+  EXPECT_EQ(env.current_episode(0).buy_trades, 1);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 0);
+
+  // Bar 3 (cap 0.5): the trim sells 0.5·1 = 0.5 coins (cash + 64·31/32 =
+  // 62 → 932) and uses the whole cap, so the buy that follows gets nothing.
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 0.5f);
+  EXPECT_EQ(env.cash(0), 932.0);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 1);
+  EXPECT_EQ(env.current_episode(0).buy_trades, 1);
+
+  // Bar 4 (cap 10): a sell of 8 sells the 0.5 held: cash 994.
+  ASSERT_TRUE(h->Step({-1.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 0.0f);
+  EXPECT_EQ(env.cash(0), 994.0);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 2);
+}
+
+TEST(VectorEnvCostTest, VolumeCapLimitsTheSellAndAPartlyStoppedPosition) {
+  VectorEnvOptions o = ManualOptions();
+  o.env.max_volume_share = 0.25;
+  o.env.trailing_stop_pct = 0.25;
+  // Bar 1 buys 2 coins at 128; bar 2 (close 80, below 96) stops out only
+  // 0.25·2 = 0.5 coins; bar 3 (close 80, volume 4 → cap 1) stops 1 more;
+  // bar 4 sells the last 0.5 (cap 25).
+  std::vector<std::vector<double>> rows = ConstantRows(8, {80});
+  rows[0] = {125};
+  rows[1] = {128};
+  std::shared_ptr<MarketData> market = MakeMarket(rows, 0);
+  market->volume = {0, 100, 2, 4, 100, 100, 100, 100};
+  auto h = Harness::Create(market, o);
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  VectorEnv& env = h->env();
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 2.0f);
+  EXPECT_EQ(env.cash(0), 740.0);
+
+  // Stop of 0.5 at 80: cash + 40·31/32 = 38.75. The high is kept, so the
+  // stop fires again while the close stays below it.
+  ASSERT_TRUE(h->Step({0.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 1.5f);
+  EXPECT_EQ(env.cash(0), 778.75);
+  EXPECT_EQ(env.trailing_high(0, 0), 128.0f);
+  ASSERT_TRUE(h->Step({0.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 0.5f);
+  EXPECT_EQ(env.cash(0), 778.75 + 77.5);
+  EXPECT_EQ(env.current_episode(0).sell_trades, 2);
+  ASSERT_TRUE(h->Step({0.0f}).ok());
+  EXPECT_EQ(env.holding(0, 0), 0.0f);
+  EXPECT_EQ(env.trailing_high(0, 0), 0.0f);
+  EXPECT_EQ(env.cash(0), 778.75 + 77.5 + 38.75);
+}
+
+TEST(VectorEnvCostTest, CapThatNeverBindsChangesNothingBitForBit) {
+  absl::StatusOr<std::shared_ptr<const MarketData>> generated =
+      GenerateBenchmarkMarket(4, 6, 400, 11);
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  auto with_volume = std::make_shared<MarketData>(**generated);
+  with_volume->volume.assign(with_volume->price.size(), 1e12);
+  VectorEnvOptions o;
+  o.num_copies = 8;
+  o.episode_steps = 50;
+  o.seed = 3;
+  o.env.trailing_stop_pct = 0.02;
+  o.env.cooldown_trim_bars = 5;
+  VectorEnvOptions capped = o;
+  capped.env.max_volume_share = 1.0;
+  auto a = Harness::Create(*generated, o);
+  auto b = Harness::Create(with_volume, capped);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  a->Reset();
+  b->Reset();
+  Rng rng(8);
+  for (int k = 0; k < 120; ++k) {
+    const std::vector<float> actions = RandomActions(rng, 8 * 4, 0.5);
+    ASSERT_TRUE(a->Step(actions).ok());
+    ASSERT_TRUE(b->Step(actions).ok());
+  }
+  for (int c = 0; c < 8; ++c) {
+    EXPECT_EQ(a->env().cash(c), b->env().cash(c));
+    EXPECT_EQ(a->env().total_asset(c), b->env().total_asset(c));
+    EXPECT_EQ(a->env().current_episode(c).slippage,
+              b->env().current_episode(c).slippage);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(a->env().holding(c, i), b->env().holding(c, i));
+    }
+  }
+  EXPECT_EQ(a->AllObs(), b->AllObs());
+}
+
+TEST(VectorEnvCostTest, ZeroSlippageFillsAtTheCloseAndCountsNothing) {
+  // The same two bars as the first cost test with slippage 0: the fills are
+  // the closes (the pre-slippage env) and the counter stays 0.
+  auto h = Harness::Create(CostMarket(160), ManualOptions());
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->ResetCopy(0, 0, 8).ok());
+  ASSERT_TRUE(h->Step({0.25f}).ok());
+  ASSERT_TRUE(h->Step({-0.125f}).ok());
+  // 1000 − 2·128·65/64 + 160·31/32 = 1000 − 260 + 155.
+  EXPECT_EQ(h->env().cash(0), 895.0);
+  EXPECT_EQ(h->env().current_episode(0).slippage, 0.0);
+}
+
+TEST(VectorEnvCostTest, CostOptionsAreValidatedByName) {
+  std::shared_ptr<MarketData> market = CostMarket(160);
+  auto expect_error = [&](std::shared_ptr<const MarketData> m,
+                          const VectorEnvOptions& o, const std::string& text) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::unique_ptr<VectorEnv>> env =
+        VectorEnv::Create(std::move(m), o);
+    ASSERT_FALSE(env.ok());
+    EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(env.status().message()), HasSubstr(text));
+  };
+  VectorEnvOptions o = ManualOptions();
+  for (double bad : {-1.0, 1000.0, std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity()}) {
+    VectorEnvOptions x = o;
+    x.env.slippage_bps = bad;
+    expect_error(market, x, "env option slippage_bps = ");
+  }
+  for (double bad : {-0.1, 1.5}) {
+    VectorEnvOptions x = o;
+    x.env.max_volume_share = bad;
+    expect_error(market, x, "env option max_volume_share = ");
+  }
+  // A cap needs volumes.
+  VectorEnvOptions cap = o;
+  cap.env.max_volume_share = 0.1;
+  expect_error(market, cap, "max_volume_share = 0.1 needs bar volumes");
+  // Volumes of the wrong shape or negative make the market invalid.
+  auto short_volume = std::make_shared<MarketData>(*market);
+  short_volume->volume = {1.0, 2.0};
+  expect_error(short_volume, o, "volume has 2 values");
+  auto negative = std::make_shared<MarketData>(*market);
+  negative->volume.assign(negative->price.size(), 1.0);
+  negative->volume[3] = -1.0;
+  expect_error(negative, o, "volume of asset 0 at row 3 is -1");
+  // Edge values are accepted.
+  VectorEnvOptions edge = o;
+  edge.env.slippage_bps = 999.0;
+  edge.env.max_volume_share = 1.0;
+  auto with_volume = std::make_shared<MarketData>(*market);
+  with_volume->volume.assign(with_volume->price.size(), 0.0);
+  EXPECT_TRUE(VectorEnv::Create(with_volume, edge).ok());
 }
 
 }  // namespace
