@@ -1,9 +1,11 @@
 // The `ristretto` command: dataset import/info/synth/ls, env
-// replay/bench/demo, train, study create/start/stop/ls/show/best/export, up.
+// replay/bench/demo, train, backtest, study
+// create/start/stop/ls/show/best/export, up.
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "cli/backtest_command.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "cli/train_command.h"
@@ -32,6 +34,9 @@ constexpr char kUsage[] =
     "                 [--lr 3e-4] [--epochs 16] [--minibatch 2048]\n"
     "                 [--lookback 2] [--eval-every N] [--out DIR --study S\n"
     "                 --trial T --fold K] [--export DIR] [--device cpu]\n"
+    "  backtest       POLICY_DIR --dataset FILE [--from TS] [--to TS]\n"
+    "                 [--out backtest] [--random-seeds 20] [--slippage-bps X]\n"
+    "                 [--max-volume-share Y] [--threads 1]\n"
     "  study create   FILE [--name NAME]\n"
     "  study start    NAME [--wait]\n"
     "  study stop     NAME\n"
@@ -48,6 +53,9 @@ constexpr char kUsage[] =
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "train") == 0) {
     return ristretto::cli::RunTrainCommand(argc, argv, 2);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "backtest") == 0) {
+    return ristretto::cli::RunBacktestCommand(argc, argv, 2);
   }
   if (argc >= 2 && std::strcmp(argv[1], "up") == 0) {
     return ristretto::cli::RunUpCommand(argc, argv, 2);

@@ -115,6 +115,7 @@ OrderedJson ToObject(const PolicyContract& c) {
   j["asset_symbols"] = c.asset_symbols;
   j["feature_names"] = c.feature_names;
   j["dataset_id"] = c.dataset_id;
+  j["interval_seconds"] = c.interval_seconds;
   OrderedJson env = OrderedJson::object();
   JsonWriter env_writer(&env);
   VisitEnv(c.env, env_writer);
@@ -153,6 +154,20 @@ absl::Status Read(const Json& j, const std::string& path, int* out) {
     }
   }
   return WrongType(path, "a 32-bit integer", j);
+}
+
+absl::Status Read(const Json& j, const std::string& path, int64_t* out) {
+  if (j.is_number_unsigned()) {
+    const auto v = j.get<uint64_t>();
+    if (v <= static_cast<uint64_t>(INT64_MAX)) {
+      *out = static_cast<int64_t>(v);
+      return absl::OkStatus();
+    }
+  } else if (j.is_number_integer()) {
+    *out = j.get<int64_t>();
+    return absl::OkStatus();
+  }
+  return WrongType(path, "a 64-bit integer", j);
 }
 
 absl::Status Read(const Json& j, const std::string& path, double* out) {
@@ -211,9 +226,11 @@ absl::Status Read(const Json& j, const std::string& path, LogProbMode* out) {
 
 // Fields added after contract version 1 without a version bump: a contract
 // written before them lacks the key and reads as 0 (policies trained before
-// execution costs existed paid no slippage and had no volume cap).
+// execution costs existed paid no slippage and had no volume cap; an
+// interval of 0 means "not recorded").
 bool ReadsAsZeroWhenMissing(const std::string& path) {
-  return path == "env.slippage_bps" || path == "env.max_volume_share";
+  return path == "env.slippage_bps" || path == "env.max_volume_share" ||
+         path == "interval_seconds";
 }
 
 // Reads named fields of one JSON object; keeps the first error.
@@ -285,7 +302,13 @@ absl::StatusOr<PolicyContract> FromObject(const Json& j) {
   top("asset_symbols", c.asset_symbols);
   top("feature_names", c.feature_names);
   top("dataset_id", c.dataset_id);
+  top("interval_seconds", c.interval_seconds);
   RETURN_IF_ERROR(top.status());
+  if (c.interval_seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("contract JSON: interval_seconds ", c.interval_seconds,
+                     " must be >= 0"));
+  }
 
   const Json* env = nullptr;
   RETURN_IF_ERROR(ReadObject(j, "env", &env));
@@ -390,8 +413,85 @@ absl::Status CheckContract(const PolicyContract& expected,
     RETURN_IF_ERROR(
         CompareField("dataset_id", f.at("dataset_id"), e.at("dataset_id")));
   }
+  // 0 is "not recorded" (contracts written before issue 13): no evidence
+  // either way, so only two recorded intervals are compared.
+  if (expected.interval_seconds != 0 && found.interval_seconds != 0) {
+    RETURN_IF_ERROR(CompareField("interval_seconds", f.at("interval_seconds"),
+                                 e.at("interval_seconds")));
+  }
   RETURN_IF_ERROR(CompareObject("env.", f.at("env"), e.at("env")));
   return CompareObject("network.", f.at("network"), e.at("network"));
+}
+
+namespace {
+
+absl::Status MarketMismatch(const std::string& field, const OrderedJson& policy,
+                            const OrderedJson& market) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "contract mismatch: ", field, " is ", Dump(policy, -1),
+      " in the policy's contract but ", Dump(market, -1), " in the dataset"));
+}
+
+absl::Status CompareMarketList(const std::string& field,
+                               const std::vector<std::string>& policy,
+                               const std::vector<std::string>& market) {
+  const size_t common = std::min(policy.size(), market.size());
+  for (size_t i = 0; i < common; ++i) {
+    if (policy[i] != market[i]) {
+      return MarketMismatch(absl::StrCat(field, "[", i, "]"), policy[i],
+                            market[i]);
+    }
+  }
+  if (policy.size() != market.size()) {
+    return MarketMismatch(field, policy, market);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckContractForMarket(
+    const PolicyContract& contract,
+    const std::vector<std::string>& asset_symbols,
+    const std::vector<std::string>& feature_names, int64_t interval_seconds,
+    std::string* warning) {
+  if (warning != nullptr) warning->clear();
+  // The contract's own fields must agree before it is compared with data.
+  if (contract.lookback != contract.env.lookback) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "contract is inconsistent: lookback is ", contract.lookback,
+        " but env.lookback is ", contract.env.lookback));
+  }
+  RETURN_IF_ERROR(CompareMarketList("asset_symbols", contract.asset_symbols,
+                                    asset_symbols));
+  RETURN_IF_ERROR(CompareMarketList("feature_names", contract.feature_names,
+                                    feature_names));
+  const int64_t n = static_cast<int64_t>(asset_symbols.size());
+  if (contract.action_size != n) {
+    return MarketMismatch("action_size", contract.action_size, n);
+  }
+  const int64_t obs =
+      1 + n +
+      n * static_cast<int64_t>(feature_names.size()) * contract.lookback;
+  if (contract.obs_size != obs) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("contract mismatch: obs_size is ", contract.obs_size,
+                     " in the policy's contract but the dataset gives ", obs,
+                     " (1 + ", n, " assets + ", n, " × ", feature_names.size(),
+                     " features × lookback ", contract.lookback, ")"));
+  }
+  if (contract.interval_seconds == 0) {
+    if (warning != nullptr) {
+      *warning = absl::StrCat(
+          "the policy's contract does not record its bar interval (written "
+          "before interval_seconds existed); the dataset's ",
+          interval_seconds, " s bars are assumed to match");
+    }
+  } else if (contract.interval_seconds != interval_seconds) {
+    return MarketMismatch("interval_seconds", contract.interval_seconds,
+                          interval_seconds);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ristretto::learner

@@ -53,8 +53,27 @@ struct PolicyContract {
 // and both values, e.g. "contract mismatch: obs_size is 106 in the
 // checkpoint but 204 here". `check_dataset` = false allows a policy trained
 // on one dataset to run on another with the same layout (backtests).
+// interval_seconds is compared only when both contracts record one (0 is
+// "not recorded").
 absl::Status CheckContract(const PolicyContract& expected,
                            const PolicyContract& found, bool check_dataset);
+
+// Whether a policy with `contract` can play a market with these assets (in
+// column order), per-asset feature names and bar interval in seconds (a
+// backtest on another dataset than the training one). Checks, in order:
+// the contract's lookback against its env.lookback, asset_symbols and
+// feature_names (name by name), action_size (one per asset), obs_size
+// (1 + n + n·features·lookback) and interval_seconds. Errors:
+// kFailedPrecondition naming the first differing field and both values,
+// e.g. "contract mismatch: asset_symbols[1] is \"ETHUSD\" in the policy's
+// contract but \"SOLUSD\" in the dataset". A contract without an interval
+// (0, written before it was recorded) passes and sets `*warning` (if not
+// null) to a one-line note; otherwise `*warning` is cleared.
+absl::Status CheckContractForMarket(
+    const PolicyContract& contract,
+    const std::vector<std::string>& asset_symbols,
+    const std::vector<std::string>& feature_names, int64_t interval_seconds,
+    std::string* warning);
 
 }  // namespace ristretto::learner
 

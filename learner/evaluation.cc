@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -20,12 +21,18 @@ namespace {
 // leverage) is floored so the log stays finite.
 constexpr double kTinyValue = 1e-12;
 
+absl::Status TraceOverflow(int domain) {
+  return absl::InternalError(
+      absl::StrCat("evaluation trace: domain ", domain,
+                   " played more bars than its rows allow"));
+}
+
 }  // namespace
 
 absl::StatusOr<EvaluationResult> EvaluateActions(
     const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    const ActionFunction& decide) {
+    const ActionFunction& decide, EvaluationTrace* trace) {
   if (domains.empty()) {
     return absl::InvalidArgumentError("evaluation needs at least one domain");
   }
@@ -46,6 +53,42 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
   std::vector<float> holdings(static_cast<size_t>(B) * n, 0.0f);
   std::vector<double> traded(B, 0.0);
   double exposure_sum = 0;
+  // The trace: domain b's bars start at bar_begin[b]; next_bar[b] is where
+  // its next bar goes. A domain of S rows has S − 2L + 1 bars.
+  std::vector<size_t> bar_begin(B + 1, 0), next_bar(B, 0);
+  if (trace != nullptr) {
+    for (int b = 0; b < B; ++b) {
+      const int64_t bars = std::max<int64_t>(
+          domains[b].size() - 2 * static_cast<int64_t>(env_options.lookback) +
+              1,
+          0);
+      bar_begin[b + 1] = bar_begin[b] + static_cast<size_t>(bars);
+      next_bar[b] = bar_begin[b];
+    }
+    const size_t total = bar_begin[B];
+    trace->num_assets = n;
+    trace->domain.assign(total, 0);
+    trace->row.assign(total, 0);
+    trace->value.assign(total, 0.0);
+    trace->cash.assign(total, 0.0);
+    trace->holdings.assign(total * static_cast<size_t>(n), 0.0f);
+    trace->buy_and_hold.assign(total, 0.0);
+  }
+  // Records copy b's current bar; false if the domain has more bars than
+  // foreseen (the caller reports it).
+  auto record = [&](int b) {
+    if (trace == nullptr) return true;
+    const size_t k = next_bar[b];
+    if (k >= bar_begin[b + 1]) return false;
+    ++next_bar[b];
+    trace->domain[k] = b;
+    trace->row[k] = vec->row(b);
+    trace->value[k] = vec->total_asset(b);
+    trace->cash[k] = vec->cash(b);
+    float* h = trace->holdings.data() + k * static_cast<size_t>(n);
+    for (int i = 0; i < n; ++i) h[i] = vec->holding(b, i);
+    return true;
+  };
   for (int b = 0; b < B; ++b) {
     RETURN_IF_ERROR(
         Annotate(vec->ResetCopy(b, domains[b].begin, domains[b].size(),
@@ -53,6 +96,7 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
                  absl::StrCat("validation domain ", b)));
     values[b].push_back(vec->total_asset(b));
     first_row[b] = vec->row(b);
+    if (!record(b)) return TraceOverflow(b);
     for (int i = 0; i < n; ++i) {
       holdings[static_cast<size_t>(b) * n + i] = vec->holding(b, i);
     }
@@ -73,6 +117,7 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
       const double value = vec->total_asset(b);
       values[b].push_back(value);
       ++result.steps;
+      if (!record(b)) return TraceOverflow(b);
       // Trades of this step happened at the prices of the row it moved to.
       const double* p = price + vec->row(b) * n;
       float* hold = holdings.data() + static_cast<size_t>(b) * n;
@@ -116,6 +161,18 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
         env_options.initial_capital, env_options.buy_fee,
         env_options.slippage_bps);
     const env::PerformanceSummary eq = env::Summarize(bench, bpy);
+    if (trace != nullptr) {
+      if (next_bar[b] != bar_begin[b + 1] ||
+          bench.size() != bar_begin[b + 1] - bar_begin[b]) {
+        return absl::InternalError(
+            absl::StrCat("evaluation trace: domain ", b, " played ",
+                         next_bar[b] - bar_begin[b], " bars, expected ",
+                         bar_begin[b + 1] - bar_begin[b]));
+      }
+      std::copy(bench.begin(), bench.end(),
+                trace->buy_and_hold.begin() +
+                    static_cast<std::ptrdiff_t>(bar_begin[b]));
+    }
     result.sharpe += bot.sharpe / B;
     result.sortino += bot.sortino / B;
     result.calmar += bot.calmar / B;

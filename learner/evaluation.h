@@ -7,6 +7,8 @@
 #ifndef RISTRETTO_LEARNER_EVALUATION_H_
 #define RISTRETTO_LEARNER_EVALUATION_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +26,29 @@ namespace ristretto::learner {
 using ActionFunction =
     std::function<void(const float* obs, int copies, float* actions)>;
 
+// The bar-by-bar record of one EvaluateActions run, for backtests and
+// charts: one entry per bar at which the policy's portfolio is valued —
+// each domain's first bar (the reset, value = initial capital) and then
+// one per step — domains in the order given. So a domain of S rows has
+// S − 2·lookback + 1 bars, and bars = steps + domains. Within a domain,
+// ln(value[k] / value[k−1]) (floored as log_returns) are exactly the
+// EvaluationResult's log_returns, and value[k] = cash[k] +
+// Σ_i holdings[k·n + i] · price[row[k]][i] (the env's valuation).
+struct EvaluationTrace {
+  int num_assets = 0;           // n
+  std::vector<int> domain;      // index into the domains argument
+  std::vector<int64_t> row;     // market row the bar is valued at
+  std::vector<double> value;    // portfolio value, quote currency
+  std::vector<double> cash;     // cash, quote currency
+  std::vector<float> holdings;  // bars × n coins, row per bar
+  // Equal-weight buy and hold on the same rows (EqualWeightBuyAndHold with
+  // the env options' capital, buy fee and slippage, bought at the domain's
+  // first bar): the benchmark of the result.
+  std::vector<double> buy_and_hold;
+
+  size_t bars() const { return value.size(); }
+};
+
 // Plays `decide(obs [B×D], B, actions out [B×A])` on every domain (one env
 // copy per domain) from its first row with the env options, and scores it
 // against equal-weight buy and hold on the same rows. Besides the
@@ -37,11 +62,13 @@ using ActionFunction =
 //   exposure     mean over all steps of all domains of 1 − cash_t / v_t;
 //   score        sharpe − benchmark_sharpe (callers that know the study
 //                objective replace it with ObjectiveValue).
+// `trace`, when not null, is replaced by the run's EvaluationTrace (sized
+// once before the first step; the steps themselves allocate nothing).
 // Errors: kInvalidArgument if there is no domain or one is too short.
 absl::StatusOr<EvaluationResult> EvaluateActions(
     const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    const ActionFunction& decide);
+    const ActionFunction& decide, EvaluationTrace* trace = nullptr);
 
 // EvaluationResult as a JSON object (every field, log_returns included;
 // non-finite numbers as null), plus "objective" when not empty.

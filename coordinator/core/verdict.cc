@@ -84,6 +84,8 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
         learner::EvaluateActions(market, env_options, domains, decide));
     sharpes.push_back(r.sharpe);
     returns.push_back(r.total_return);
+    r.log_returns = {};
+    out.random_runs.push_back(std::move(r));
   }
   auto mean_std = [](const std::vector<double>& v, double* mean, double* sd) {
     *mean = 0;

@@ -39,6 +39,9 @@ struct SegmentBaselines {
   int random_seeds = 0;
   double random_sharpe_mean = 0, random_sharpe_std = 0;  // population std
   double random_return_mean = 0, random_return_std = 0;
+  // Each seed's whole result (seeds 1 … N in order, log_returns dropped):
+  // the spread of the other metrics, e.g. for `ristretto backtest`.
+  std::vector<learner::EvaluationResult> random_runs;
 };
 
 // Errors: those of EvaluateActions (no domain, a domain too short).

@@ -64,6 +64,7 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
   }
   host->contract_ = PolicyContract::Make(o.env, o.network, std::move(symbols),
                                          o.feature_names, o.dataset_id);
+  host->contract_.interval_seconds = host->market_->interval_seconds;
   const int64_t D = 1 + host->market_->num_assets +
                     host->market_->num_features * o.env.lookback;
   if (host->contract_.obs_size != D) {

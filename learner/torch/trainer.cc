@@ -85,6 +85,7 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
   result.contract =
       PolicyContract::Make(options.env, options.network, std::move(symbols),
                            options.feature_names, options.dataset_id);
+  result.contract.interval_seconds = market->interval_seconds;
   if (result.contract.obs_size != D) {
     return absl::InvalidArgumentError(
         absl::StrCat("feature_names give an observation of ",

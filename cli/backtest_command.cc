@@ -1,0 +1,849 @@
+#include "cli/backtest_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/args.h"
+#include "cli/table.h"
+#include "common/file_util.h"
+#include "common/status_macros.h"
+#include "coordinator/core/verdict.h"
+#include "env/csv_import.h"
+#include "env/dataset.h"
+#include "env/market_data.h"
+#include "learner/contract.h"
+#include "learner/evaluation.h"
+#include "learner/torch/policy_runner.h"
+#include "nlohmann/json.hpp"
+#include "report/svg_chart.h"
+
+namespace ristretto::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kDefaultOut[] = "backtest";
+// Written last into every output directory; its "backtest" key marks a
+// directory this command may replace on a later run.
+constexpr char kMetricsFile[] = "metrics.json";
+// Charts draw at most this many vertices per series (min and max of each
+// bucket, so peaks and drawdowns survive); the CSVs keep every bar.
+constexpr size_t kMaxChartPoints = 4000;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// ---- inputs ----------------------------------------------------------------
+
+struct Request {
+  std::string policy_dir;
+  std::string dataset_path;
+  std::optional<int64_t> from, to;  // epoch seconds, [from, to)
+  std::string from_text, to_text;
+  fs::path out;
+  int random_seeds = coordinator::kRandomPolicySeeds;
+  int threads = 1;
+  std::optional<double> slippage_bps, max_volume_share;
+};
+
+absl::StatusOr<int64_t> ParseTimeFlag(const char* flag,
+                                      const std::string& text) {
+  absl::StatusOr<int64_t> t = env::ParseTimestamp(text);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " ", text,
+                     " is not a time (Unix seconds or ISO-8601 UTC such as "
+                     "2024-01-31 or 2024-01-31T12:00:00Z)"));
+  }
+  return *t;
+}
+
+absl::StatusOr<Request> ParseRequest(const Args& args) {
+  RETURN_IF_ERROR(
+      args.CheckKnown({"dataset", "from", "to", "out", "random-seeds",
+                       "slippage-bps", "max-volume-share", "threads"}));
+  Request r;
+  if (args.positional().size() != 1) {
+    return absl::InvalidArgumentError(
+        "backtest takes one POLICY_DIR (a directory with policy.pt and "
+        "contract.json)");
+  }
+  r.policy_dir = args.positional()[0];
+  ASSIGN_OR_RETURN(r.dataset_path, args.RequiredString("dataset"));
+  ASSIGN_OR_RETURN(r.from_text, args.String("from", ""));
+  ASSIGN_OR_RETURN(r.to_text, args.String("to", ""));
+  if (!r.from_text.empty()) {
+    ASSIGN_OR_RETURN(r.from, ParseTimeFlag("from", r.from_text));
+  }
+  if (!r.to_text.empty()) {
+    ASSIGN_OR_RETURN(r.to, ParseTimeFlag("to", r.to_text));
+  }
+  if (r.from && r.to && *r.from >= *r.to) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--from ", r.from_text, " is not before --to ", r.to_text));
+  }
+  ASSIGN_OR_RETURN(std::string out, args.String("out", kDefaultOut));
+  if (out.empty()) return absl::InvalidArgumentError("--out is empty");
+  r.out = fs::absolute(fs::path(out)).lexically_normal();
+  if (r.out.filename().empty()) r.out = r.out.parent_path();
+  ASSIGN_OR_RETURN(int64_t seeds, args.Int("random-seeds", r.random_seeds));
+  if (seeds < 1 || seeds > 10000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--random-seeds ", seeds,
+                     " must be in [1, 10000] (the random "
+                     "policy is a required baseline)"));
+  }
+  r.random_seeds = static_cast<int>(seeds);
+  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
+  if (threads < 1 || threads > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--threads ", threads, " must be in [1, 1024]"));
+  }
+  r.threads = static_cast<int>(threads);
+  if (args.Has("slippage-bps")) {
+    ASSIGN_OR_RETURN(double s, args.Double("slippage-bps", 0));
+    r.slippage_bps = s;
+  }
+  if (args.Has("max-volume-share")) {
+    ASSIGN_OR_RETURN(double v, args.Double("max-volume-share", 0));
+    r.max_volume_share = v;
+  }
+  return r;
+}
+
+// OK if `out` may receive the results: it does not exist, is an empty
+// directory, or holds an earlier backtest (its metrics.json has the
+// "backtest" key). Anything else is refused rather than replaced.
+absl::Status CheckOutDir(const fs::path& out) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (ec || !fs::exists(st)) return absl::OkStatus();
+  if (!fs::is_directory(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out ", out.string(), " exists and is not a directory"));
+  }
+  if (fs::is_empty(out, ec)) return absl::OkStatus();
+  const absl::StatusOr<std::string> metrics =
+      ReadFileToString((out / kMetricsFile).string());
+  if (metrics.ok()) {
+    const Json j = Json::parse(*metrics, nullptr, false);
+    if (j.is_object() && j.contains("backtest")) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--out ", out.string(),
+                   " is a non-empty directory that is not an earlier "
+                   "backtest's output; choose another --out"));
+}
+
+absl::StatusOr<learner::PolicyContract> ReadPolicyContract(
+    const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy directory ", dir.string(), " does not exist"));
+  }
+  for (const char* file : {"contract.json", "policy.pt"}) {
+    if (!fs::is_regular_file(dir / file, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy directory ", dir.string(), " has no ", file,
+          " (expected an exported policy: policy.pt and contract.json, as "
+          "written by ristretto train --export or study export)"));
+    }
+  }
+  const std::string path = (dir / "contract.json").string();
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  absl::StatusOr<learner::PolicyContract> contract =
+      learner::PolicyContract::FromJson(text);
+  if (!contract.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", contract.status().message()));
+  }
+  return contract;
+}
+
+// The dataset's domains intersected with [from, to) (bar open times);
+// pieces too short for one step beyond the lookback window are left out.
+absl::StatusOr<std::vector<env::Domain>> SelectDomains(const env::Dataset& d,
+                                                       const Request& r,
+                                                       int lookback) {
+  const std::vector<int64_t>& ts = d.timestamps;
+  if (ts.empty()) return absl::InvalidArgumentError("the dataset has no bars");
+  const int64_t first = ts.front();
+  const int64_t end = ts.back() + std::max<int64_t>(d.interval_seconds, 1);
+  const std::string range =
+      absl::StrCat("the data covers ", env::FormatTimestamp(first), " to ",
+                   env::FormatTimestamp(ts.back()), " (last bar)");
+  if (r.from && (*r.from < first || *r.from > ts.back())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--from ", r.from_text, " is outside the data: ", range));
+  }
+  if (r.to && (*r.to <= first || *r.to > end)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--to ", r.to_text, " is outside the data: ", range));
+  }
+  const int64_t lo = r.from ? *r.from : first;
+  const int64_t hi = r.to ? *r.to : end;
+  const auto row_at = [&ts](int64_t t) {
+    return static_cast<int64_t>(std::lower_bound(ts.begin(), ts.end(), t) -
+                                ts.begin());
+  };
+  const int64_t row_lo = row_at(lo), row_hi = row_at(hi);
+  // ResetCopy needs 2L + 1 rows for one step; two steps give a return to
+  // score (Sharpe needs at least two).
+  const int64_t need = 2 * static_cast<int64_t>(lookback) + 2;
+  std::vector<env::Domain> out;
+  int64_t longest = 0;
+  for (const env::Domain& dom : d.domains) {
+    const env::Domain piece{std::max(dom.begin, row_lo),
+                            std::min(dom.end, row_hi)};
+    if (piece.size() <= 0) continue;
+    longest = std::max(longest, piece.size());
+    if (piece.size() >= need) {
+      out.push_back(piece);
+    } else {
+      std::fprintf(stderr,
+                   "backtest: note: skipping %lld bars from %s (a domain "
+                   "piece shorter than the %lld bars lookback %d needs)\n",
+                   static_cast<long long>(piece.size()),
+                   env::FormatTimestamp(ts[piece.begin]).c_str(),
+                   static_cast<long long>(need), lookback);
+    }
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        r.from || r.to ? "--from/--to leave" : "the dataset has", " at most ",
+        longest, " contiguous bars, fewer than the ", need, " that lookback ",
+        lookback, " needs (2 × lookback + 2)"));
+  }
+  return out;
+}
+
+// ---- results
+// -----------------------------------------------------------------
+
+// One row of the table (and of metrics.json).
+struct Row {
+  double sharpe = 0, sharpe_se = 0, sortino = 0, total_return = 0,
+         max_drawdown = 0, turnover = 0, fees = 0, trades = 0, exposure = 0;
+};
+
+Row PolicyRow(const learner::EvaluationResult& e, double bpy) {
+  Row r;
+  r.sharpe = e.sharpe;
+  r.sharpe_se = coordinator::AnnualisedSharpeError(e.log_returns, bpy);
+  r.sortino = e.sortino;
+  r.total_return = e.total_return;
+  r.max_drawdown = e.max_drawdown;
+  r.turnover = e.turnover;
+  r.fees = e.fees;
+  r.trades = static_cast<double>(e.trades);
+  r.exposure = e.exposure;
+  return r;
+}
+
+// Buy and hold buys once per domain, at the first bar the env values, the
+// share C0 / n of every asset with a price (EqualWeightBuyAndHold): its
+// trades, fees and turnover follow from that one purchase.
+Row BuyAndHoldRow(const coordinator::SegmentBaselines& b,
+                  const env::MarketData& market, const env::EnvOptions& env,
+                  const learner::EvaluationTrace& trace) {
+  Row r;
+  const learner::EvaluationResult& bh = b.buy_and_hold;
+  r.sharpe = bh.sharpe;
+  r.sharpe_se = b.buy_and_hold_sharpe_se;
+  r.sortino = bh.sortino;
+  r.total_return = bh.total_return;
+  r.max_drawdown = bh.max_drawdown;
+  r.exposure = 1;
+  const int n = market.num_assets;
+  const double slip = 1 + env.slippage_bps / 1e4;
+  const double share = env.initial_capital / n;
+  int domains = 0;
+  for (size_t k = 0; k < trace.row.size(); ++k) {
+    if (k > 0 && trace.domain[k] == trace.domain[k - 1]) continue;
+    ++domains;
+    const double* p = market.price.data() + trace.row[k] * n;
+    for (int i = 0; i < n; ++i) {
+      if (!(p[i] > 0)) continue;
+      r.trades += 1;
+      r.fees += share * env.buy_fee / (1 + env.buy_fee);
+      r.turnover += share / (slip * (1 + env.buy_fee)) / env.initial_capital;
+    }
+  }
+  if (domains > 0) r.turnover /= domains;
+  return r;
+}
+
+struct Spread {
+  double mean = 0, std = 0;  // population std over seeds
+};
+
+Spread MeanStd(const std::vector<double>& v) {
+  Spread s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x / static_cast<double>(v.size());
+  for (double x : v) s.std += (x - s.mean) * (x - s.mean);
+  s.std = std::sqrt(s.std / static_cast<double>(v.size()));
+  return s;
+}
+
+struct RandomRow {
+  int seeds = 0;
+  Spread sharpe, sortino, total_return, max_drawdown, turnover, fees, trades,
+      exposure;
+};
+
+RandomRow RandomPolicyRow(const coordinator::SegmentBaselines& b) {
+  RandomRow r;
+  r.seeds = b.random_seeds;
+  auto field = [&b](auto get) {
+    std::vector<double> v;
+    v.reserve(b.random_runs.size());
+    for (const learner::EvaluationResult& e : b.random_runs) {
+      v.push_back(static_cast<double>(get(e)));
+    }
+    return MeanStd(v);
+  };
+  using E = learner::EvaluationResult;
+  r.sharpe = {b.random_sharpe_mean, b.random_sharpe_std};
+  r.total_return = {b.random_return_mean, b.random_return_std};
+  r.sortino = field([](const E& e) { return e.sortino; });
+  r.max_drawdown = field([](const E& e) { return e.max_drawdown; });
+  r.turnover = field([](const E& e) { return e.turnover; });
+  r.fees = field([](const E& e) { return e.fees; });
+  r.trades = field([](const E& e) { return e.trades; });
+  r.exposure = field([](const E& e) { return e.exposure; });
+  return r;
+}
+
+// Whether the policy's Sharpe exceeds a baseline's by more than the
+// policy's own standard error, and by how many SEs.
+struct Versus {
+  std::string name;
+  double sharpe = 0;
+  double z = 0;  // (policy − baseline) / policy SE; NaN without an SE
+  bool beats = false;
+};
+
+Versus Compare(const std::string& name, double baseline, const Row& policy) {
+  Versus v;
+  v.name = name;
+  v.sharpe = baseline;
+  v.z = (std::isfinite(policy.sharpe_se) && policy.sharpe_se > 0)
+            ? (policy.sharpe - baseline) / policy.sharpe_se
+            : std::numeric_limits<double>::quiet_NaN();
+  v.beats = std::isfinite(v.z) && v.z > 1;
+  return v;
+}
+
+std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs) {
+  std::string line = absl::StrFormat("comparison: policy Sharpe %.2f ± %.2f",
+                                     policy.sharpe, policy.sharpe_se);
+  std::vector<std::string> lost;
+  for (size_t k = 0; k < vs.size(); ++k) {
+    const Versus& v = vs[k];
+    absl::StrAppendFormat(&line, "%s %s %.2f (%s)", k == 0 ? " vs" : ",",
+                          v.name, v.sharpe,
+                          std::isfinite(v.z) ? absl::StrFormat("%+.1f SE", v.z)
+                                             : std::string("no SE"));
+    if (!v.beats) lost.push_back(v.name);
+  }
+  if (lost.empty()) {
+    absl::StrAppend(&line,
+                    ": the policy beats buy & hold, cash and random on Sharpe "
+                    "by more than 1 SE");
+  } else if (!std::isfinite(vs.front().z)) {
+    absl::StrAppend(&line,
+                    ": no standard error (too few bars), the policy beats no "
+                    "baseline beyond 1 SE");
+  } else {
+    absl::StrAppend(&line, ": the policy does NOT beat ",
+                    absl::StrJoin(lost, ", "), " on Sharpe by more than 1 SE");
+  }
+  return line;
+}
+
+std::string Pct(double x) { return absl::StrFormat("%+.2f%%", 100 * x); }
+
+std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
+                        const RandomRow& random) {
+  cli::Table t({"", "Sharpe ± SE", "Sortino", "return", "max DD", "turnover",
+                "fees", "trades", "exposure"});
+  auto add = [&t](const std::string& name, const Row& r) {
+    t.AddRow({name, absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se),
+              absl::StrFormat("%.2f", r.sortino), Pct(r.total_return),
+              absl::StrFormat("%.2f%%", 100 * r.max_drawdown),
+              absl::StrFormat("%.2f", r.turnover),
+              absl::StrFormat("%.2f", r.fees),
+              absl::StrFormat("%.0f", r.trades),
+              absl::StrFormat("%.1f%%", 100 * r.exposure)});
+  };
+  add("policy", policy);
+  add("buy & hold", bh);
+  add("cash", cash);
+  auto ms = [](const Spread& s, int digits, double scale = 1) {
+    return absl::StrFormat("%.*f ± %.*f", digits, scale * s.mean, digits,
+                           scale * s.std);
+  };
+  t.AddRow({absl::StrCat("random (", random.seeds, " seeds, mean ± std)"),
+            ms(random.sharpe, 2), ms(random.sortino, 2),
+            ms(random.total_return, 2, 100) + "%",
+            ms(random.max_drawdown, 2, 100) + "%", ms(random.turnover, 2),
+            ms(random.fees, 2), ms(random.trades, 0),
+            ms(random.exposure, 1, 100) + "%"});
+  return t.Render();
+}
+
+// ---- series
+// ------------------------------------------------------------------
+
+// The per-bar curves of the files and charts. With several domains (gaps
+// in the data) every domain is played from the initial capital, as in
+// training's evaluation; the curves chain them: a domain's values are
+// scaled to start where the previous domain ended.
+struct Curves {
+  std::vector<int64_t> time;
+  std::vector<double> policy, buy_and_hold, cash, drawdown, bh_drawdown;
+};
+
+Curves ChainCurves(const learner::EvaluationTrace& trace,
+                   const std::vector<int64_t>& timestamps,
+                   double initial_capital) {
+  Curves c;
+  const size_t bars = trace.value.size();
+  c.time.resize(bars);
+  c.policy.resize(bars);
+  c.buy_and_hold.resize(bars);
+  c.cash.assign(bars, initial_capital);
+  c.drawdown.resize(bars);
+  c.bh_drawdown.resize(bars);
+  double scale = 1, bh_scale = 1, peak = 0, bh_peak = 0;
+  for (size_t k = 0; k < bars; ++k) {
+    if (k > 0 && trace.domain[k] != trace.domain[k - 1]) {
+      scale = c.policy[k - 1] / trace.value[k];
+      bh_scale = c.buy_and_hold[k - 1] / trace.buy_and_hold[k];
+    }
+    c.time[k] = timestamps[static_cast<size_t>(trace.row[k])];
+    c.policy[k] = scale * trace.value[k];
+    c.buy_and_hold[k] = bh_scale * trace.buy_and_hold[k];
+    peak = std::max(peak, c.policy[k]);
+    bh_peak = std::max(bh_peak, c.buy_and_hold[k]);
+    c.drawdown[k] = peak > 0 ? 1 - c.policy[k] / peak : 0;
+    c.bh_drawdown[k] = bh_peak > 0 ? 1 - c.buy_and_hold[k] / bh_peak : 0;
+  }
+  return c;
+}
+
+// Shortest text that reads back as the same double.
+std::string Num(double x) {
+  if (!std::isfinite(x)) return "nan";
+  return absl::StrFormat("%.17g", x);
+}
+
+std::string EquityCsv(const Curves& c, const learner::EvaluationTrace& trace) {
+  std::string out =
+      "timestamp,time,domain,policy,buy_and_hold,cash,drawdown,"
+      "buy_and_hold_drawdown\n";
+  out.reserve(out.size() + c.time.size() * 120);
+  for (size_t k = 0; k < c.time.size(); ++k) {
+    absl::StrAppend(&out, c.time[k], ",", env::FormatTimestamp(c.time[k]), ",",
+                    trace.domain[k], ",", Num(c.policy[k]), ",",
+                    Num(c.buy_and_hold[k]), ",", Num(c.cash[k]), ",",
+                    Num(c.drawdown[k]), ",", Num(c.bh_drawdown[k]), "\n");
+  }
+  return out;
+}
+
+// Holdings in coins and weights (holding · close / value) per asset; value
+// = cash + Σ holding · close at the bar's close.
+std::string PositionsCsv(const learner::EvaluationTrace& trace,
+                         const env::MarketData& market,
+                         const std::vector<int64_t>& timestamps) {
+  const int n = market.num_assets;
+  std::string out = "timestamp,time,domain,value,cash,cash_weight";
+  for (const env::AssetMeta& a : market.assets) {
+    absl::StrAppend(&out, ",", a.symbol, ",", a.symbol, "_weight");
+  }
+  out += "\n";
+  out.reserve(out.size() + trace.value.size() * (80 + 40 * n));
+  for (size_t k = 0; k < trace.value.size(); ++k) {
+    const int64_t t = timestamps[static_cast<size_t>(trace.row[k])];
+    const double value = trace.value[k];
+    const double* p = market.price.data() + trace.row[k] * n;
+    absl::StrAppend(&out, t, ",", env::FormatTimestamp(t), ",", trace.domain[k],
+                    ",", Num(value), ",", Num(trace.cash[k]), ",",
+                    Num(value > 0 ? trace.cash[k] / value : 0));
+    for (int i = 0; i < n; ++i) {
+      const double h = trace.holdings[k * n + i];
+      absl::StrAppend(&out, ",", Num(h), ",",
+                      Num(value > 0 ? h * p[i] / value : 0));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// At most kMaxChartPoints vertices: per bucket of consecutive bars, its
+// lowest and highest value in time order.
+report::Series Decimated(std::string name, const std::vector<int64_t>& time,
+                         const std::vector<double>& y, double scale) {
+  report::Series s;
+  s.name = std::move(name);
+  const size_t bars = y.size();
+  const size_t buckets = kMaxChartPoints / 2;
+  if (bars <= kMaxChartPoints) {
+    for (size_t k = 0; k < bars; ++k) {
+      s.x.push_back(static_cast<double>(time[k]));
+      s.y.push_back(scale * y[k]);
+    }
+    return s;
+  }
+  for (size_t b = 0; b < buckets; ++b) {
+    const size_t lo = b * bars / buckets, hi = (b + 1) * bars / buckets;
+    size_t kmin = lo, kmax = lo;
+    for (size_t k = lo; k < hi; ++k) {
+      if (y[k] < y[kmin]) kmin = k;
+      if (y[k] > y[kmax]) kmax = k;
+    }
+    for (size_t k : {std::min(kmin, kmax), std::max(kmin, kmax)}) {
+      if (!s.x.empty() && s.x.back() == static_cast<double>(time[k])) continue;
+      s.x.push_back(static_cast<double>(time[k]));
+      s.y.push_back(scale * y[k]);
+    }
+  }
+  return s;
+}
+
+std::string EquitySvg(const Curves& c, const std::string& title) {
+  report::ChartOptions o;
+  o.id = "equity";
+  o.title = title;
+  o.x_label = "time (UTC)";
+  o.y_label = "portfolio value";
+  o.x_is_time = true;
+  o.zero_line = false;
+  std::vector<report::Series> series = {
+      Decimated("policy", c.time, c.policy, 1),
+      Decimated("equal-weight buy & hold", c.time, c.buy_and_hold, 1),
+      Decimated("cash", c.time, c.cash, 1)};
+  series[2].dashed = true;
+  return report::RenderSvgDocument(o, series);
+}
+
+std::string DrawdownSvg(const Curves& c, const std::string& title) {
+  report::ChartOptions o;
+  o.id = "drawdown";
+  o.title = title;
+  o.x_label = "time (UTC)";
+  o.y_label = "drawdown (%)";
+  o.x_is_time = true;
+  std::vector<report::Series> series = {
+      Decimated("policy", c.time, c.drawdown, -100),
+      Decimated("equal-weight buy & hold", c.time, c.bh_drawdown, -100)};
+  series[0].style = report::SeriesStyle::kArea;
+  return report::RenderSvgDocument(o, series);
+}
+
+Json NumberJson(double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); }
+
+Json RowJson(const Row& r) {
+  return Json{{"sharpe", NumberJson(r.sharpe)},
+              {"sharpe_se", NumberJson(r.sharpe_se)},
+              {"sortino", NumberJson(r.sortino)},
+              {"total_return", NumberJson(r.total_return)},
+              {"max_drawdown", NumberJson(r.max_drawdown)},
+              {"turnover", NumberJson(r.turnover)},
+              {"fees", NumberJson(r.fees)},
+              {"trades", NumberJson(r.trades)},
+              {"exposure", NumberJson(r.exposure)}};
+}
+
+Json SpreadJson(const Spread& s) {
+  return Json{{"mean", NumberJson(s.mean)}, {"std", NumberJson(s.std)}};
+}
+
+// ---- output
+// ------------------------------------------------------------------
+
+absl::Status WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  f.close();
+  if (!f) {
+    return absl::InternalError(absl::StrCat("cannot write ", path.string()));
+  }
+  return absl::OkStatus();
+}
+
+// Writes every file into a hidden directory beside `out` and renames it
+// into place (an earlier backtest there is replaced only once the new one
+// is complete), so an error leaves no partial output.
+absl::Status WriteOutputs(
+    const fs::path& out,
+    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  const fs::path parent = out.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", parent.string(), ": ", ec.message()));
+  }
+  const std::string suffix = absl::StrCat(".", ::getpid());
+  const fs::path tmp =
+      parent / absl::StrCat(".", out.filename().string(), ".tmp", suffix);
+  const fs::path old =
+      parent / absl::StrCat(".", out.filename().string(), ".old", suffix);
+  fs::remove_all(tmp, ec);
+  fs::create_directory(tmp, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", tmp.string(), ": ", ec.message()));
+  }
+  for (const auto& [name, text] : files) {
+    absl::Status written = WriteFile(tmp / name, text);
+    if (!written.ok()) {
+      fs::remove_all(tmp, ec);
+      return written;
+    }
+  }
+  const bool replace = fs::exists(out, ec);
+  if (replace) fs::rename(out, old, ec);
+  if (!ec) fs::rename(tmp, out, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::error_code ignored;
+    if (replace && !fs::exists(out, ignored)) fs::rename(old, out, ignored);
+    fs::remove_all(tmp, ignored);
+    return absl::InternalError(
+        absl::StrCat("cannot move the results into ", out.string(), ": ", why));
+  }
+  if (replace) fs::remove_all(old, ec);
+  return absl::OkStatus();
+}
+
+// ---- the command
+// ---------------------------------------------------------------
+
+absl::Status Backtest(const Args& args) {
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(Request req, ParseRequest(args));
+  RETURN_IF_ERROR(CheckOutDir(req.out));
+  const fs::path policy_dir(req.policy_dir);
+  ASSIGN_OR_RETURN(learner::PolicyContract contract,
+                   ReadPolicyContract(policy_dir));
+
+  absl::StatusOr<env::Dataset> read = env::ReadDataset(req.dataset_path);
+  if (!read.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read dataset ",
+                                                   req.dataset_path, ": ",
+                                                   read.status().message()));
+  }
+  const env::Dataset& dataset = *read;
+  std::vector<std::string> symbols;
+  for (const env::AssetMeta& a : dataset.assets) symbols.push_back(a.symbol);
+  std::string warning;
+  RETURN_IF_ERROR(
+      learner::CheckContractForMarket(contract, symbols, dataset.feature_names,
+                                      dataset.interval_seconds, &warning));
+  if (!warning.empty()) {
+    std::fprintf(stderr, "backtest: warning: %s\n", warning.c_str());
+  }
+
+  env::EnvOptions env_options = contract.env;
+  if (req.slippage_bps) env_options.slippage_bps = *req.slippage_bps;
+  if (req.max_volume_share) {
+    env_options.max_volume_share = *req.max_volume_share;
+  }
+  RETURN_IF_ERROR(Annotate(env_options.Validate(), "execution costs"));
+  ASSIGN_OR_RETURN(std::vector<env::Domain> domains,
+                   SelectDomains(dataset, req, contract.lookback));
+  ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
+                   env::MarketData::FromDataset(dataset));
+  if (env_options.max_volume_share > 0 && market->volume.empty()) {
+    return absl::InvalidArgumentError(
+        "--max-volume-share needs bar volumes, and the dataset has none");
+  }
+
+  learner::TorchScriptPolicy::SetCpuThreads(req.threads);
+  ASSIGN_OR_RETURN(std::unique_ptr<learner::TorchScriptPolicy> policy,
+                   learner::TorchScriptPolicy::Load(
+                       (policy_dir / "policy.pt").string(), contract.obs_size,
+                       contract.action_size));
+  const double setup_seconds = Seconds(start);
+
+  const auto play_start = Clock::now();
+  learner::EvaluationTrace trace;
+  absl::StatusOr<learner::EvaluationResult> played = learner::EvaluateActions(
+      market, env_options, domains, policy->AsActionFunction(), &trace);
+  RETURN_IF_ERROR(policy->status());
+  if (!played.ok()) return Annotate(played.status(), "playing the policy");
+  const learner::EvaluationResult& result = *played;
+  const double play_seconds = Seconds(play_start);
+
+  const auto baseline_start = Clock::now();
+  ASSIGN_OR_RETURN(coordinator::SegmentBaselines baselines,
+                   coordinator::ComputeBaselines(market, env_options, domains,
+                                                 req.random_seeds));
+  const double baseline_seconds = Seconds(baseline_start);
+
+  const auto write_start = Clock::now();
+  const double bpy = env::BarsPerYear(market->interval_seconds);
+  const Row policy_row = PolicyRow(result, bpy);
+  const Row bh_row = BuyAndHoldRow(baselines, *market, env_options, trace);
+  const Row cash_row;  // never trades: every number is 0
+  const RandomRow random_row = RandomPolicyRow(baselines);
+  const std::vector<Versus> versus = {
+      Compare("buy & hold", bh_row.sharpe, policy_row),
+      Compare("cash", 0, policy_row),
+      Compare("random", random_row.sharpe.mean, policy_row)};
+  const std::string comparison = ComparisonLine(policy_row, versus);
+
+  const int64_t bars = static_cast<int64_t>(trace.value.size());
+  const int64_t first_time = dataset.timestamps[trace.row.front()];
+  const int64_t last_time = dataset.timestamps[trace.row.back()];
+  const Curves curves =
+      ChainCurves(trace, dataset.timestamps, env_options.initial_capital);
+  const std::string span =
+      absl::StrCat(env::FormatTimestamp(first_time), " to ",
+                   env::FormatTimestamp(last_time));
+
+  Json meta;
+  meta["policy_dir"] = fs::absolute(policy_dir).lexically_normal().string();
+  meta["dataset"] = fs::absolute(req.dataset_path).lexically_normal().string();
+  meta["dataset_id"] = dataset.ComputeId();
+  meta["contract_dataset_id"] = contract.dataset_id;
+  meta["from"] = env::FormatTimestamp(first_time);
+  meta["to"] = env::FormatTimestamp(last_time);
+  meta["bars"] = bars;
+  meta["steps"] = result.steps;
+  meta["interval_seconds"] = market->interval_seconds;
+  Json doms = Json::array();
+  for (const env::Domain& d : domains) {
+    doms.push_back(Json{
+        {"begin_row", d.begin},
+        {"end_row", d.end},
+        {"first_bar", env::FormatTimestamp(dataset.timestamps[d.begin])},
+        {"last_bar", env::FormatTimestamp(dataset.timestamps[d.end - 1])}});
+  }
+  meta["domains"] = std::move(doms);
+  meta["initial_capital"] = env_options.initial_capital;
+  meta["buy_fee"] = env_options.buy_fee;
+  meta["sell_fee"] = env_options.sell_fee;
+  meta["slippage_bps"] = env_options.slippage_bps;
+  meta["max_volume_share"] = env_options.max_volume_share;
+  meta["random_seeds"] = req.random_seeds;
+  if (!warning.empty()) meta["warning"] = warning;
+  Json random = Json::object();
+  random["seeds"] = random_row.seeds;
+  random["sharpe"] = SpreadJson(random_row.sharpe);
+  random["sortino"] = SpreadJson(random_row.sortino);
+  random["total_return"] = SpreadJson(random_row.total_return);
+  random["max_drawdown"] = SpreadJson(random_row.max_drawdown);
+  random["turnover"] = SpreadJson(random_row.turnover);
+  random["fees"] = SpreadJson(random_row.fees);
+  random["trades"] = SpreadJson(random_row.trades);
+  random["exposure"] = SpreadJson(random_row.exposure);
+  Json compare = Json::object();
+  for (const Versus& v : versus) {
+    compare[v.name] = Json{{"sharpe", NumberJson(v.sharpe)},
+                           {"z", NumberJson(v.z)},
+                           {"beats_by_1_se", v.beats}};
+  }
+  compare["line"] = comparison;
+
+  const std::string title =
+      absl::StrCat("policy vs buy & hold and cash, ", span);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"equity.csv", EquityCsv(curves, trace)},
+      {"positions.csv", PositionsCsv(trace, *market, dataset.timestamps)},
+      {"equity.svg", EquitySvg(curves, title)},
+      {"drawdown.svg", DrawdownSvg(curves, absl::StrCat("drawdown, ", span))}};
+  const double render_seconds = Seconds(write_start);
+  Json timing = Json{{"setup_seconds", setup_seconds},
+                     {"policy_seconds", play_seconds},
+                     {"forward_seconds", policy->forward_seconds()},
+                     {"forward_calls", policy->forward_calls()},
+                     {"baselines_seconds", baseline_seconds},
+                     {"outputs_seconds", render_seconds}};
+  Json metrics;
+  metrics["backtest"] = std::move(meta);
+  metrics["policy"] = RowJson(policy_row);
+  metrics["buy_and_hold"] = RowJson(bh_row);
+  metrics["cash"] = RowJson(cash_row);
+  metrics["random"] = std::move(random);
+  metrics["comparison"] = std::move(compare);
+  metrics["timing"] = std::move(timing);
+  files.emplace_back(
+      kMetricsFile,
+      metrics.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
+  RETURN_IF_ERROR(WriteOutputs(req.out, files));
+
+  std::printf(
+      "backtest: %s on %s: %d assets, %lld bars (%zu domain%s) %s, interval "
+      "%s\n",
+      req.policy_dir.c_str(), req.dataset_path.c_str(), market->num_assets,
+      static_cast<long long>(bars), domains.size(),
+      domains.size() == 1 ? "" : "s", span.c_str(),
+      env::FormatInterval(market->interval_seconds).c_str());
+  const std::string cap =
+      env_options.max_volume_share > 0
+          ? absl::StrFormat("%.4g%% of the bar's volume",
+                            100 * env_options.max_volume_share)
+          : std::string("off");
+  std::printf(
+      "costs: buy fee %.4g%%, sell fee %.4g%%, slippage %.4g bps, volume cap "
+      "%s\n",
+      100 * env_options.buy_fee, 100 * env_options.sell_fee,
+      env_options.slippage_bps, cap.c_str());
+  std::fputs(RenderTable(policy_row, bh_row, cash_row, random_row).c_str(),
+             stdout);
+  std::printf("%s\n", comparison.c_str());
+  std::printf(
+      "wrote %s/{equity.csv,positions.csv,metrics.json,equity.svg,"
+      "drawdown.svg}\n",
+      req.out.string().c_str());
+  std::printf(
+      "time: %.2f s = setup %.2f s + policy %.2f s (forward passes %.2f s, "
+      "%lld calls) + baselines %.2f s (%d random seeds) + outputs %.2f s\n",
+      Seconds(start), setup_seconds, play_seconds, policy->forward_seconds(),
+      static_cast<long long>(policy->forward_calls()), baseline_seconds,
+      req.random_seeds, Seconds(write_start));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunBacktestCommand(int argc, char** argv, int first) {
+  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
+  absl::Status status = args.ok() ? Backtest(*args) : args.status();
+  if (!status.ok()) {
+    std::fprintf(stderr, "ristretto backtest: %s\n",
+                 std::string(status.message()).c_str());
+    return status.code() == absl::StatusCode::kInvalidArgument ||
+                   status.code() == absl::StatusCode::kFailedPrecondition
+               ? 2
+               : 1;
+  }
+  return 0;
+}
+
+}  // namespace ristretto::cli
