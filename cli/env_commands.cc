@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,40 +74,13 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
 }
 
 absl::Status DatasetImport(const Args& args) {
-  RETURN_IF_ERROR(
-      args.CheckKnown({"csv-dir", "interval", "out", "max-ffill", "on-long-gap",
-                       "min-qty", "min-domain-rows"}));
-  env::CsvImportOptions options;
-  ASSIGN_OR_RETURN(options.csv_dir, args.RequiredString("csv-dir"));
-  ASSIGN_OR_RETURN(std::string interval, args.RequiredString("interval"));
-  ASSIGN_OR_RETURN(options.interval_seconds, env::ParseInterval(interval));
+  std::set<std::string> known = kCsvImportFlags;
+  known.insert("out");
+  RETURN_IF_ERROR(args.CheckKnown(known));
+  ASSIGN_OR_RETURN(env::CsvImportOptions options,
+                   CsvImportOptionsFromArgs(args));
   ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
-  ASSIGN_OR_RETURN(options.max_ffill_bars, args.Int("max-ffill", 0));
-  ASSIGN_OR_RETURN(std::string policy, args.String("on-long-gap", "split"));
-  if (policy == "split") {
-    options.on_long_gap = env::LongGapPolicy::kSplit;
-  } else if (policy == "fail") {
-    options.on_long_gap = env::LongGapPolicy::kFail;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--on-long-gap must be split or fail, got '", policy, "'"));
-  }
-  ASSIGN_OR_RETURN(options.min_qty_file, args.String("min-qty", ""));
-  ASSIGN_OR_RETURN(options.min_domain_rows, args.Int("min-domain-rows", 2));
-  env::CsvImportReport report;
-  ASSIGN_OR_RETURN(Dataset dataset, env::ImportCsvDirectory(options, &report));
-  std::printf("import report\n%s", env::FormatCsvImportReport(report).c_str());
-  const int64_t rows_before = dataset.num_rows();
-  RETURN_IF_ERROR(
-      Annotate(env::ComputeFeatures(&dataset), "computing features"));
-  std::printf("features: dropped %lld warm-up rows (%lld -> %lld)\n",
-              static_cast<long long>(rows_before - dataset.num_rows()),
-              static_cast<long long>(rows_before),
-              static_cast<long long>(dataset.num_rows()));
-  RETURN_IF_ERROR(env::WriteDataset(dataset, out));
-  std::printf("wrote %s\n", out.c_str());
-  PrintDatasetInfo(dataset, dataset.ComputeId());
-  return absl::OkStatus();
+  return ImportCsvToDatasetFile(options, out).status();
 }
 
 absl::Status DatasetSynth(const Args& args) {
@@ -312,6 +286,62 @@ absl::Status EnvDemo(const Args& args) {
 }
 
 }  // namespace
+
+const std::set<std::string> kCsvImportFlags = {"csv-dir",   "interval",
+                                               "max-ffill", "on-long-gap",
+                                               "min-qty",   "min-domain-rows"};
+
+absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromArgs(
+    const Args& args) {
+  env::CsvImportOptions options;
+  ASSIGN_OR_RETURN(options.csv_dir, args.RequiredString("csv-dir"));
+  ASSIGN_OR_RETURN(std::string interval, args.RequiredString("interval"));
+  ASSIGN_OR_RETURN(options.interval_seconds, env::ParseInterval(interval));
+  ASSIGN_OR_RETURN(options.max_ffill_bars,
+                   args.Int("max-ffill", env::kDefaultMaxFfillBars));
+  ASSIGN_OR_RETURN(std::string policy, args.String("on-long-gap", "split"));
+  if (policy == "split") {
+    options.on_long_gap = env::LongGapPolicy::kSplit;
+  } else if (policy == "fail") {
+    options.on_long_gap = env::LongGapPolicy::kFail;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--on-long-gap must be split or fail, got '", policy, "'"));
+  }
+  ASSIGN_OR_RETURN(options.min_qty_file, args.String("min-qty", ""));
+  ASSIGN_OR_RETURN(options.min_domain_rows, args.Int("min-domain-rows", 2));
+  return options;
+}
+
+absl::StatusOr<std::string> ImportCsvToDatasetFile(
+    const env::CsvImportOptions& options, const std::string& out) {
+  env::CsvImportReport report;
+  absl::StatusOr<Dataset> imported = env::ImportCsvDirectory(options, &report);
+  if (!imported.ok()) {
+    // What was counted before the failure helps find the bad file.
+    std::printf("import report (failed)\n%s",
+                env::FormatCsvImportReport(report).c_str());
+    std::fflush(stdout);
+    return imported.status();
+  }
+  Dataset dataset = *std::move(imported);
+  std::printf("import report (forward-fill gaps of up to %lld bars)\n%s",
+              static_cast<long long>(options.max_ffill_bars),
+              env::FormatCsvImportReport(report).c_str());
+  const int64_t rows_before = dataset.num_rows();
+  RETURN_IF_ERROR(
+      Annotate(env::ComputeFeatures(&dataset), "computing features"));
+  std::printf("features: dropped %lld warm-up rows (%lld -> %lld)\n",
+              static_cast<long long>(rows_before - dataset.num_rows()),
+              static_cast<long long>(rows_before),
+              static_cast<long long>(dataset.num_rows()));
+  RETURN_IF_ERROR(env::WriteDataset(dataset, out));
+  std::printf("wrote %s\n", out.c_str());
+  const std::string id = dataset.ComputeId();
+  PrintDatasetInfo(dataset, id);
+  std::fflush(stdout);
+  return id;
+}
 
 int RunDatasetCommand(int argc, char** argv, int first) {
   absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});

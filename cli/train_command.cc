@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/run_flags.h"
 #include "common/status_macros.h"
+#include "env/cv_split.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
 #include "learner/torch/checkpoint.h"
@@ -122,10 +123,45 @@ absl::Status Train(const Args& args) {
   if (!(validation_share > 0 && validation_share < 1)) {
     return absl::InvalidArgumentError("--validation-share must be in (0, 1)");
   }
+  // Training rows first, the last validation_share of the rows validates;
+  // every piece inside one of the dataset's contiguous domains (an imported
+  // dataset has gaps), and a split that cannot work is refused here, before
+  // anything trains.
   const int64_t T = market->num_rows;
-  const int64_t split = T - static_cast<int64_t>(validation_share * T);
-  o.train_domains = {env::Domain{0, split}};
-  o.validation_domains = {env::Domain{split, T}};
+  const int64_t lookback_rows = 2 * static_cast<int64_t>(o.env.lookback);
+  if (o.episode_steps < 1 || o.env.lookback < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--episode (", o.episode_steps, ") and --lookback (",
+                     o.env.lookback, ") must be >= 1"));
+  }
+  absl::StatusOr<env::DomainHoldout> holdout = env::SplitHoldoutByDomains(
+      T, market->domains, validation_share, /*embargo_bars=*/0,
+      o.episode_steps + lookback_rows, lookback_rows + 1);
+  if (!holdout.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot split ", T, " rows (", market->domains.size(),
+                     " domains) with --validation-share ", validation_share,
+                     ", --episode ", o.episode_steps, ", --lookback ",
+                     o.env.lookback, ": ", holdout.status().message()));
+  }
+  const int64_t split = holdout->split;
+  o.train_domains = holdout->fold.train;
+  o.validation_domains = holdout->fold.test;
+  auto describe = [](const std::vector<env::Domain>& pieces, int64_t dropped) {
+    int64_t rows = 0;
+    for (const env::Domain& d : pieces) rows += d.size();
+    std::string text = absl::StrCat(rows, " rows in ", pieces.size(), " piece",
+                                    pieces.size() == 1 ? "" : "s");
+    if (dropped > 0) {
+      absl::StrAppend(&text, " (", dropped,
+                      " rows in pieces too short left out)");
+    }
+    return text;
+  };
+  std::printf(
+      "split: %zu domains; train %s; validation %s\n", market->domains.size(),
+      describe(o.train_domains, holdout->train_rows_dropped).c_str(),
+      describe(o.validation_domains, holdout->test_rows_dropped).c_str());
 
   ASSIGN_OR_RETURN(std::string out, args.String("out", ""));
   if (!out.empty()) {
@@ -137,12 +173,11 @@ absl::Status Train(const Args& args) {
   }
   const bool quiet = args.Has("quiet");
   std::printf(
-      "train: %d assets x %lld rows, train rows [0, %lld), validation "
-      "[%lld, %lld), obs %lld, budget %lld env steps, %d envs x %d "
-      "steps per update\n",
+      "train: %d assets x %lld rows, training before row %lld, validation "
+      "from it, obs %lld, budget %lld env steps, %d envs x %d steps per "
+      "update\n",
       market->num_assets, static_cast<long long>(T),
-      static_cast<long long>(split), static_cast<long long>(split),
-      static_cast<long long>(T),
+      static_cast<long long>(split),
       static_cast<long long>(1 + market->num_assets) +
           static_cast<long long>(market->num_features) * o.env.lookback,
       static_cast<long long>(o.budget_env_steps), o.num_envs, o.rollout_steps);

@@ -3,17 +3,23 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
+#include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
@@ -21,6 +27,7 @@
 #include "coordinator/core/study_config.h"
 #include "coordinator/store/pg_cluster.h"
 #include "coordinator/store/store.h"
+#include "env/dataset.h"
 
 namespace ristretto::cli {
 namespace {
@@ -95,16 +102,143 @@ void StopProcess(Subprocess* p, std::chrono::seconds grace,
   }
 }
 
-absl::Status Up(const Args& args) {
-  ASSIGN_OR_RETURN(std::string study_file,
-                   args.String("study", "deploy/studies/small.yaml"));
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(study_file));
-  absl::StatusOr<coordinator::StudyConfig> config =
-      coordinator::ParseStudyConfig(text);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(study_file, ": ", config.status().message()));
+// Writes `text` to `path` through a hidden temporary name and a rename, so
+// no partial file is ever left at `path`.
+absl::Status WriteTextAtomically(const std::string& path,
+                                 const std::string& text) {
+  const fs::path target(path);
+  const fs::path partial =
+      target.parent_path() /
+      absl::StrCat(".", target.filename().string(), ".partial");
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      return absl::InternalError(absl::StrCat("cannot write ", path));
+    }
   }
+  std::error_code ec;
+  fs::rename(partial, target, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+// The study `up --csv-dir/--dataset` runs without --study (documented in
+// docs/study_format.md, "Your own data"): small like small.yaml, so a first
+// look takes minutes on a workstation. Two walk-forward folds over the rows
+// before the lockbox (train on half of them, validate on the next quarter,
+// slide by a quarter: never training on the future of a validation block),
+// 6 TPE trials over learning rate, discount and clip ratio, 512-step
+// episodes (a domain needs 512 + 2·4 rows to hold one).
+std::string DefaultStudyForData(const env::Dataset& dataset) {
+  const coordinator::LockboxSpec lockbox;
+  const int64_t guard =
+      dataset.num_rows() -
+      std::llround(lockbox.share * static_cast<double>(dataset.num_rows()));
+  const int64_t train = std::max<int64_t>(guard / 2, 1);
+  const int64_t test = std::max<int64_t>(guard / 4, 1);
+  return absl::StrCat(
+      "# The built-in study of `ristretto up --csv-dir/--dataset` without\n"
+      "# --study (docs/study_format.md, \"Your own data\"). Copy and edit "
+      "it.\n",
+      "name: data-", dataset.ComputeId().substr(0, 12), "\n",
+      "dataset: given\n", "# Two walk-forward folds over the ", guard,
+      " rows before the lockbox.\n",
+      "cv: {scheme: walk_forward, train_bars: ", train, ", test_bars: ", test,
+      ", step_bars: ", test, "}\n", "lockbox: {share: ", lockbox.share, "}\n",
+      "budget_env_steps: 100000\n"
+      "eval_every_env_steps: 50000\n"
+      "sampler: {type: tpe, seed: 1, startup_trials: 3}\n"
+      "pruner: {type: median, warmup_steps: 50000, min_trials: 2}\n"
+      "concurrency: 2\n"
+      "max_trials: 6\n"
+      "max_attempts: 2\n"
+      "fixed:\n"
+      "  width: 64\n"
+      "  layers: 2\n"
+      "  batch_size: 512\n"
+      "  rollout_steps: 64\n"
+      "  epochs: 8\n"
+      "  episode_steps: 512\n"
+      "  lookback: 4\n"
+      "  norm_action: 1\n"
+      "  reward_mode: log_return\n"
+      "  reward_scale: 100\n"
+      "space:\n"
+      "  learning_rate: {type: float, low: 5.0e-4, high: 3.0e-3, log: true}\n"
+      "  gamma: {type: float, low: 0.9, high: 0.99}\n"
+      "  clip_ratio: {type: float, low: 0.1, high: 0.3, step: 0.05}\n");
+}
+
+// The dataset given with --csv-dir (imported as `dataset import` does) or
+// --dataset (a dataset file); null when neither was given. The file to
+// register is `file`; `temporary` says whether `up` wrote it (and removes it
+// once registered).
+struct GivenData {
+  env::Dataset dataset;
+  std::string id;
+  std::string file;
+  bool temporary = false;
+};
+
+absl::StatusOr<std::optional<GivenData>> LoadGivenData(
+    const Args& args, const std::string& data_dir) {
+  const bool csv = args.Has("csv-dir");
+  if (csv && args.Has("dataset")) {
+    return absl::InvalidArgumentError(
+        "give --csv-dir DIR or --dataset FILE, not both");
+  }
+  if (!csv) {
+    for (const std::string& flag : kCsvImportFlags) {
+      if (args.Has(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " is an import option: it needs --csv-dir"));
+      }
+    }
+  }
+  if (!csv && !args.Has("dataset")) return std::optional<GivenData>();
+  GivenData given;
+  if (csv) {
+    ASSIGN_OR_RETURN(env::CsvImportOptions options,
+                     CsvImportOptionsFromArgs(args));
+    std::printf("up: importing %s (as `ristretto dataset import`)\n",
+                options.csv_dir.c_str());
+    std::fflush(stdout);
+    // A hidden name of this process; registering copies it to
+    // datasets/<id>.rds and it is removed.
+    const fs::path dir = fs::path(data_dir) / "datasets";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+    }
+    given.file = (dir / absl::StrCat(".import-", getpid(), ".rds")).string();
+    given.temporary = true;
+    ASSIGN_OR_RETURN(given.id, ImportCsvToDatasetFile(options, given.file));
+  } else {
+    ASSIGN_OR_RETURN(given.file, args.RequiredString("dataset"));
+  }
+  absl::StatusOr<env::Dataset> dataset = env::ReadDataset(given.file);
+  if (!dataset.ok()) {
+    if (given.temporary) std::remove(given.file.c_str());
+    return absl::Status(
+        dataset.status().code(),
+        absl::StrCat(given.file, ": ", dataset.status().message()));
+  }
+  given.dataset = *std::move(dataset);
+  given.id = given.dataset.ComputeId();
+  return std::optional<GivenData>(std::move(given));
+}
+
+absl::Status Up(const Args& args) {
   ASSIGN_OR_RETURN(std::string data_dir,
                    args.String("data-dir", "ristretto-data"));
   std::error_code ec;
@@ -114,6 +248,69 @@ absl::Status Up(const Args& args) {
         absl::StrCat("cannot create ", data_dir, ": ", ec.message()));
   }
   data_dir = fs::absolute(data_dir).string();
+  // Read the study file first: a missing one fails before a long import.
+  std::string study_file;
+  std::string text;
+  if (args.Has("study") || !(args.Has("csv-dir") || args.Has("dataset"))) {
+    ASSIGN_OR_RETURN(study_file,
+                     args.String("study", "deploy/studies/small.yaml"));
+    ASSIGN_OR_RETURN(text, ReadFileToString(study_file));
+  }
+  ASSIGN_OR_RETURN(std::optional<GivenData> given,
+                   LoadGivenData(args, data_dir));
+  struct RemoveTemporary {
+    const std::optional<GivenData>& given;
+    ~RemoveTemporary() {
+      if (given.has_value() && given->temporary) {
+        std::remove(given->file.c_str());
+      }
+    }
+  } remove_temporary{given};
+  if (given.has_value()) {
+    if (study_file.empty()) {
+      text = DefaultStudyForData(given->dataset);
+      study_file = data_dir + "/default-study.yaml";
+      RETURN_IF_ERROR(WriteTextAtomically(study_file, text));
+      std::printf(
+          "up: no --study: the built-in study for given data, "
+          "written to %s\n",
+          study_file.c_str());
+    }
+    absl::StatusOr<std::string> bound =
+        coordinator::BindStudyDataset(text, given->id);
+    if (!bound.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(study_file, ": ", bound.status().message()));
+    }
+    text = *std::move(bound);
+  }
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(text);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(study_file, ": ", config.status().message()));
+  }
+  if (given.has_value()) {
+    // Whatever cannot work on these domains is refused before anything
+    // starts (the scheduler would meet it only when sampling a trial).
+    coordinator::DatasetInfo info;
+    info.id = given->id;
+    info.num_rows = given->dataset.num_rows();
+    info.domains = given->dataset.domains;
+    info.feature_names = given->dataset.feature_names;
+    absl::Status fits = coordinator::CheckStudyFitsDataset(*config, info);
+    if (!fits.ok()) {
+      int64_t longest = 0;
+      for (const env::Domain& d : info.domains) {
+        longest = std::max(longest, d.size());
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "study ", config->name, " cannot run on dataset ",
+          given->id.substr(0, 12), " (", info.num_rows, " rows in ",
+          info.domains.size(), " domains, the longest ", longest,
+          " rows): ", fits.message()));
+    }
+  }
   ASSIGN_OR_RETURN(int64_t num_actors, args.Int("actors", 2));
   ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", 16));
   ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", config->concurrency));
@@ -135,6 +332,14 @@ absl::Status Up(const Args& args) {
                    coordinator::PgCluster::Start(pg_options));
   ASSIGN_OR_RETURN(std::unique_ptr<coordinator::Store> store,
                    ConnectStore(pg->dsn()));
+  if (given.has_value()) {
+    // As `dataset import --db --data-dir`: the coordinator serves it from
+    // <data-dir>/datasets/<id>.rds.
+    ASSIGN_OR_RETURN(coordinator::DatasetRow row,
+                     RegisterDataset(*store, given->file, data_dir));
+    std::printf("up: registered dataset %s (%s)\n", row.id.c_str(),
+                row.path.c_str());
+  }
   absl::StatusOr<coordinator::StudyRow> study = store->GetStudy(config->name);
   if (study.ok()) {
     if (study->config_text != text) {
@@ -242,8 +447,10 @@ int RunUpCommand(int argc, char** argv, int first) {
   absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
   absl::Status s = args.status();
   if (s.ok()) {
-    s = args->CheckKnown(
-        {"study", "data-dir", "actors", "envs", "slots", "bin-dir", "export"});
+    std::set<std::string> known = {"study", "data-dir", "actors", "envs",
+                                   "slots", "bin-dir",  "export", "dataset"};
+    known.insert(kCsvImportFlags.begin(), kCsvImportFlags.end());
+    s = args->CheckKnown(known);
   }
   if (s.ok()) s = Up(*args);
   if (!s.ok()) {

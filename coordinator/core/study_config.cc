@@ -914,6 +914,39 @@ absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
   return bound;
 }
 
+absl::Status CheckStudyFitsDataset(const StudyConfig& study,
+                                   const DatasetInfo& data) {
+  ASSIGN_OR_RETURN(const std::vector<int> order, SampleOrder(study.space));
+  for (const bool high : {false, true}) {
+    Params corner;
+    for (const int k : order) {
+      const ParamSpec& spec = study.space[static_cast<size_t>(k)];
+      if (!IsActive(spec, corner)) continue;
+      if (spec.kind == ParamKind::kCategorical) {
+        corner[spec.name] = high ? spec.choices.back() : spec.choices.front();
+      } else {
+        corner[spec.name] = FormatValue(spec, high ? spec.high : spec.low);
+      }
+    }
+    absl::Status s = BuildRunOptions(study, corner, data).status();
+    if (s.ok()) {
+      s = BuildFinalRunOptions(study, corner, data, study.budget_env_steps)
+              .status();
+    }
+    if (!s.ok()) {
+      if (corner.empty()) return s;
+      std::vector<std::string> text;
+      for (const auto& [name, value] : corner) {
+        text.push_back(absl::StrCat(name, "=", value));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          s.message(), " (at the ", high ? "upper" : "lower",
+          " corner of the search space: ", absl::StrJoin(text, ", "), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
   env::SyntheticMarketOptions o;
   o.num_assets = spec.assets;

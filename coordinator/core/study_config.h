@@ -175,6 +175,19 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
     const StudyConfig& study, const Params& params, const DatasetInfo& data,
     int64_t train_env_steps);
 
+// Refuses, before anything trains, a study that cannot run on `data` (the
+// scheduler would otherwise meet the error only when it samples a trial):
+// builds every fold run (BuildRunOptions) and the final run
+// (BuildFinalRunOptions) at two corners of the search space: every active
+// numeric parameter at its low bound, and at its high bound (categorical
+// parameters at their first, then last choice). Episode length and lookback
+// are what usually does not fit a dataset with short domains, and both grow
+// monotonically towards one corner.
+// Errors (kInvalidArgument): the first error of those builds, followed by
+// the corner's parameters when the space is not empty.
+absl::Status CheckStudyFitsDataset(const StudyConfig& study,
+                                   const DatasetInfo& data);
+
 }  // namespace ristretto::coordinator
 
 #endif  // RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_

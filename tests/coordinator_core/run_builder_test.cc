@@ -283,5 +283,50 @@ TEST(MakeFoldsTest, CpcvKfoldAndMaxFolds) {
   EXPECT_THAT((*folds)[1].test, ElementsAre(Domain{100, 200}));
 }
 
+// ---- CheckStudyFitsDataset (`ristretto up` with given data).
+
+TEST(CheckStudyFitsDatasetTest, AStudyThatFitsPasses) {
+  StudyConfig study = WalkForwardStudy();
+  ParamSpec lookback;
+  lookback.name = "lookback";
+  lookback.kind = ParamKind::kInt;
+  lookback.low = 1;
+  lookback.high = 8;
+  study.space = {lookback};
+  EXPECT_TRUE(CheckStudyFitsDataset(study, GappedData()).ok());
+}
+
+TEST(CheckStudyFitsDatasetTest, TheUpperCornerOfTheSpaceMustFitToo) {
+  StudyConfig study = WalkForwardStudy();
+  ParamSpec lookback;
+  lookback.name = "lookback";
+  lookback.kind = ParamKind::kInt;
+  lookback.low = 1;
+  lookback.high = 400;  // 1024 + 2·400 rows > the 1600-row training blocks
+  study.space = {lookback};
+  const absl::Status s = CheckStudyFitsDataset(study, GappedData());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("fold 0: episode_steps = 1024 needs 1824 "
+                                   "rows"));
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("(at the upper corner of the search "
+                                   "space: lookback=400)"));
+}
+
+TEST(CheckStudyFitsDatasetTest, DomainsShorterThanAnEpisodeAreRefused) {
+  DatasetInfo data = GappedData();
+  data.domains.clear();
+  for (int64_t b = 0; b < 3000; b += 500) {
+    data.domains.push_back(Domain{b, b + 500});
+  }
+  const absl::Status s = CheckStudyFitsDataset(WalkForwardStudy(), data);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              ::testing::HasSubstr("fold 0: episode_steps = 1024 needs 1026 "
+                                   "rows (episode_steps + 2·lookback) but "
+                                   "the longest training block has 500"));
+}
+
 }  // namespace
 }  // namespace ristretto::coordinator

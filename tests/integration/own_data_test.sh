@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Issue 13, item 5: a user's own exchange data in one command, end to end
+# with real processes (`ristretto up`: a private PostgreSQL, the
+# coordinator, a learner, actors) and real files.
+#   up:      a directory of exchange-like 5-minute CSVs (random-walk OHLCV,
+#            scattered 1-3 bar holes where nothing traded, one 40-bar
+#            outage) runs with `ristretto up --csv-dir … --interval 5m
+#            --study` to the end: the default import forward-fills the
+#            holes (reported per asset), splits at the outage, registers
+#            the dataset, prints the leaderboard and exports a policy.
+#   train:   `ristretto train --dataset` on the imported file trains and
+#            evaluates without the "not inside one contiguous market
+#            domain" failure (its validation rows span the outage).
+#   refused: data whose domains are all shorter than an episode, a study
+#            naming another dataset, and `train` on the short data are each
+#            refused with a clear message before anything trains (no
+#            PostgreSQL is started, nothing is written).
+# Usage: own_data_test.sh RISTRETTO_BINARY [up|train|refused|all]
+set -euo pipefail
+ristretto=$1
+parts=${2:-all}
+work=$(mktemp -d /tmp/ristretto-own-data.XXXXXX)
+chmod 755 "$work"
+trap 'rm -rf "$work"' EXIT
+
+# write_csvs DIR BARS OUTAGE_AT OUTAGE_BARS HOLE_EVERY: one SYMBOL.csv per
+# pair, BTC-quoted, 5-minute bars from 2024-03-01 00:00 UTC. Each pair is a
+# seeded geometric random walk; roughly one bar in HOLE_EVERY is missing
+# (one to three in a row: no trade in that interval), and every pair misses
+# OUTAGE_BARS bars from bar OUTAGE_AT on (an exchange outage). HOLE_EVERY 0:
+# instead, a 5-bar hole every 200 bars (every domain, less the feature
+# warm-up, shorter than an episode).
+write_csvs() {
+  local dir=$1 bars=$2 outage_at=$3 outage_bars=$4 hole_every=$5
+  mkdir -p "$dir"
+  local seed=11
+  for pair in ETHBTC LTCBTC XRPBTC ADABTC; do
+    seed=$((seed + 17))
+    awk -v bars="$bars" -v seed="$seed" -v oat="$outage_at" \
+        -v olen="$outage_bars" -v every="$hole_every" '
+      BEGIN {
+        srand(seed)
+        t0 = 1709251200  # 2024-03-01T00:00:00Z
+        price = 0.01 + rand() * 0.05
+        print "timestamp,open,high,low,close,volume"
+        hole_end = 0  # first bar after the current hole
+        for (k = 0; k < bars; k++) {
+          # the walk moves even while no bar is written
+          step = (rand() - 0.5) * 0.004
+          open = price
+          price = price * exp(step)
+          if (k >= oat && k < oat + olen) continue
+          if (every == 0) { if (k % 200 >= 195) continue }
+          else if (k < hole_end) continue
+          else if (k > hole_end && k < bars - 4 && rand() < 1.0 / every) {
+            # 1-3 bars missing, then at least one real bar
+            hole_end = k + 1 + int(rand() * 3)
+            continue
+          }
+          high = (open > price ? open : price) * (1 + rand() * 0.001)
+          low = (open < price ? open : price) * (1 - rand() * 0.001)
+          printf "%d,%.8f,%.8f,%.8f,%.8f,%.4f\n", t0 + 300 * k, open, high, low, price, 10 + rand() * 90
+        }
+      }' > "$dir/$pair.csv"
+  done
+}
+
+# A tiny study on whatever dataset `up` is given: 2 trials x 1 holdout fold
+# x 4096 env steps with 32x32 nets, then one refit per complete trial.
+tiny_study() {  # FILE NAME [DATASET_LINE]
+  cat > "$1" <<EOF
+name: $2
+${3:-dataset: given}
+cv: {scheme: holdout, validation_fraction: 0.25}
+lockbox: {share: 0.15}
+budget_env_steps: 4096
+sampler: {type: random, seed: 1}
+concurrency: 2
+max_trials: 2
+max_attempts: 1
+fixed:
+  width: 32
+  layers: 2
+  batch_size: 256
+  rollout_steps: 32
+  epochs: 2
+  episode_steps: 256
+  lookback: 2
+space:
+  learning_rate: {type: float, low: 5.0e-4, high: 3.0e-3, log: true}
+EOF
+}
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# Expects the command to exit non-zero with MESSAGE (a fixed string) on
+# stderr; prints the message line for the log.
+expect_refused() {  # LOG MESSAGE command...
+  local log=$1 message=$2
+  shift 2
+  if "$@" > "$log" 2>&1; then
+    tail -n 20 "$log" >&2
+    fail "accepted: $*"
+  fi
+  grep -qF -- "$message" "$log" || {
+    tail -n 20 "$log" >&2
+    fail "no '$message' in the output of: $*"
+  }
+  grep -F -- "$message" "$log" | head -n 1 | sed 's/^/  refused: /' >&2
+}
+
+csv=$work/csv
+write_csvs "$csv" 3000 1800 40 25
+
+if [[ $parts == all || $parts == up ]]; then
+  tiny_study "$work/tiny.yaml" own-data
+  log=$work/up.log
+  start=$SECONDS
+  if ! "$ristretto" up --csv-dir "$csv" --interval 5m --study "$work/tiny.yaml" \
+       --data-dir "$work/data" --actors 1 --envs 8 > "$log" 2>&1; then
+    tail -n 60 "$log" >&2
+    fail "ristretto up --csv-dir exited non-zero"
+  fi
+  echo "up --csv-dir: $((SECONDS - start)) s" >&2
+  # The import report: holes filled per asset, one split at the outage.
+  grep -q '^import report (forward-fill gaps of up to 3 bars)' "$log" ||
+    fail "no import report"
+  for pair in ADABTC ETHBTC LTCBTC XRPBTC; do
+    filled=$(awk -v p="  $pair: " '/^bars forward-filled per asset:/ { on = 1; next }
+      on && index($0, p) == 1 { print substr($0, length(p) + 1); exit }
+      on && !/^  / { exit }' "$log")
+    [ -n "$filled" ] && [ "$filled" -gt 0 ] ||
+      fail "$pair: no forward-filled bars reported (got '$filled')"
+  done
+  grep -qE '^bars forward-filled: [1-9][0-9]*$' "$log" || fail "no fill total"
+  grep -q '^long gaps: 4$' "$log" || fail "expected 4 long gaps (the outage in each pair)"
+  grep -qE '^domains: 2 \([0-9]+ rows\)$' "$log" || fail "expected 2 domains"
+  grep -q '^up: registered dataset [0-9a-f]\{64\}' "$log" || fail "dataset not registered"
+  grep -q '^leaderboard' "$log" || grep -qi 'rank' "$log" || fail "no leaderboard"
+  grep -q '^verdict: ' "$log" || fail "no verdict"
+  [ -f "$work/data/best-policy/policy.pt" ] || fail "no exported policy"
+  [ -f "$work/data/best-policy/contract.json" ] || fail "no exported contract"
+  # The stored study names the imported dataset; no temporary file is left.
+  id=$(grep -o '^up: registered dataset [0-9a-f]*' "$log" | awk '{print $4}')
+  [ -f "$work/data/datasets/$id.rds" ] || fail "no $work/data/datasets/$id.rds"
+  if ls -A "$work/data/datasets" | grep -q '^\.'; then
+    fail "temporary files left in $work/data/datasets: $(ls -A "$work/data/datasets")"
+  fi
+  grep -E '^(bars forward-filled|long gaps|domains|up: registered|verdict)' "$log" |
+    sed 's/^/  [up] /' >&2
+  # A study naming another dataset is refused, before PostgreSQL starts.
+  tiny_study "$work/other.yaml" other "dataset: {id: $(printf 'e%.0s' {1..64})}"
+  expect_refused "$work/other.log" "the study names dataset eeee" \
+    "$ristretto" up --dataset "$work/data/datasets/$id.rds" \
+    --study "$work/other.yaml" --data-dir "$work/other-data"
+  [ ! -e "$work/other-data/pg" ] || fail "PostgreSQL started for a refused study"
+fi
+
+if [[ $parts == all || $parts == train ]]; then
+  "$ristretto" dataset import --csv-dir "$csv" --interval 5m \
+    --out "$work/own.rds" > "$work/import.log" 2>&1 ||
+    { cat "$work/import.log" >&2; fail "dataset import"; }
+  log=$work/train.log
+  # Validation (the last half) spans the outage: two pieces, one per domain.
+  if ! "$ristretto" train --dataset "$work/own.rds" --budget 2048 \
+       --episode 256 --lookback 2 --envs 4 --rollout 64 --epochs 1 \
+       --minibatch 256 --policy-hidden 16,16 --quiet > "$log" 2>&1; then
+    tail -n 30 "$log" >&2
+    fail "ristretto train --dataset exited non-zero"
+  fi
+  grep -q 'not inside one contiguous market domain' "$log" &&
+    fail "the domain error is back"
+  grep -qE '^split: 2 domains; train [0-9]+ rows in 1 piece; validation [0-9]+ rows in 2 pieces' "$log" ||
+    { cat "$log" >&2; fail "expected training in 1 piece and validation in 2"; }
+  grep -qE '^eval@' "$log" || fail "no evaluation"
+  grep -E '^(split|eval@)' "$log" | sed 's/^/  [train] /' >&2
+fi
+
+if [[ $parts == all || $parts == refused ]]; then
+  short=$work/short
+  write_csvs "$short" 1500 700 40 0
+  tiny_study "$work/short.yaml" short
+  expect_refused "$work/short-up.log" \
+    "cannot run on dataset" \
+    "$ristretto" up --csv-dir "$short" --interval 5m --study "$work/short.yaml" \
+    --data-dir "$work/short-data"
+  grep -qF "the longest training block has" "$work/short-up.log" ||
+    fail "the refusal does not say why"
+  [ ! -e "$work/short-data/pg" ] || fail "PostgreSQL started for refused data"
+  if ls -A "$work/short-data/datasets" 2>/dev/null | grep -q .; then
+    fail "files left behind: $(ls -A "$work/short-data/datasets")"
+  fi
+  "$ristretto" dataset import --csv-dir "$short" --interval 5m \
+    --out "$work/short.rds" > /dev/null 2>&1 || fail "dataset import (short)"
+  expect_refused "$work/short-train.log" \
+    "no domain of the dataset is long enough for one training episode" \
+    "$ristretto" train --dataset "$work/short.rds" --episode 256 --budget 2048
+  grep -q '^  steps ' "$work/short-train.log" && fail "train started training"
+fi
+echo "PASS"
