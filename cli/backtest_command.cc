@@ -121,10 +121,18 @@ absl::StatusOr<Request> ParseRequest(const Args& args) {
   r.threads = static_cast<int>(threads);
   if (args.Has("slippage-bps")) {
     ASSIGN_OR_RETURN(double s, args.Double("slippage-bps", 0));
+    if (!(s >= 0 && s < 1e4)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--slippage-bps ", s, " must be in [0, 10000)"));
+    }
     r.slippage_bps = s;
   }
   if (args.Has("max-volume-share")) {
     ASSIGN_OR_RETURN(double v, args.Double("max-volume-share", 0));
+    if (!(v >= 0 && v <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--max-volume-share ", v, " must be in [0, 1] (0 = no cap)"));
+    }
     r.max_volume_share = v;
   }
   return r;
@@ -182,9 +190,9 @@ absl::StatusOr<learner::PolicyContract> ReadPolicyContract(
 
 // The dataset's domains intersected with [from, to) (bar open times);
 // pieces too short for one step beyond the lookback window are left out.
-absl::StatusOr<std::vector<env::Domain>> SelectDomains(const env::Dataset& d,
-                                                       const Request& r,
-                                                       int lookback) {
+absl::StatusOr<std::vector<env::Domain>> SelectDomains(
+    const env::Dataset& d, const Request& r, int lookback,
+    std::vector<std::string>* notes) {
   const std::vector<int64_t>& ts = d.timestamps;
   if (ts.empty()) return absl::InvalidArgumentError("the dataset has no bars");
   const int64_t first = ts.front();
@@ -220,12 +228,10 @@ absl::StatusOr<std::vector<env::Domain>> SelectDomains(const env::Dataset& d,
     if (piece.size() >= need) {
       out.push_back(piece);
     } else {
-      std::fprintf(stderr,
-                   "backtest: note: skipping %lld bars from %s (a domain "
-                   "piece shorter than the %lld bars lookback %d needs)\n",
-                   static_cast<long long>(piece.size()),
-                   env::FormatTimestamp(ts[piece.begin]).c_str(),
-                   static_cast<long long>(need), lookback);
+      notes->push_back(absl::StrCat("skipping ", piece.size(), " bars from ",
+                                    env::FormatTimestamp(ts[piece.begin]),
+                                    " (a domain piece shorter than the ", need,
+                                    " bars lookback ", lookback, " needs)"));
     }
   }
   if (out.empty()) {
@@ -376,8 +382,13 @@ std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs) {
                     ": no standard error (too few bars), the policy beats no "
                     "baseline beyond 1 SE");
   } else {
-    absl::StrAppend(&line, ": the policy does NOT beat ",
-                    absl::StrJoin(lost, ", "), " on Sharpe by more than 1 SE");
+    std::string names = lost.back();
+    if (lost.size() > 1) {
+      lost.pop_back();
+      names = absl::StrCat(absl::StrJoin(lost, ", "), " and ", names);
+    }
+    absl::StrAppend(&line, ": the policy does NOT beat ", names,
+                    " on Sharpe by more than 1 SE");
   }
   return line;
 }
@@ -664,9 +675,6 @@ absl::Status Backtest(const Args& args) {
   RETURN_IF_ERROR(
       learner::CheckContractForMarket(contract, symbols, dataset.feature_names,
                                       dataset.interval_seconds, &warning));
-  if (!warning.empty()) {
-    std::fprintf(stderr, "backtest: warning: %s\n", warning.c_str());
-  }
 
   env::EnvOptions env_options = contract.env;
   if (req.slippage_bps) env_options.slippage_bps = *req.slippage_bps;
@@ -674,8 +682,9 @@ absl::Status Backtest(const Args& args) {
     env_options.max_volume_share = *req.max_volume_share;
   }
   RETURN_IF_ERROR(Annotate(env_options.Validate(), "execution costs"));
+  std::vector<std::string> notes;
   ASSIGN_OR_RETURN(std::vector<env::Domain> domains,
-                   SelectDomains(dataset, req, contract.lookback));
+                   SelectDomains(dataset, req, contract.lookback, &notes));
   ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
                    env::MarketData::FromDataset(dataset));
   if (env_options.max_volume_share > 0 && market->volume.empty()) {
@@ -752,6 +761,7 @@ absl::Status Backtest(const Args& args) {
   meta["max_volume_share"] = env_options.max_volume_share;
   meta["random_seeds"] = req.random_seeds;
   if (!warning.empty()) meta["warning"] = warning;
+  if (!notes.empty()) meta["notes"] = notes;
   Json random = Json::object();
   random["seeds"] = random_row.seeds;
   random["sharpe"] = SpreadJson(random_row.sharpe);
@@ -797,6 +807,13 @@ absl::Status Backtest(const Args& args) {
       metrics.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
   RETURN_IF_ERROR(WriteOutputs(req.out, files));
 
+  // Printed only now, so a failed run prints its one error line alone.
+  if (!warning.empty()) {
+    std::fprintf(stderr, "backtest: warning: %s\n", warning.c_str());
+  }
+  for (const std::string& note : notes) {
+    std::fprintf(stderr, "backtest: note: %s\n", note.c_str());
+  }
   std::printf(
       "backtest: %s on %s: %d assets, %lld bars (%zu domain%s) %s, interval "
       "%s\n",
