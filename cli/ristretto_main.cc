@@ -17,7 +17,7 @@ constexpr char kUsage[] =
     "usage: ristretto <group> <command> [options]\n"
     "\n"
     "  dataset import --csv-dir DIR --interval 5m --out FILE\n"
-    "                 [--max-ffill N] [--on-long-gap split|fail]\n"
+    "                 [--max-ffill 3] [--on-long-gap split|fail]\n"
     "                 [--min-qty FILE] [--min-domain-rows N]\n"
     "                 [--db DSN --data-dir DIR]   (also registers it)\n"
     "  dataset synth  --out FILE [--assets 7] [--rows 10000] [--interval 30m]\n"
@@ -45,6 +45,10 @@ constexpr char kUsage[] =
     "                 a libpq connection string)\n"
     "  up             [--study deploy/studies/small.yaml] [--data-dir DIR]\n"
     "                 [--actors 2] [--envs 16] [--slots N] [--export DIR]\n"
+    "                 [--csv-dir DIR --interval 5m (+ import flags) |\n"
+    "                 --dataset FILE]   (your own data: imported, registered\n"
+    "                 and run by a study with `dataset: given`; without\n"
+    "                 --study a built-in one)\n"
     "                 (PostgreSQL + coordinator + learner + actors; runs the\n"
     "                 study, prints the leaderboard, exports the best)\n";
 
