@@ -319,6 +319,7 @@ absl::StatusOr<std::string> ImportCsvToDatasetFile(
   absl::StatusOr<Dataset> imported = env::ImportCsvDirectory(options, &report);
   if (!imported.ok()) {
     // What was counted before the failure helps find the bad file.
+    if (report.rows_read_per_asset.empty()) return imported.status();
     std::printf("import report (failed)\n%s",
                 env::FormatCsvImportReport(report).c_str());
     std::fflush(stdout);

@@ -188,8 +188,8 @@ struct GivenData {
   bool temporary = false;
 };
 
-absl::StatusOr<std::optional<GivenData>> LoadGivenData(
-    const Args& args, const std::string& data_dir) {
+// --csv-dir and --dataset exclude each other; import flags need --csv-dir.
+absl::Status CheckDataFlags(const Args& args) {
   const bool csv = args.Has("csv-dir");
   if (csv && args.Has("dataset")) {
     return absl::InvalidArgumentError(
@@ -203,6 +203,13 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<GivenData>> LoadGivenData(
+    const Args& args, const std::string& data_dir) {
+  RETURN_IF_ERROR(CheckDataFlags(args));
+  const bool csv = args.Has("csv-dir");
   if (!csv && !args.Has("dataset")) return std::optional<GivenData>();
   GivenData given;
   if (csv) {
@@ -239,6 +246,7 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
 }
 
 absl::Status Up(const Args& args) {
+  RETURN_IF_ERROR(CheckDataFlags(args));
   ASSIGN_OR_RETURN(std::string data_dir,
                    args.String("data-dir", "ristretto-data"));
   std::error_code ec;
