@@ -7,7 +7,8 @@
 #            outage) runs with `ristretto up --csv-dir … --interval 5m
 #            --study` to the end: the default import forward-fills the
 #            holes (reported per asset), splits at the outage, registers
-#            the dataset, prints the leaderboard and exports a policy.
+#            the dataset, prints the leaderboard and exports a policy;
+#            `up --dataset` with the registered file resumes that study.
 #   train:   `ristretto train --dataset` on the imported file trains and
 #            evaluates without the "not inside one contiguous market
 #            domain" failure (its validation rows span the outage).
@@ -151,6 +152,16 @@ if [[ $parts == all || $parts == up ]]; then
   fi
   grep -E '^(bars forward-filled|long gaps|domains|up: registered|verdict)' "$log" |
     sed 's/^/  [up] /' >&2
+  # The registered file given with --dataset binds to the same study text:
+  # `up` resumes the finished study instead of refusing or starting anew.
+  if ! "$ristretto" up --dataset "$work/data/datasets/$id.rds" \
+       --study "$work/tiny.yaml" --data-dir "$work/data" --actors 1 \
+       --envs 8 > "$work/again.log" 2>&1; then
+    tail -n 30 "$work/again.log" >&2
+    fail "ristretto up --dataset (again) exited non-zero"
+  fi
+  grep -q '^up: resuming study own-data (done)' "$work/again.log" ||
+    { tail -n 30 "$work/again.log" >&2; fail "up --dataset did not resume the study"; }
   # A study naming another dataset is refused, before PostgreSQL starts.
   tiny_study "$work/other.yaml" other "dataset: {id: $(printf 'e%.0s' {1..64})}"
   expect_refused "$work/other.log" "the study names dataset eeee" \
