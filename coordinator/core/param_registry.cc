@@ -264,6 +264,19 @@ std::vector<Entry> BuildEntries() {
   entries.push_back(Num(OptionType::kDouble, "sell_fee", "env.sell_fee",
                         "proportional sell fee", 0, 1, false, true,
                         RISTRETTO_DOUBLE_FIELD(env.sell_fee)));
+  // Costs are market facts: searchable like the fees, but a search would
+  // simply favour the cheapest value, so studies set them in `fixed`.
+  entries.push_back(Num(
+      OptionType::kDouble, "slippage_bps", "env.slippage_bps",
+      "slippage in basis points: buys fill at close*(1+s), sells at "
+      "close*(1-s), s = bps/10^4 (set it in fixed; searching it would favour "
+      "the cheapest value)",
+      0, 1000, false, true, RISTRETTO_DOUBLE_FIELD(env.slippage_bps)));
+  entries.push_back(Num(
+      OptionType::kDouble, "max_volume_share", "env.max_volume_share",
+      "cap on the quantity traded per asset and bar as a share of the bar's "
+      "volume, 0 = no cap (needs volumes; set it in fixed)",
+      0, 1, false, false, RISTRETTO_DOUBLE_FIELD(env.max_volume_share)));
   entries.push_back(Num(OptionType::kDouble, "buy_safety", "env.buy_safety",
                         "fraction of the affordable quantity bought", 0, 1,
                         true, false, RISTRETTO_DOUBLE_FIELD(env.buy_safety)));

@@ -86,6 +86,9 @@ TEST(ParamRegistryTest, EnvParametersSetTheirFields) {
             0.3);
   EXPECT_EQ(Applied("buy_fee", "0.001").env.buy_fee, 0.001);
   EXPECT_EQ(Applied("sell_fee", "0.002").env.sell_fee, 0.002);
+  EXPECT_EQ(Applied("slippage_bps", "0").env.slippage_bps, 0.0);
+  EXPECT_EQ(Applied("slippage_bps", "12.5").env.slippage_bps, 12.5);
+  EXPECT_EQ(Applied("max_volume_share", "0.05").env.max_volume_share, 0.05);
   EXPECT_EQ(Applied("reward_mode", "log_return").env.reward_mode,
             env::RewardMode::kLogReturn);
   EXPECT_EQ(Applied("reward_scale", "50").env.reward_scale, 50);
@@ -127,9 +130,17 @@ TEST(ParamRegistryTest, BadValuesAreRefusedNamingTheParameter) {
             "parameter activation = 'gelu' is not one of tanh, relu");
   s = ApplyParam("entropy_coef", "-0.1", &o);
   EXPECT_EQ(s.message(), "parameter entropy_coef = -0.1 is outside [0, inf]");
+  s = ApplyParam("slippage_bps", "1000", &o);
+  EXPECT_EQ(s.message(), "parameter slippage_bps = 1000 is outside [0, 1000)");
+  s = ApplyParam("slippage_bps", "-1", &o);
+  EXPECT_EQ(s.message(), "parameter slippage_bps = -1 is outside [0, 1000)");
+  s = ApplyParam("max_volume_share", "1.5", &o);
+  EXPECT_EQ(s.message(), "parameter max_volume_share = 1.5 is outside [0, 1]");
   // Nothing changed.
   EXPECT_EQ(o.ppo.clip_ratio, before.ppo.clip_ratio);
   EXPECT_EQ(o.ppo.minibatch_size, before.ppo.minibatch_size);
+  EXPECT_EQ(o.env.slippage_bps, before.env.slippage_bps);
+  EXPECT_EQ(o.env.max_volume_share, before.env.max_volume_share);
 }
 
 TEST(ParamRegistryTest, EveryParameterReadsBackWhatWasApplied) {
@@ -174,6 +185,8 @@ TEST(ParamRegistryTest, RegistryHoldsTheRequiredNames) {
                            "concentration_penalty",
                            "buy_fee",
                            "sell_fee",
+                           "slippage_bps",
+                           "max_volume_share",
                            "reward_mode",
                            "reward_scale",
                            "budget",

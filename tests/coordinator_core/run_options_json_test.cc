@@ -20,6 +20,8 @@ TrainerOptions Unusual() {
   o.env.initial_capital = 1234.5;
   o.env.buy_fee = 0.001;
   o.env.sell_fee = 0.0015;
+  o.env.slippage_bps = 12.5;
+  o.env.max_volume_share = 0.05;
   o.env.buy_safety = 0.98;
   o.env.norm_cash = 1.0 / 4096;
   o.env.norm_stocks = 0.1;
@@ -128,6 +130,26 @@ TEST(RunOptionsJsonTest, LeftOutFieldsKeepDefaults) {
   EXPECT_EQ(o->seed, 9u);
   EXPECT_EQ(o->ppo.learning_rate, PpoOptions().learning_rate);
   EXPECT_EQ(o->network.policy_hidden, NetworkOptions().policy_hidden);
+  EXPECT_EQ(o->env.slippage_bps, 5.0);
+  EXPECT_EQ(o->env.max_volume_share, 0.0);
+}
+
+TEST(RunOptionsJsonTest, ExecutionCostsTravelBothWays) {
+  TrainerOptions o;
+  o.env.slippage_bps = 0.0;  // golden-parity settings must survive as 0
+  o.env.max_volume_share = 0.25;
+  const std::string json = TrainerOptionsToJson(o);
+  EXPECT_NE(json.find("\"slippage_bps\":0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"max_volume_share\":0.25"), std::string::npos);
+  absl::StatusOr<TrainerOptions> back = TrainerOptionsFromJson(json);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->env.slippage_bps, 0.0);
+  EXPECT_EQ(back->env.max_volume_share, 0.25);
+  absl::StatusOr<TrainerOptions> read = TrainerOptionsFromJson(
+      R"({"env": {"slippage_bps": 7.5, "max_volume_share": 0.01}})");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->env.slippage_bps, 7.5);
+  EXPECT_EQ(read->env.max_volume_share, 0.01);
 }
 
 void ExpectRefused(const std::string& json, const std::string& message) {

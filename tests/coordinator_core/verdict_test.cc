@@ -8,7 +8,9 @@
 #include "common/rng.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
+#include "env/metrics.h"
 #include "env/synthetic.h"
+#include "env/vector_env.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "learner/evaluation.h"
@@ -144,6 +146,68 @@ TEST(BaselinesTest, BuyAndHoldIsOnTheRowsAPolicyPlaysAndRandomVaries) {
   EXPECT_EQ(cash->total_return, 0);
   EXPECT_EQ(b->random_seeds, 5);
   EXPECT_GT(b->random_sharpe_std, 0);
+}
+
+TEST(BaselinesTest, BuyAndHoldPaysTheSlippageLikeTheEnvBenchmark) {
+  env::SyntheticMarketOptions so;
+  so.num_assets = 3;
+  so.num_rows = 400;
+  so.seed = 9;
+  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
+      env::MarketData::FromDataset(*data);
+  ASSERT_TRUE(market.ok()) << market.status();
+  // Lookback 1: the env's reward benchmark buys at the slice's first row
+  // (env.md: eqw) while the scored buy and hold buys at the first played
+  // row, L − 1 rows later; with L = 1 both are the same row, so the three
+  // series must agree exactly.
+  env::EnvOptions o;
+  o.lookback = 1;
+  o.slippage_bps = 25.0;
+  const env::Domain d{50, 250};
+  absl::StatusOr<SegmentBaselines> b =
+      ComputeBaselines(*market, o, {d}, /*random_seeds=*/2);
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  // The env's own benchmark E over the episode, holding cash throughout.
+  env::VectorEnvOptions vo;
+  vo.env = o;
+  vo.mode = env::EpisodeMode::kManual;
+  absl::StatusOr<std::unique_ptr<env::VectorEnv>> vec =
+      env::VectorEnv::Create(*market, vo);
+  ASSERT_TRUE(vec.ok()) << vec.status();
+  std::vector<float> obs(static_cast<size_t>((*vec)->observation_size()));
+  ASSERT_TRUE((*vec)->ResetCopy(0, d.begin, d.size(), obs.data()).ok());
+  std::vector<double> env_bench = {(*vec)->benchmark_value(0)};
+  const std::vector<float> zero(3, 0.0f);
+  const env::StepOutput out{obs.data(), nullptr, nullptr, nullptr};
+  while (!(*vec)->done(0)) {
+    ASSERT_TRUE((*vec)->Step(zero.data(), out).ok());
+    env_bench.push_back((*vec)->benchmark_value(0));
+  }
+
+  // The metrics helper: the same series, level included (the level is
+  // where the slippage shows: every coin cost close·1.0025·(1 + fee)).
+  const std::vector<double> helper = env::EqualWeightBuyAndHold(
+      (*market)->price, 3, d.begin,
+      d.begin + static_cast<int64_t>(env_bench.size()), o.initial_capital,
+      o.buy_fee, o.slippage_bps);
+  ASSERT_EQ(helper.size(), env_bench.size());
+  EXPECT_NEAR(helper.front(), o.initial_capital / (1.0025 * (1 + o.buy_fee)),
+              1e-12 * o.initial_capital);
+  for (size_t t = 0; t < env_bench.size(); ++t) {
+    EXPECT_NEAR(helper[t], env_bench[t], 1e-12 * env_bench[t]) << t;
+  }
+  // ComputeBaselines scores that series: the same log returns and return.
+  ASSERT_EQ(b->buy_and_hold.log_returns.size(), env_bench.size() - 1);
+  for (size_t t = 1; t < env_bench.size(); ++t) {
+    EXPECT_NEAR(b->buy_and_hold.log_returns[t - 1],
+                std::log(env_bench[t] / env_bench[t - 1]), 1e-12)
+        << t;
+  }
+  EXPECT_NEAR(b->buy_and_hold.total_return,
+              env_bench.back() / env_bench.front() - 1, 1e-12);
 }
 
 }  // namespace
