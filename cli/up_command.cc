@@ -347,6 +347,10 @@ absl::Status Up(const Args& args) {
                      RegisterDataset(*store, given->file, data_dir));
     std::printf("up: registered dataset %s (%s)\n", row.id.c_str(),
                 row.path.c_str());
+    if (given->temporary) {  // registering copied it
+      std::remove(given->file.c_str());
+      given->temporary = false;
+    }
   }
   absl::StatusOr<coordinator::StudyRow> study = store->GetStudy(config->name);
   if (study.ok()) {
