@@ -146,6 +146,49 @@ grep -q '"seeds": 2' results/metrics.json || fail "second run did not replace me
 sed -n 2p results/equity.csv | grep -q '^[0-9]*,2022-04-01T01:00:00Z,' || fail "second run's equity.csv"
 [ -z "$(find . -maxdepth 1 -name '.results*')" ] || fail "temporary directory left behind"
 
+# ---- two domains: hourly CSVs with a 12-bar hole (longer than the import
+# forward-fills) import as two contiguous domains; each is played from the
+# initial capital, the files hold S − 2·lookback + 1 bars per domain of S
+# rows, and the chained equity continues across the gap.
+mkdir -p csv
+seed=0
+for sym in AAAUSD BBBUSD; do
+  seed=$((seed + 1))
+  awk -v seed="$seed" 'BEGIN {
+      srand(seed); p = 100
+      print "timestamp,open,high,low,close,volume"
+      for (i = 0; i < 900; ++i) {
+        o = p; p = p * (1 + (rand() - 0.5) * 0.02)
+        if (i >= 400 && i < 412) continue
+        h = (o > p ? o : p) * 1.001; l = (o < p ? o : p) * 0.999
+        printf "%d,%.6f,%.6f,%.6f,%.6f,%.3f\n", 1699999200 + i * 3600, o, h, l, p, 100 + rand() * 50
+      }
+    }' > "csv/$sym.csv"
+done
+"$ristretto" dataset import --csv-dir csv --interval 1h --out gap.rds > import.log 2>&1 ||
+  { cat import.log >&2; fail "import of the gapped CSVs"; }
+"$ristretto" dataset info gap.rds > gap.info
+grep -q '^domains         2$' gap.info || { cat gap.info >&2; fail "the gapped data is not two domains"; }
+gap_bars=$(awk '/^  \[[0-9]+, [0-9]+\) [0-9]+ rows/ { sum += $3 - 3 } END { print sum }' gap.info)
+"$ristretto" train --dataset gap.rds --budget 512 --envs 2 --rollout 64 --episode 100 \
+  --policy-hidden 16 --epochs 1 --minibatch 128 --export gap_policy --quiet > gap_train.log 2>&1 ||
+  { cat gap_train.log >&2; fail "train on the gapped data"; }
+"$ristretto" backtest gap_policy --dataset gap.rds --out gap_results --random-seeds 3 \
+  > gap.out 2>&1 || { cat gap.out >&2; fail "backtest on two domains"; }
+grep -q ", $gap_bars bars (2 domains) " gap.out || { cat gap.out >&2; fail "two-domain header ($gap_bars bars)"; }
+for f in equity.csv positions.csv; do
+  [ "$(($(wc -l < "gap_results/$f") - 1))" -eq "$gap_bars" ] || fail "gap_results/$f rows != $gap_bars"
+done
+awk -F, 'NR > 2 && $3 != prev_domain {
+    ++switches
+    d = $4 / prev_policy - 1
+    if (d > 1e-9 || d < -1e-9) { print "equity jumps across the gap: " prev_policy " -> " $4; bad = 1 }
+  }
+  NR > 1 { prev_domain = $3; prev_policy = $4 }
+  END { exit bad || switches != 1 }' gap_results/equity.csv || fail "chained equity across the two domains"
+awk -F, 'NR > 2 && $3 != prev { if ($4 != 500 || $5 != 500) bad = 1 } NR > 1 { prev = $3 }
+  END { exit bad }' gap_results/positions.csv || fail "the second domain does not start from the initial capital"
+
 # ---- bad input: one line on stderr with the expected text, exit != 0, and
 # nothing new on disk.
 cp -r policy no_contract && rm no_contract/contract.json
