@@ -41,6 +41,7 @@ constexpr char kUsage[] =
     "  study start    NAME [--wait]\n"
     "  study stop     NAME\n"
     "  study ls | show NAME | best NAME | export NAME --out DIR\n"
+    "  study report   NAME --out DIR   (DIR/report.html: charts, statistics)\n"
     "                 (study and dataset ls take --db DSN or $RISTRETTO_DB,\n"
     "                 a libpq connection string)\n"
     "  up             [--study deploy/studies/small.yaml] [--data-dir DIR]\n"

@@ -41,12 +41,14 @@
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/study_result.h"
 #include "env/dataset.h"
+#include "report/study_report_store.h"
 
 namespace ristretto::cli {
 namespace {
 
 namespace fs = std::filesystem;
 using coordinator::ArtifactRow;
+using coordinator::BestTrial;
 using coordinator::DatasetRow;
 using coordinator::FoldMetrics;
 using coordinator::Store;
@@ -63,6 +65,9 @@ constexpr char kStudyUsage[] =
     "  show NAME                   settings and trials\n"
     "  best NAME                   the best complete trial\n"
     "  export NAME --out DIR       copy the best trial's policy to DIR\n"
+    "  report NAME --out DIR       write DIR/report.html: history, "
+    "importance,\n"
+    "                              folds, lockbox, statistics (offline HTML)\n"
     "The database is --db DSN or $RISTRETTO_DB (libpq connection string).\n";
 
 // Exit status for a failed command: 2 for bad usage or input, 1 otherwise.
@@ -193,22 +198,6 @@ std::string FormatParams(const std::vector<coordinator::ParamRow>& params) {
                        });
 }
 
-// The trial with the highest score among the complete ones (ties: the
-// earlier trial), or nullopt.
-std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials) {
-  std::optional<TrialRow> best;
-  for (const TrialRow& t : trials) {
-    if (t.state != coordinator::kTrialComplete || !t.score.has_value()) {
-      continue;
-    }
-    if (!best.has_value() || *t.score > *best->score ||
-        (*t.score == *best->score && t.number < best->number)) {
-      best = t;
-    }
-  }
-  return best;
-}
-
 // Complete trials, best first (ties: earlier trial first).
 std::vector<TrialRow> RankedTrials(const std::vector<TrialRow>& trials) {
   std::vector<TrialRow> ranked;
@@ -223,15 +212,6 @@ std::vector<TrialRow> RankedTrials(const std::vector<TrialRow>& trials) {
               return a.number < b.number;
             });
   return ranked;
-}
-
-absl::StatusOr<StudyRow> GetStudy(Store& store, const std::string& name) {
-  absl::StatusOr<StudyRow> study = store.GetStudy(name);
-  if (absl::IsNotFound(study.status())) {
-    return absl::NotFoundError(
-        absl::StrCat("no study named '", name, "' (ristretto study ls)"));
-  }
-  return study;
 }
 
 // Whole numbers in full ("500000", not "5e+05"), others as FormatDouble.
@@ -577,7 +557,7 @@ absl::Status StudyStart(const Args& args) {
   }
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   if (study.state == coordinator::kStudyDone) {
     return absl::FailedPreconditionError(absl::StrCat(
         "study '", name, "' is done (ristretto study best ", name, ")"));
@@ -609,7 +589,7 @@ absl::Status StudyStop(const Args& args) {
   }
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   if (study.state == coordinator::kStudyDone) {
     return absl::FailedPreconditionError(
         absl::StrCat("study '", name, "' is already done"));
@@ -661,7 +641,7 @@ absl::Status StudyShow(const Args& args) {
   }
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   std::printf("study        %s (id %lld)\n", study.name.c_str(),
               static_cast<long long>(study.id));
   std::printf("state        %s\n", study.state.c_str());
@@ -719,7 +699,7 @@ absl::Status StudyBest(const Args& args) {
   }
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(*store, name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(study.id));
   const std::optional<TrialRow> best = BestTrial(trials);
   if (!best.has_value()) {
@@ -833,6 +813,22 @@ absl::Status StudyExport(const Args& args) {
   ASSIGN_OR_RETURN(std::string exported, ExportBest(*store, name, out_dir));
   std::printf("exported the best policy of study %s to %s\n", name.c_str(),
               exported.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status StudyReport(const Args& args) {
+  RETURN_IF_ERROR(args.CheckKnown({"db", "out"}));
+  if (args.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: ristretto study report NAME --out DIR [--db DSN]");
+  }
+  const std::string& name = args.positional()[1];
+  ASSIGN_OR_RETURN(std::string out_dir, args.RequiredString("out"));
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(std::string path,
+                   report::WriteStudyReport(*store, name, out_dir));
+  std::printf("wrote the report of study %s to %s\n", name.c_str(),
+              path.c_str());
   return absl::OkStatus();
 }
 
@@ -954,7 +950,7 @@ absl::StatusOr<std::string> ArtifactSha256(const std::string& path) {
 absl::Status WaitForStudy(Store& store, const std::string& study_name,
                           const std::function<bool()>& should_stop,
                           std::FILE* out) {
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(store, study_name));
   const int64_t max_trials = MaxTrials(study);
   const bool tty = isatty(fileno(out)) != 0;
   std::string last_key;
@@ -1052,7 +1048,7 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
 
 absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
                               int top_n, std::FILE* out) {
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(store, study_name));
   ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
   const std::vector<TrialRow> ranked = RankedTrials(trials);
   if (ranked.empty()) {
@@ -1081,7 +1077,7 @@ absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
 absl::StatusOr<std::string> ExportBest(Store& store,
                                        const std::string& study_name,
                                        const std::string& out_dir) {
-  ASSIGN_OR_RETURN(StudyRow study, GetStudy(store, study_name));
+  ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(store, study_name));
   ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
   const std::optional<TrialRow> best = BestTrial(trials);
   if (!best.has_value()) {
@@ -1211,13 +1207,15 @@ int RunStudyCommand(int argc, char** argv, int first) {
     status = StudyBest(*args);
   } else if (verb == "export") {
     status = StudyExport(*args);
+  } else if (verb == "report") {
+    status = StudyReport(*args);
   } else if (verb == "--help" || verb == "help") {
     std::fputs(kStudyUsage, stdout);
     return 0;
   } else {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("unknown study command '", verb,
-                     "' (create, start, stop, ls, show, best, export)"));
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "unknown study command '", verb,
+        "' (create, start, stop, ls, show, best, export, report)"));
   }
   return status.ok() ? 0 : Fail(status);
 }

@@ -220,6 +220,7 @@ std::string HistorySection(const StudyReportData& d) {
   o.id = "history";
   o.title = "Optimisation history";
   o.x_label = "trial";
+  o.x_integer = true;
   o.y_label = absl::StrCat("score (", d.objective, ")");
   o.width = 1080;
   o.height = 360;

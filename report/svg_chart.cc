@@ -521,7 +521,13 @@ std::string RenderSvgChart(const ChartOptions& options,
       lo -= half;
       hi += half;
     }
-    const std::vector<double> t = NiceTicks(lo, hi, x_target);
+    std::vector<double> t = NiceTicks(lo, hi, x_target);
+    if (options.x_integer && t.size() > 1 && t[1] - t[0] < 1) {
+      t.clear();
+      for (double v = std::floor(lo); v <= std::ceil(hi) + 0.5; v += 1) {
+        t.push_back(v);
+      }
+    }
     x_axis.lo = t.front();
     x_axis.hi = t.back();
     const double step = t.size() > 1 ? t[1] - t[0] : 1.0;

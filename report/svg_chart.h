@@ -55,6 +55,8 @@ struct ChartOptions {
   // x values are indices into these names (bar charts, categories).
   std::vector<std::string> x_categories;
   bool x_log = false;  // log10 x axis (x > 0 only; others are skipped)
+  // x values are whole numbers (trial numbers): ticks only on integers.
+  bool x_integer = false;
   // Horizontal reference line at y = 0 when 0 is inside the y range.
   bool zero_line = true;
 };

@@ -4,11 +4,33 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/core/study_config.h"
 #include "env/dataset.h"
 
 namespace ristretto::coordinator {
+
+absl::StatusOr<StudyRow> FindStudy(Store& store, const std::string& name) {
+  absl::StatusOr<StudyRow> study = store.GetStudy(name);
+  if (absl::IsNotFound(study.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("no study named '", name, "' (ristretto study ls)"));
+  }
+  return study;
+}
+
+std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials) {
+  std::optional<TrialRow> best;
+  for (const TrialRow& t : trials) {
+    if (t.state != kTrialComplete || !t.score.has_value()) continue;
+    if (!best.has_value() || *t.score > *best->score ||
+        (*t.score == *best->score && t.number < best->number)) {
+      best = t;
+    }
+  }
+  return best;
+}
 
 absl::StatusOr<double> StudyBarsPerYear(Store& store, const StudyRow& study) {
   ASSIGN_OR_RETURN(const StudyConfig config,

@@ -5,11 +5,24 @@
 #ifndef RISTRETTO_COORDINATOR_STORE_STUDY_RESULT_H_
 #define RISTRETTO_COORDINATOR_STORE_STUDY_RESULT_H_
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/store.h"
 
 namespace ristretto::coordinator {
+
+// The study named `name`. Errors: kNotFound with a message that says how
+// to list the studies; the store's.
+absl::StatusOr<StudyRow> FindStudy(Store& store, const std::string& name);
+
+// The trial with the highest score among the complete ones (ties: the
+// earlier trial), or nullopt: the best trial of `study best`, the export and
+// the report.
+std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials);
 
 // Bars per year of the study's dataset (its synthetic interval, or the
 // registered dataset's). Errors: the store's (kNotFound for an unregistered

@@ -113,6 +113,18 @@ TEST(SvgChartTest, LogAxisSkipsNonPositiveX) {
   EXPECT_THAT(svg, HasSubstr(">0.001<"));
 }
 
+TEST(SvgChartTest, IntegerAxisTicksOnlyWholeNumbers) {
+  Series s = Make("trials", {0, 1, 2, 3}, {1, 2, 3, 4}, SeriesStyle::kPoints);
+  ChartOptions options;
+  options.id = "int";
+  options.x_integer = true;
+  const std::string svg = RenderSvgChart(options, {s});
+  EXPECT_THAT(svg, Not(HasSubstr(">0.5<")));
+  EXPECT_THAT(svg, HasSubstr(">3<"));
+  options.x_integer = false;
+  EXPECT_THAT(RenderSvgChart(options, {s}), HasSubstr(">0.5<"));
+}
+
 TEST(SvgChartTest, TimeAxisHasUtcDateTicks) {
   // 2024-01-01 00:00 UTC to 2024-01-31, daily.
   Series s = Make("equity", {}, {});
