@@ -28,6 +28,7 @@
 #include "coordinator/store/pg_cluster.h"
 #include "coordinator/store/store.h"
 #include "env/dataset.h"
+#include "report/study_report_store.h"
 
 namespace ristretto::cli {
 namespace {
@@ -440,6 +441,16 @@ absl::Status Up(const Args& args) {
     } else {
       std::printf("up: no policy exported: %s\n",
                   std::string(exported.status().message()).c_str());
+    }
+    // The study report (history, importance, folds, lockbox equity,
+    // statistics and verdict) next to the exported policy.
+    absl::StatusOr<std::string> report_path =
+        report::WriteStudyReport(*store, config->name, export_dir);
+    if (report_path.ok()) {
+      std::printf("up: study report written to %s\n", report_path->c_str());
+    } else {
+      std::printf("up: no study report: %s\n",
+                  std::string(report_path.status().message()).c_str());
     }
   } else {
     std::printf("up: interrupted; run the same command again to resume\n");
