@@ -85,8 +85,28 @@ TEST_F(EvaluationTest, BuyOncePolicyIsExposedAndItsTurnoverMatchesTheFees) {
   EXPECT_LE(r->exposure, 1.0);
   EXPECT_GT(r->turnover, 0.0);
   ASSERT_EQ(env_.buy_fee, env_.sell_fee);
-  EXPECT_NEAR(r->turnover, r->fees / env_.buy_fee / env_.initial_capital,
-              1e-6 * r->turnover);
+  // Turnover is valued at the close, fees on the filled notional: buys at
+  // close·(1 + s), sells at close·(1 − s), so fees / fee lies between
+  // turnover·(1 − s) and turnover·(1 + s) (the default s = 5 bps) …
+  const double s = env_.slippage_bps / 1e4;
+  ASSERT_GT(s, 0.0);
+  const double filled = r->fees / env_.buy_fee / env_.initial_capital;
+  EXPECT_GT(filled, r->turnover * (1 - s));
+  EXPECT_LT(filled, r->turnover * (1 + s));
+  // … and equals it without slippage (fills at the close).
+  env::EnvOptions no_slippage = env_;
+  no_slippage.slippage_bps = 0.0;
+  calls = 0;
+  absl::StatusOr<EvaluationResult> at_close =
+      EvaluateActions(market_, no_slippage, {first_},
+                      [&](const float*, int copies, float* actions) {
+                        const float a = calls++ == 0 ? 1.0f : 0.0f;
+                        std::fill(actions, actions + copies * kAssets, a);
+                      });
+  ASSERT_TRUE(at_close.ok()) << at_close.status();
+  EXPECT_NEAR(at_close->turnover,
+              at_close->fees / env_.buy_fee / env_.initial_capital,
+              1e-6 * at_close->turnover);
   // The log returns add up to the slice's total return.
   ASSERT_EQ(static_cast<int64_t>(r->log_returns.size()), r->steps);
   const double sum =

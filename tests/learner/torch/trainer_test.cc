@@ -174,7 +174,8 @@ TEST_F(TrainerTest, AllCashPolicyScoresZeroAgainstTheEqualWeightBenchmark) {
   // (L − 1 … T − L − 1 of the slice).
   const std::vector<double> bench = env::EqualWeightBuyAndHold(
       market_->price, 3, validation.begin + 1, validation.end - 2,
-      env_options.initial_capital, env_options.buy_fee);
+      env_options.initial_capital, env_options.buy_fee,
+      env_options.slippage_bps);
   const env::PerformanceSummary s =
       env::Summarize(bench, env::BarsPerYear(market_->interval_seconds));
   EXPECT_DOUBLE_EQ(r->benchmark_sharpe, s.sharpe);
