@@ -244,8 +244,7 @@ absl::StatusOr<std::vector<env::Domain>> SelectDomains(
   return out;
 }
 
-// ---- results
-// -----------------------------------------------------------------
+// ---- results ----------------------------------------------------------------
 
 // One row of the table (and of metrics.json).
 struct Row {
@@ -425,8 +424,7 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
   return t.Render();
 }
 
-// ---- series
-// ------------------------------------------------------------------
+// ---- series -----------------------------------------------------------------
 
 // The per-bar curves of the files and charts. With several domains (gaps
 // in the data) every domain is played from the initial capital, as in
@@ -609,8 +607,7 @@ Json SpreadJson(const Spread& s) {
   return Json{{"mean", NumberJson(s.mean)}, {"std", NumberJson(s.std)}};
 }
 
-// ---- output
-// ------------------------------------------------------------------
+// ---- output -----------------------------------------------------------------
 
 absl::Status WriteFile(const fs::path& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -668,8 +665,7 @@ absl::Status WriteOutputs(
   return absl::OkStatus();
 }
 
-// ---- the command
-// ---------------------------------------------------------------
+// ---- the command ------------------------------------------------------------
 
 absl::Status Backtest(const Args& args) {
   const auto start = Clock::now();
@@ -748,6 +744,7 @@ absl::Status Backtest(const Args& args) {
   const std::string comparison = ComparisonLine(policy_row, versus);
 
   const int64_t bars = static_cast<int64_t>(trace.value.size());
+  const bool in_sample = dataset_id == contract.dataset_id;
   const int64_t first_time = dataset.timestamps[trace.row.front()];
   const int64_t last_time = dataset.timestamps[trace.row.back()];
   const Curves curves =
@@ -761,6 +758,7 @@ absl::Status Backtest(const Args& args) {
   meta["dataset"] = fs::absolute(req.dataset_path).lexically_normal().string();
   meta["dataset_id"] = dataset_id;
   meta["contract_dataset_id"] = contract.dataset_id;
+  meta["training_dataset"] = in_sample;
   meta["from"] = env::FormatTimestamp(first_time);
   meta["to"] = env::FormatTimestamp(last_time);
   meta["bars"] = bars;
@@ -852,6 +850,12 @@ absl::Status Backtest(const Args& args) {
       "%s\n",
       100 * env_options.buy_fee, 100 * env_options.sell_fee,
       env_options.slippage_bps, cap.c_str());
+  if (in_sample) {
+    std::printf(
+        "note: this is the dataset the policy was trained on (same "
+        "dataset_id): bars it trained or was selected on score in-sample; "
+        "use --from/--to for bars it never saw\n");
+  }
   std::fputs(RenderTable(policy_row, bh_row, cash_row, random_row).c_str(),
              stdout);
   std::printf("%s\n", comparison.c_str());

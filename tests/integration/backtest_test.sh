@@ -50,6 +50,8 @@ grep -q "^backtest: policy on data.rds: 3 assets, $bars bars (1 domain) 2022-03-
   fail "header line (expected $bars bars from 2022-03-01T01:00:00Z)"
 grep -q '^costs: buy fee 0.25%, sell fee 0.25%, slippage 5 bps, volume cap off$' backtest.out ||
   fail "costs line"
+grep -q '^note: this is the dataset the policy was trained on' backtest.out ||
+  fail "no in-sample note for the training dataset"
 for row in 'policy  ' 'buy & hold  ' 'cash  ' 'random (5 seeds, mean ± std)  '; do
   grep -q "^$row" backtest.out || fail "table row '$row'"
 done
@@ -106,7 +108,7 @@ paste -d, <(cut -d, -f1,4 results/positions.csv) <(cut -d, -f4 results/equity.cs
 m=results/metrics.json
 for key in '"backtest"' '"policy"' '"buy_and_hold"' '"cash"' '"random"' '"comparison"' '"timing"' \
            "\"bars\": $bars" '"slippage_bps": 5.0' '"seeds": 5' '"interval_seconds": 3600' \
-           '"forward_calls": 1460'; do
+           '"forward_calls": 1460' '"training_dataset": true'; do
   grep -q "$key" "$m" || fail "metrics.json lacks $key"
 done
 grep -A2 '"policy": {' "$m" | grep -Eq '"sharpe_se": [0-9.]+(e-?[0-9]+)?,' ||
@@ -145,6 +147,17 @@ grep -q 'random (2 seeds' second.out || fail "second run's table"
 grep -q '"seeds": 2' results/metrics.json || fail "second run did not replace metrics.json"
 sed -n 2p results/equity.csv | grep -q '^[0-9]*,2022-04-01T01:00:00Z,' || fail "second run's equity.csv"
 [ -z "$(find . -maxdepth 1 -name '.results*')" ] || fail "temporary directory left behind"
+
+# ---- another dataset with the same layout (assets, features, interval):
+# the policy runs on it, without the in-sample note.
+"$ristretto" dataset synth --out other.rds --assets 3 --rows 800 --interval 1h \
+  --seed 9 > /dev/null
+"$ristretto" backtest policy --dataset other.rds --out other_results \
+  --random-seeds 2 > other.out 2>&1 || { cat other.out >&2; fail "backtest on another dataset"; }
+! grep -q '^note:' other.out || fail "in-sample note on another dataset"
+grep -q '"training_dataset": false' other_results/metrics.json || fail "training_dataset on another dataset"
+[ "$(($(wc -l < other_results/equity.csv) - 1))" -eq $((800 - 63 - 3)) ] ||
+  fail "another dataset: equity.csv rows (800 bars - 63 warm-up - 3)"
 
 # ---- two domains: hourly CSVs with a 12-bar hole (longer than the import
 # forward-fills) import as two contiguous domains; each is played from the
