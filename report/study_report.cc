@@ -294,6 +294,16 @@ std::string ImportanceSection(const std::vector<ParamImportance>& imp) {
         Fmt(imp[i].noise_level, 3), imp[i].trials, imp[i].bins));
     if (Finite(imp[i].importance)) ++drawn;
   }
+  int64_t most_trials = 0;
+  for (const ParamImportance& p : imp) {
+    most_trials = std::max(most_trials, p.trials);
+  }
+  if (drawn > 0 && most_trials < 20) {
+    absl::StrAppend(&body, "<p class=\"small\"><b>Only ", most_trials,
+                    " complete trials:</b> with so few, a parameter can "
+                    "look important by chance; read these numbers as a rough "
+                    "hint.</p>");
+  }
   if (drawn > 0) {
     absl::StrAppend(&body, RenderSvgChart(o, {bars}));
   } else {

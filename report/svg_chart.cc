@@ -168,25 +168,38 @@ std::string FormatLogTick(double mantissa, int exponent) {
   return absl::StrFormat("%ge%d", mantissa, exponent);
 }
 
-// Decade ticks for a log10 axis over [lo, hi] in log units; 2 and 5 within
-// each decade when they fit (`target` labels at most).
+// Ticks for a log10 axis over [lo, hi] (log units): decades when they are
+// enough (at least 3), else 1-2-5 steps, else every integer mantissa, and
+// every k-th decade when there are too many (about `target` labels).
 std::vector<Tick> LogTicks(double lo, double hi, int target) {
-  std::vector<Tick> ticks;
   const int first = static_cast<int>(std::floor(lo + 1e-9));
   const int last = static_cast<int>(std::ceil(hi - 1e-9));
-  const bool minor = (last - first) * 3 <= target;
-  // Very wide ranges: every k-th decade.
-  const int every = std::max(1, (last - first + target) / std::max(1, target));
-  for (int k = first; k <= last; ++k) {
-    if ((k - first) % every != 0) continue;
-    for (double m : {1.0, 2.0, 5.0}) {
-      if (m != 1.0 && !minor) continue;
-      const double t = std::log10(m) + k;
-      if (t < lo - 1e-9 || t > hi + 1e-9) continue;
-      ticks.push_back({std::pow(10.0, t), FormatLogTick(m, k)});
+  auto collect = [&](const std::vector<double>& mantissas, int every) {
+    std::vector<Tick> ticks;
+    for (int k = first; k <= last; ++k) {
+      if ((k - first) % every != 0) continue;
+      for (double m : mantissas) {
+        const double t = std::log10(m) + k;
+        if (t < lo - 1e-9 || t > hi + 1e-9) continue;
+        ticks.push_back({std::pow(10.0, t), FormatLogTick(m, k)});
+      }
     }
+    return ticks;
+  };
+  const int most = std::max(3, target + target / 2);
+  std::vector<Tick> decades = collect({1}, 1);
+  if (static_cast<int>(decades.size()) > most) {
+    const int every = (last - first + most - 1) / most;
+    return collect({1}, std::max(1, every));
   }
-  return ticks;
+  if (decades.size() >= 3) return decades;
+  std::vector<Tick> fine = collect({1, 2, 5}, 1);
+  if (fine.size() >= 3 && static_cast<int>(fine.size()) <= most + 1) {
+    return fine;
+  }
+  std::vector<Tick> all = collect({1, 2, 3, 4, 5, 6, 7, 8, 9}, 1);
+  if (static_cast<int>(all.size()) <= most + 1) return all;
+  return fine.size() >= 2 ? fine : all;
 }
 
 struct Point {
@@ -506,9 +519,16 @@ std::string RenderSvgChart(const ChartOptions& options,
     x_axis.lo = 0;
     x_axis.hi = 1;
   } else if (x_log) {
-    x_axis.lo = std::floor(x_min + 1e-9);
-    x_axis.hi = std::ceil(x_max - 1e-9);
-    if (x_axis.hi <= x_axis.lo) x_axis.hi = x_axis.lo + 1;
+    if (x_max - x_min >= 1) {
+      // A decade or more: whole decades make a clean axis.
+      x_axis.lo = std::floor(x_min + 1e-9);
+      x_axis.hi = std::ceil(x_max - 1e-9);
+    } else {
+      // Less: the data's range (5 % margin), read with 1-2-5 ticks.
+      const double pad = std::max(0.05 * (x_max - x_min), 0.02);
+      x_axis.lo = x_min - pad;
+      x_axis.hi = x_max + pad;
+    }
     x_ticks = LogTicks(x_axis.lo, x_axis.hi, x_target);
   } else if (x_time) {
     x_axis.lo = x_min;

@@ -125,6 +125,17 @@ TEST(SvgChartTest, IntegerAxisTicksOnlyWholeNumbers) {
   EXPECT_THAT(RenderSvgChart(options, {s}), HasSubstr(">0.5<"));
 }
 
+TEST(SvgChartTest, NarrowLogAxisGetsOneTwoFiveTicks) {
+  Series s = Make("lr", {5e-4, 1e-3, 3e-3}, {1, 2, 3}, SeriesStyle::kPoints);
+  ChartOptions options;
+  options.id = "narrow";
+  options.x_log = true;
+  const std::string svg = RenderSvgChart(options, {s});
+  EXPECT_THAT(svg, HasSubstr(">0.001<"));
+  EXPECT_THAT(svg, HasSubstr(">0.002<"));
+  EXPECT_THAT(svg, Not(HasSubstr(">0.01<")));  // no empty decade
+}
+
 TEST(SvgChartTest, TimeAxisHasUtcDateTicks) {
   // 2024-01-01 00:00 UTC to 2024-01-31, daily.
   Series s = Make("equity", {}, {});
