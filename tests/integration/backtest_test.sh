@@ -159,6 +159,15 @@ grep -q '"training_dataset": false' other_results/metrics.json || fail "training
 [ "$(($(wc -l < other_results/equity.csv) - 1))" -eq $((800 - 63 - 3)) ] ||
   fail "another dataset: equity.csv rows (800 bars - 63 warm-up - 3)"
 
+# ---- a contract written before the interval was recorded: a warning on
+# stderr, not an error.
+cp -r policy no_interval && sed -i '/"interval_seconds"/d' no_interval/contract.json
+! grep -q interval_seconds no_interval/contract.json || fail "could not drop interval_seconds"
+"$ristretto" backtest no_interval --dataset data.rds --from 2022-04-01 --out no_interval_results \
+  --random-seeds 2 > no_interval.out 2> no_interval.err || { cat no_interval.err >&2; fail "backtest without an interval"; }
+grep -q '^backtest: warning: the policy.s contract does not record its bar interval' no_interval.err ||
+  { cat no_interval.err >&2; fail "no warning for a contract without interval"; }
+
 # ---- two domains: hourly CSVs with a 12-bar hole (longer than the import
 # forward-fills) import as two contiguous domains; each is played from the
 # initial capital, the files hold S − 2·lookback + 1 bars per domain of S
