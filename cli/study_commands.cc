@@ -1189,9 +1189,13 @@ int RunStudyCommand(int argc, char** argv, int first) {
     std::fputs(kStudyUsage, stderr);
     return 2;
   }
+  const std::string verb = argv[first];
+  if (verb == "--help" || verb == "help") {
+    std::fputs(kStudyUsage, stdout);
+    return 0;
+  }
   absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {"wait"});
   if (!args.ok()) return Fail(args.status());
-  const std::string verb = argv[first];
   absl::Status status;
   if (verb == "create") {
     status = StudyCreate(*args);
@@ -1209,9 +1213,6 @@ int RunStudyCommand(int argc, char** argv, int first) {
     status = StudyExport(*args);
   } else if (verb == "report") {
     status = StudyReport(*args);
-  } else if (verb == "--help" || verb == "help") {
-    std::fputs(kStudyUsage, stdout);
-    return 0;
   } else {
     status = absl::InvalidArgumentError(absl::StrCat(
         "unknown study command '", verb,
