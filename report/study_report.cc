@@ -217,7 +217,7 @@ std::string HistorySection(const StudyReportData& d) {
     }
   }
   ChartOptions o;
-  o.id = "history";
+  o.id = "score-history";
   o.title = "Optimisation history";
   o.x_label = "trial";
   o.x_integer = true;
@@ -277,7 +277,7 @@ std::string ImportanceSection(const std::vector<ParamImportance>& imp) {
   bars.style = SeriesStyle::kBars;
   bars.color = kPolicyColor;
   ChartOptions o;
-  o.id = "importance";
+  o.id = "param-importance";
   o.title = "Parameter importance";
   o.y_label = "\xCE\xB5\xC2\xB2";
   o.width = 1080;
@@ -407,7 +407,7 @@ std::string FoldSection(const StudyReportData& d) {
   bh.style = SeriesStyle::kBars;
   bh.color = kBuyHoldColor;
   ChartOptions o;
-  o.id = "folds";
+  o.id = "fold-sharpe";
   o.title = "Per-fold Sharpe (validation)";
   o.y_label = "Sharpe (annualised)";
   o.width = 1080;

@@ -118,7 +118,7 @@ grep -q 'lockbox Sharpe ± SE</div><div class="v">-\?[0-9.]* ± [0-9.]*<' "$html
 # and importance once 4 trials are complete.
 charts=7
 [ "$complete" -ge 4 ] && charts=8
-grep -q 'data-chart="history"' "$html" || fail "no history chart"
+grep -q 'data-chart="score-history"' "$html" || fail "no history chart"
 grep -q 'data-chart="lockbox-equity"' "$html" || fail "no lockbox equity chart"
 if [ "$pruned" -gt 0 ]; then
   grep -q 'pruned (last reported value)' "$html" || fail "pruned trials not marked"

@@ -210,13 +210,21 @@ TEST(StudyReportHtmlTest, EverySectionHasItsData) {
     pruned += t.state == "pruned" ? 1 : 0;
   }
   // complete + pruned points + best-so-far vertices (>= 1).
-  EXPECT_GT(points["history"], complete + pruned);
-  EXPECT_EQ(points["importance"], 4);
+  EXPECT_GT(points["score-history"], complete + pruned);
+  EXPECT_EQ(points["param-importance"], 4);
   EXPECT_EQ(points["slice-0"], complete);
-  EXPECT_EQ(points["folds"], 6);  // 3 folds x (policy, buy & hold)
+  EXPECT_EQ(points["fold-sharpe"], 6);  // 3 folds x (policy, buy & hold)
   // 301 equity points x (policy, buy & hold) + cash's 2 ends.
   EXPECT_EQ(points["lockbox-equity"], 301 * 2 + 2);
   EXPECT_EQ(points["lockbox-drawdown"], 301 * 2);
+  // Element ids are unique (charts and sections share none).
+  const std::regex id_attr(" id=\"([^\"]+)\"");
+  std::map<std::string, int> ids;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id_attr);
+       it != std::sregex_iterator(); ++it) {
+    ++ids[(*it)[1].str()];
+  }
+  for (const auto& [id, n] : ids) EXPECT_EQ(n, 1) << "id " << id;
   // Every Sharpe with its SE; the verdict in the same words as study best.
   EXPECT_THAT(html, HasSubstr("3.10 \xC2\xB1 1.10"));
   EXPECT_THAT(html, HasSubstr("0.40 \xC2\xB1 0.90"));
