@@ -31,6 +31,12 @@ std::string ShapeText(const torch::Tensor& t) {
   return text + "]";
 }
 
+// LibTorch messages run over many lines (tracebacks); errors here are one.
+std::string FirstLine(const char* what) {
+  std::string text(what);
+  return text.substr(0, text.find('\n'));
+}
+
 }  // namespace
 
 TorchScriptPolicy::TorchScriptPolicy(std::unique_ptr<Impl> impl, int obs_size,
@@ -55,8 +61,12 @@ absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> TorchScriptPolicy::Load(
     impl->module = torch::jit::load(path, torch::kCPU);
     impl->module.eval();
   } catch (const c10::Error& e) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is not a TorchScript module: ",
+                     FirstLine(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
     return absl::DataLossError(absl::StrCat(
-        path, " is not a TorchScript module: ", e.what_without_backtrace()));
+        path, " is not a TorchScript module: ", FirstLine(e.what())));
   }
   impl->inputs.reserve(1);
   std::unique_ptr<TorchScriptPolicy> policy(
@@ -110,11 +120,11 @@ void TorchScriptPolicy::Act(const float* obs, int copies, float* actions) {
       ok = true;
     }
   } catch (const c10::Error& e) {
-    impl_->inputs.clear();
-    if (status_.ok()) {
-      status_ = absl::DataLossError(absl::StrCat("the policy's forward pass: ",
-                                                 e.what_without_backtrace()));
-    }
+    Fail(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    // The TorchScript interpreter rethrows a failing op as a
+    // std::runtime_error carrying the script's traceback.
+    Fail(e.what());
   }
   if (!ok) {
     std::fill(actions, actions + out_size,
@@ -124,6 +134,17 @@ void TorchScriptPolicy::Act(const float* obs, int copies, float* actions) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   ++forward_calls_;
+}
+
+void TorchScriptPolicy::Fail(const char* what) {
+  impl_->inputs.clear();
+  if (!status_.ok()) return;
+  // A script error starts with its traceback; the op and the shapes are
+  // on the RuntimeError line.
+  const char* error = std::strstr(what, "RuntimeError: ");
+  status_ = absl::DataLossError(
+      absl::StrCat("the policy's forward pass failed: ",
+                   FirstLine(error != nullptr ? error : what)));
 }
 
 void TorchScriptPolicy::SetCpuThreads(int threads) {

@@ -58,6 +58,8 @@ class TorchScriptPolicy {
 
  private:
   struct Impl;  // the module and the reused buffers (torch types)
+  // Keeps the first forward-pass error (its first line) in status_.
+  void Fail(const char* what);
   TorchScriptPolicy(std::unique_ptr<Impl> impl, int obs_size, int action_size);
 
   std::unique_ptr<Impl> impl_;

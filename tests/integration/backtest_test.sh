@@ -215,6 +215,7 @@ awk -F, 'NR > 2 && $3 != prev { if ($4 != 500 || $5 != 500) bad = 1 } NR > 1 { p
 # nothing new on disk.
 cp -r policy no_contract && rm no_contract/contract.json
 cp -r policy no_weights && rm no_weights/policy.pt
+cp -r policy junk_weights && echo "not a TorchScript archive" > junk_weights/policy.pt
 cp -r policy other_lookback && sed -i 's/"lookback": 2/"lookback": 3/' other_lookback/contract.json
 cp -r policy other_features && sed -i 's/"rsi_14"/"rsi_7"/' other_features/contract.json
 "$ristretto" dataset synth --out four_assets.rds --assets 4 --rows 600 --interval 1h > /dev/null
@@ -241,6 +242,7 @@ expect_fail() {  # expected-text args...
 expect_fail "has no contract.json" no_contract --dataset data.rds
 expect_fail "has no policy.pt" no_weights --dataset data.rds
 expect_fail "policy directory missing does not exist" missing --dataset data.rds
+expect_fail "junk_weights/policy.pt is not a TorchScript module" junk_weights --dataset data.rds
 expect_fail "asset_symbols is [\"ADAUSD\",\"AVAXUSD\",\"BNBUSD\"] in the policy's contract but" \
   policy --dataset four_assets.rds
 expect_fail "interval_seconds is 3600 in the policy's contract but 1800 in the dataset" \
