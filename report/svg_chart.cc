@@ -198,8 +198,29 @@ std::vector<Tick> LogTicks(double lo, double hi, int target) {
     return fine;
   }
   std::vector<Tick> all = collect({1, 2, 3, 4, 5, 6, 7, 8, 9}, 1);
-  if (static_cast<int>(all.size()) <= most + 1) return all;
-  return fine.size() >= 2 ? fine : all;
+  if (all.size() >= 3 && static_cast<int>(all.size()) <= most + 1) return all;
+  if (fine.size() >= 2 && static_cast<int>(fine.size()) <= most + 1) {
+    return fine;
+  }
+  // A range narrower than one mantissa step (e.g. 0.0012 to 0.0025): round
+  // values in linear steps, placed on the log axis.
+  // NiceTicks covers the range, so its end ticks may fall outside: ask for
+  // more until at least 3 fall inside.
+  const double vlo = std::pow(10.0, lo), vhi = std::pow(10.0, hi);
+  std::vector<Tick> ticks;
+  for (int want = std::max(2, target); want <= 4 * std::max(2, target);
+       ++want) {
+    const std::vector<double> linear = NiceTicks(vlo, vhi, want);
+    const double step = linear.size() > 1 ? linear[1] - linear[0] : 0.0;
+    ticks.clear();
+    for (double v : linear) {
+      if (v >= vlo * (1 - 1e-9) && v <= vhi * (1 + 1e-9) && v > 0) {
+        ticks.push_back({v, FormatTick(v, step)});
+      }
+    }
+    if (ticks.size() >= 3) break;
+  }
+  return ticks.size() >= 2 ? ticks : all;
 }
 
 struct Point {

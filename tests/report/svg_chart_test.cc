@@ -134,6 +134,15 @@ TEST(SvgChartTest, NarrowLogAxisGetsOneTwoFiveTicks) {
   EXPECT_THAT(svg, HasSubstr(">0.001<"));
   EXPECT_THAT(svg, HasSubstr(">0.002<"));
   EXPECT_THAT(svg, Not(HasSubstr(">0.01<")));  // no empty decade
+  // Narrower than one mantissa step: linear round values, at least 3.
+  Series tight =
+      Make("lr", {1.19e-3, 1.33e-3, 2.23e-3}, {1, 2, 3}, SeriesStyle::kPoints);
+  const std::string tsvg = RenderSvgChart(options, {tight});
+  const size_t axis = tsvg.find("x-axis");
+  const size_t frame = tsvg.find("class=\"frame\"");
+  ASSERT_NE(axis, std::string::npos);
+  EXPECT_GE(Count(tsvg.substr(axis, frame - axis), "<text"), 3);
+  EXPECT_THAT(tsvg, HasSubstr(">0.0014<"));
 }
 
 TEST(SvgChartTest, TimeAxisHasUtcDateTicks) {
