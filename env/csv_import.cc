@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 
 namespace ristretto::env {
 namespace {
@@ -43,8 +44,13 @@ constexpr int kMaxDetailWarnings = 20;
 
 absl::Status LineError(absl::string_view file, int64_t line,
                        absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(file, ":", line, ": ", what));
+  return absl::InvalidArgumentError(
+      absl::StrCat(EscapeForMessage(file), ":", line, ": ", what));
 }
+
+// A field of the file as it may appear in a message: non-printable bytes
+// escaped, capped (a 1 MB field must not become a 1 MB error).
+std::string Shown(absl::string_view field) { return EscapeForMessage(field); }
 
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -123,20 +129,23 @@ absl::Status CheckHeader(absl::string_view file, bool present,
   bool ok = count == static_cast<int>(N);
   for (size_t i = 0; ok && i < N; ++i) ok = fields[i] == expected[i];
   if (!ok) {
-    return LineError(file, 1,
-                     absl::StrCat("header must be '", wanted, "', got '",
-                                  absl::StripAsciiWhitespace(text), "'"));
+    return LineError(
+        file, 1,
+        absl::StrCat("header must be '", wanted, "', got '",
+                     Shown(absl::StripAsciiWhitespace(text)), "'"));
   }
   return absl::OkStatus();
 }
 
 // Parses a whole field as a double. std::from_chars (locale-free, several
 // times faster) handles the common case; strtod handles what from_chars
-// rejects by design (a leading '+', hex floats, out-of-range values, which
-// become ±inf and are then reported as infinite). Returns false unless the
-// whole field is one number.
+// rejects by design (a leading '+', out-of-range values, which become ±inf
+// and are then reported as infinite). Hex floats ("0x1p3") are refused: no
+// exchange writes them, and strtod would read one silently. Returns false
+// unless the whole field is one decimal number.
 bool ParseDouble(absl::string_view field, double* out) {
   if (field.empty()) return false;
+  if (field.find_first_of("xX") != absl::string_view::npos) return false;
   const char* const last = field.data() + field.size();
   const auto [ptr, ec] = std::from_chars(field.data(), last, *out);
   if (ec == std::errc() && ptr == last) return true;
@@ -156,6 +165,15 @@ bool ParseDouble(absl::string_view field, double* out) {
   return end == begin + field.size();
 }
 
+// "0x..." with an optional sign: what strtod would read as a hex float.
+bool LooksHex(absl::string_view field) {
+  if (!field.empty() && (field[0] == '+' || field[0] == '-')) {
+    field.remove_prefix(1);
+  }
+  return field.size() > 1 && field[0] == '0' &&
+         (field[1] == 'x' || field[1] == 'X');
+}
+
 // Parses field `name` of a row into *out; prices must be finite and > 0,
 // the volume finite and >= 0.
 absl::Status ParseBarValue(absl::string_view file, int64_t line,
@@ -164,8 +182,11 @@ absl::Status ParseBarValue(absl::string_view file, int64_t line,
   if (field.empty())
     return LineError(file, line, absl::StrCat(name, " is empty"));
   if (!ParseDouble(field, out)) {
-    return LineError(file, line,
-                     absl::StrCat(name, " '", field, "' is not a number"));
+    return LineError(
+        file, line,
+        absl::StrCat(name, " '", Shown(field), "' is not a ",
+                     LooksHex(field) ? "decimal number (hex floats are refused)"
+                                     : "number"));
   }
   if (std::isnan(*out))
     return LineError(file, line, absl::StrCat(name, " is NaN"));
@@ -174,11 +195,18 @@ absl::Status ParseBarValue(absl::string_view file, int64_t line,
   }
   if (is_price && !(*out > 0.0)) {
     return LineError(file, line,
-                     absl::StrCat(name, " must be > 0, got ", field));
+                     absl::StrCat(name, " must be > 0, got ", Shown(field)));
   }
   if (!is_price && *out < 0.0) {
     return LineError(file, line,
-                     absl::StrCat(name, " must be >= 0, got ", field));
+                     absl::StrCat(name, " must be >= 0, got ", Shown(field)));
+  }
+  // Subnormal values (below ~2.2e-308) lose precision and turn into inf in
+  // any ratio; no real price or quantity is that small.
+  if (std::fpclassify(*out) == FP_SUBNORMAL) {
+    return LineError(file, line,
+                     absl::StrCat(name, " ", Shown(field),
+                                  " is subnormal (too small to be real)"));
   }
   return absl::OkStatus();
 }
@@ -241,7 +269,7 @@ bool AllDigits(absl::string_view digits) {
 absl::StatusOr<int64_t> ParseIso(absl::string_view text) {
   const auto bad = [&](absl::string_view why) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad ISO-8601 timestamp '", text, "': ", why,
+        absl::StrCat("bad ISO-8601 timestamp '", Shown(text), "': ", why,
                      " (expected YYYY-MM-DD[THH:MM:SS[.000][Z|+HH:MM]])"));
   };
   size_t pos = 0;
@@ -311,7 +339,7 @@ absl::StatusOr<int64_t> ParseEpoch(absl::string_view text) {
   if (!AllDigits(integer) ||
       (dot != absl::string_view::npos && !AllDigits(fraction))) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad timestamp '", text,
+        absl::StrCat("bad timestamp '", Shown(text),
                      "': expected epoch seconds, epoch milliseconds or "
                      "ISO-8601"));
   }
@@ -320,22 +348,57 @@ absl::StatusOr<int64_t> ParseEpoch(absl::string_view text) {
       std::from_chars(integer.data(), integer.data() + integer.size(), value);
   if (ec != std::errc() || end != integer.data() + integer.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad timestamp '", text, "': out of range"));
+        absl::StrCat("bad timestamp '", Shown(text), "': out of range"));
   }
   if (!AllZeroDigits(fraction)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad timestamp '", text,
+        absl::StrCat("bad timestamp '", Shown(text),
                      "': non-zero fraction (bars open on whole seconds)"));
   }
   if (value >= kMillisThreshold) {
     if (value % 1000 != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "bad timestamp '", text,
+          "bad timestamp '", Shown(text),
           "': epoch milliseconds (>= 1e11) that are not a whole second"));
     }
     return value / 1000;
   }
   return value;
+}
+
+// Empty if `path` is (or links to) a regular file; otherwise what it is,
+// for the warning: "a directory", "a FIFO", "a symlink loop", ... Uses
+// stat/lstat only.
+std::string NonRegularKind(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) {
+    if (ec.value() == ELOOP) return "a symlink loop";
+    std::error_code link_ec;
+    if (fs::is_symlink(fs::symlink_status(path, link_ec))) {
+      if (ec.value() == ENOENT) return "a dangling symlink";
+      return absl::StrCat("a symlink that cannot be followed: ", ec.message());
+    }
+    return absl::StrCat("cannot stat: ", ec.message());
+  }
+  switch (st.type()) {
+    case fs::file_type::regular:
+      return "";
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::not_found:
+      return "a dangling symlink";
+    default:
+      return "not a regular file";
+  }
 }
 
 // ---- One asset's bars as read from its file.
@@ -395,8 +458,19 @@ absl::Status ReadBarFile(const std::string& path, int64_t interval,
     }
     if (values[kHigh] < values[kLow]) {
       return LineError(file, number,
-                       absl::StrCat("high ", fields[1 + kHigh],
-                                    " is below low ", fields[1 + kLow]));
+                       absl::StrCat("high ", Shown(fields[1 + kHigh]),
+                                    " is below low ", Shown(fields[1 + kLow])));
+    }
+    // A bar's open and close are prices traded inside it, so they lie in
+    // [low, high]; one outside is a corrupt or shifted row.
+    for (const int f : {kOpen, kClose}) {
+      if (values[f] < values[kLow] || values[f] > values[kHigh]) {
+        return LineError(file, number,
+                         absl::StrCat(kPriceNames[f], " ", Shown(fields[1 + f]),
+                                      " is outside the bar's [low, high] = [",
+                                      Shown(fields[1 + kLow]), ", ",
+                                      Shown(fields[1 + kHigh]), "]"));
+      }
     }
     const int64_t remainder = FloorMod(*ts, interval);
     if (remainder != 0) {
@@ -502,7 +576,7 @@ absl::StatusOr<std::vector<AssetMeta>> ReadMinQtyFile(const std::string& path) {
     const auto [it, inserted] = first_line.emplace(fields[0], number);
     if (!inserted) {
       return LineError(file, number,
-                       absl::StrCat("duplicate symbol '", fields[0],
+                       absl::StrCat("duplicate symbol '", Shown(fields[0]),
                                     "' (first on line ", it->second, ")"));
     }
     AssetMeta meta;
@@ -544,16 +618,21 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
         absl::StrCat("'", options.csv_dir, "' is not a directory"));
   }
   std::vector<std::pair<std::string, std::string>> files;  // (symbol, path)
-  std::vector<std::string> ignored;
+  std::vector<std::string> ignored;  // names not ending in ".csv"
+  std::vector<std::string> skipped;  // "NAME (what it is)": *.csv, not a file
   for (fs::directory_iterator it(options.csv_dir, ec), end; !ec && it != end;
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    std::error_code type_ec;
-    if (name.size() > 4 && absl::EndsWith(name, ".csv") &&
-        it->is_regular_file(type_ec)) {
+    if (name.size() <= 4 || !absl::EndsWith(name, ".csv")) {
+      ignored.push_back(EscapeForMessage(name));
+      continue;
+    }
+    // stat(), never open(): opening a FIFO would block the import forever.
+    const std::string what = NonRegularKind(it->path());
+    if (what.empty()) {
       files.emplace_back(name.substr(0, name.size() - 4), it->path().string());
     } else {
-      ignored.push_back(name);
+      skipped.push_back(absl::StrCat(EscapeForMessage(name), " (", what, ")"));
     }
   }
   if (ec) {
@@ -567,10 +646,17 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
   }
   std::sort(files.begin(), files.end());
   std::sort(ignored.begin(), ignored.end());
+  std::sort(skipped.begin(), skipped.end());
   if (!ignored.empty()) {
     report->warnings.push_back(absl::StrCat(
         "ignored ", ignored.size(),
         " entries not named *.csv: ", absl::StrJoin(ignored, ", ")));
+  }
+  if (!skipped.empty()) {
+    report->warnings.push_back(
+        absl::StrCat("skipped ", skipped.size(),
+                     " *.csv entries that are not regular files (not read): ",
+                     absl::StrJoin(skipped, ", ")));
   }
   const int n = static_cast<int>(files.size());
 

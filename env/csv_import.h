@@ -12,7 +12,11 @@
 // skipped (and reported in a warning). Every other line is a bar and is
 // checked; the first bad one fails the import with kInvalidArgument and the
 // message "FILE:LINE: what is wrong" (FILE is the file name, LINE is
-// 1-based, the header being line 1).
+// 1-based, the header being line 1). Numbers are decimal (hex floats such
+// as "0x1p3" are refused); prices must be finite, > 0 and normal (not
+// subnormal), volumes finite, >= 0 and not subnormal; high >= low, and open
+// and close must lie in [low, high]. Field text in messages has
+// non-printable bytes escaped and is capped (EscapeForMessage).
 //
 // Alignment, in order:
 //  1. Common range: [latest first timestamp, earliest last timestamp] over
@@ -67,9 +71,13 @@ enum class LongGapPolicy {
 
 // Options of ImportCsvDirectory.
 struct CsvImportOptions {
-  // Directory holding one SYMBOL.csv per asset. Only regular files whose
-  // name ends in ".csv" (lower case) are read; other entries are ignored and
-  // listed in a warning. Columns are ordered by symbol, ascending (byte order).
+  // Directory holding one SYMBOL.csv per asset. Only regular files (or
+  // symlinks to them) whose name ends in ".csv" (lower case) are read; other
+  // names are ignored and listed in a warning, and *.csv entries that are
+  // not regular files (directory, FIFO, socket, device, dangling symlink,
+  // symlink loop) are listed, with what they are, in a "skipped" warning.
+  // Entries are only stat()ed before being chosen, so a FIFO is never
+  // opened. Columns are ordered by symbol, ascending (byte order).
   std::string csv_dir;
   // Bar interval in seconds; required, > 0. Every timestamp must be a
   // multiple of it (timestamp % interval_seconds == 0).

@@ -1,8 +1,13 @@
 #include "env/csv_import.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -11,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -276,14 +282,49 @@ TEST_F(CsvImportTest, IgnoresEntriesNotNamedCsvAndSaysSo) {
   Write("BTC.csv", Bars(Range(0, 2)));
   Write("README.md", "notes");
   Write("ETH.CSV", Bars(Range(0, 2)));
-  Write("sub.csv/x.txt", "");
+  Write("notes\x01.txt", "");
   CsvImportReport report;
   auto dataset = ImportCsvDirectory(Options(), &report);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   ASSERT_EQ(dataset->num_assets(), 1);
   EXPECT_TRUE(AnyWarningContains(
       report,
-      "ignored 3 entries not named *.csv: ETH.CSV, README.md, sub.csv"));
+      "ignored 3 entries not named *.csv: ETH.CSV, README.md, notes\\x01.txt"));
+}
+
+// *.csv entries that are not regular files are named with what they are,
+// and a FIFO is never opened (opening one with no writer blocks forever,
+// so a hang here is the failure).
+TEST_F(CsvImportTest, SkipsCsvEntriesThatAreNotRegularFilesAndSaysWhatTheyAre) {
+  Write("BTC.csv", Bars(Range(0, 2)));
+  Write("sub.csv/x.txt", "");
+  ASSERT_EQ(mkfifo((dir_ + "/pipe.csv").c_str(), 0600), 0);
+  fs::create_symlink("loop.csv", dir_ + "/loop.csv");
+  fs::create_symlink("missing", dir_ + "/dangling.csv");
+  fs::create_symlink("BTC.csv", dir_ + "/LINK.csv");  // followed: imported
+  // A unix socket (sun_path is short: bind from inside the directory).
+  const int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string sock_path = dir_ + "/sock.csv";
+  ASSERT_LT(sock_path.size(), sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, sock_path.c_str(), sock_path.size() + 1);
+  ASSERT_EQ(bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  CsvImportReport report;
+  auto dataset = ImportCsvDirectory(Options(), &report);
+  close(sock);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ(dataset->num_assets(), 2);
+  EXPECT_EQ(dataset->assets[0].symbol, "BTC");
+  EXPECT_EQ(dataset->assets[1].symbol, "LINK");
+  EXPECT_TRUE(AnyWarningContains(
+      report,
+      "skipped 5 *.csv entries that are not regular files (not read): "
+      "dangling.csv (a dangling symlink), loop.csv (a symlink loop), "
+      "pipe.csv (a FIFO), sock.csv (a socket), sub.csv (a directory)"))
+      << absl::StrJoin(report.warnings, "\n");
+  EXPECT_FALSE(AnyWarningContains(report, "not named *.csv"));
 }
 
 // ---- Alignment.
@@ -536,6 +577,28 @@ TEST_F(CsvImportTest, NanInfiniteNegativeAndZeroPricesAreRejected) {
       {"1704067200,1,2,0.5,1,-3", "BTC.csv:3: volume must be >= 0, got -3"},
       {"1704067200,1,2,0.5,1,NaN", "BTC.csv:3: volume is NaN"},
       {"1704067200,1,0.5,2,1,3", "BTC.csv:3: high 0.5 is below low 2"},
+      // open and close must lie inside the bar's range.
+      {"1704067200,3,2,0.5,1,3",
+       "BTC.csv:3: open 3 is outside the bar's [low, high] = [0.5, 2]"},
+      {"1704067200,1,2,0.5,0.25,3",
+       "BTC.csv:3: close 0.25 is outside the bar's [low, high] = [0.5, 2]"},
+      {"1704067200,1,2,1.5,1.75,3",
+       "BTC.csv:3: open 1 is outside the bar's [low, high] = [1.5, 2]"},
+      // Hex floats are refused, not read by strtod.
+      {"1704067200,1,0x1p3,0.5,1,3",
+       "BTC.csv:3: high '0x1p3' is not a decimal number (hex floats are "
+       "refused)"},
+      {"1704067200,1,2,0.5,1,0X10", "BTC.csv:3: volume '0X10' is not a"},
+      // Subnormal prices and volumes.
+      {"1704067200,1,2,4e-320,1,3",
+       "BTC.csv:3: low 4e-320 is subnormal (too small to be real)"},
+      {"1704067200,1,2,0.5,1,1e-310", "BTC.csv:3: volume 1e-310 is subnormal"},
+      {"1704067200,1,2,0.5,1,-0.0", ""},  // -0 volume is 0: accepted below
+      {"1704067200,1,Infinity,0.5,1,3", "BTC.csv:3: high is infinite"},
+      {"1704067200,-inf,2,0.5,1,3", "BTC.csv:3: open is infinite"},
+      // Raw bytes in a field are escaped and a huge field is capped.
+      {"1704067200,1\x01\xff,2,0.5,1,3",
+       "BTC.csv:3: open '1\\x01\\xff' is not a number"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.row);
@@ -543,9 +606,23 @@ TEST_F(CsvImportTest, NanInfiniteNegativeAndZeroPricesAreRejected) {
     Write("BTC.csv",
           absl::StrCat(kHeader, "1704067140,1,2,0.5,1,3\n", c.row, "\n"));
     auto status = ImportError();
+    if (c.message[0] == '\0') {
+      EXPECT_TRUE(status.ok()) << status;
+      continue;
+    }
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
   }
+}
+
+TEST_F(CsvImportTest, HugeBadFieldIsEchoedCappedWithItsSize) {
+  const std::string huge(1 << 20, 'z');
+  Write("BTC.csv", absl::StrCat(kHeader, "1704067200,", huge, ",2,0.5,1,3\n"));
+  const absl::Status status = ImportError();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("BTC.csv:2: open 'zzz"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("(1048576 bytes)"));
+  EXPECT_LT(status.message().size(), 300u);
 }
 
 TEST_F(CsvImportTest, NonIncreasingTimestampsAreRejected) {
