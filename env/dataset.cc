@@ -1,5 +1,10 @@
 #include "env/dataset.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -8,8 +13,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/file_util.h"
 #include "common/sha256.h"
+#include "common/status_macros.h"
+#include "common/text_util.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "The dataset format is little-endian; add byte swapping for this host."
@@ -108,7 +114,8 @@ std::string SerializeContent(const Dataset& d) {
 }
 
 absl::Status Corrupt(const std::string& path, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat(path, ": ", what));
+  return absl::DataLossError(
+      absl::StrCat(EscapeForMessage(path, 200), ": ", what));
 }
 
 }  // namespace
@@ -268,30 +275,117 @@ absl::Status CheckHeader(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadDatasetId(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  std::string header(kHeaderBytes, '\0');
-  in.read(header.data(), kHeaderBytes);
-  if (in.gcount() != static_cast<std::streamsize>(kHeaderBytes)) {
-    return Corrupt(path, "truncated header");
+namespace {
+
+// What a non-regular file is, for the refusal message.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Reads up to `want` bytes at the file's current offset (fewer only at end
+// of file). Errors from errno.
+absl::Status ReadUpTo(int fd, const std::string& path, size_t want,
+                      std::string* out) {
+  const size_t start = out->size();
+  out->resize(start + want);
+  size_t got = 0;
+  while (got < want) {
+    const ssize_t n = ::read(fd, out->data() + start + got, want - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      out->resize(start + got);
+      return absl::ErrnoToStatus(
+          error, absl::StrCat("cannot read ", EscapeForMessage(path, 200)));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
   }
-  absl::Status ok = CheckHeader(path, header);
-  if (!ok.ok()) return ok;
+  out->resize(start + got);
+  return absl::OkStatus();
+}
+
+// Opens a dataset file and checks its header from the first kHeaderBytes
+// bytes only, so that /dev/zero, a FIFO or a 50 GB log are refused at once
+// instead of read whole. Non-regular files are refused without being
+// opened (opening a FIFO blocks until a writer appears). On success *fd is
+// open (the caller closes it), *header holds the header bytes and *size
+// the file's size.
+absl::Status OpenAndCheckHeader(const std::string& path, int* fd,
+                                std::string* header, uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int error = errno;
+    if (error == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("cannot open ", EscapeForMessage(path, 200)));
+    }
+    return absl::ErrnoToStatus(
+        error, absl::StrCat("cannot open ", EscapeForMessage(path, 200)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(EscapeForMessage(path, 200), " is ", FileKind(st.st_mode),
+                     ", not a ristretto dataset file"));
+  }
+  // O_NONBLOCK: if the path was swapped for a FIFO since stat(), open must
+  // not hang; regular-file reads ignore the flag.
+  *fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (*fd < 0) {
+    return absl::ErrnoToStatus(
+        errno, absl::StrCat("cannot open ", EscapeForMessage(path, 200)));
+  }
+  struct stat opened {};
+  if (::fstat(*fd, &opened) != 0 || !S_ISREG(opened.st_mode)) {
+    ::close(*fd);
+    *fd = -1;
+    return absl::InvalidArgumentError(
+        absl::StrCat(EscapeForMessage(path, 200),
+                     " is not a regular file (changed while "
+                     "opening), not a ristretto dataset file"));
+  }
+  *size = static_cast<uint64_t>(opened.st_size);
+  header->clear();
+  absl::Status status = ReadUpTo(*fd, path, kHeaderBytes, header);
+  if (status.ok()) status = CheckHeader(path, *header);
+  if (!status.ok()) {
+    ::close(*fd);
+    *fd = -1;
+  }
+  return status;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadDatasetId(const std::string& path) {
+  int fd = -1;
+  std::string header;
+  uint64_t size = 0;
+  RETURN_IF_ERROR(OpenAndCheckHeader(path, &fd, &header, &size));
+  ::close(fd);
   Sha256::Digest digest;
   std::memcpy(digest.data(), header.data() + 16, digest.size());
   return Sha256::ToHex(digest);
 }
 
 absl::StatusOr<Dataset> ReadDataset(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFileToString(path);
-  if (!bytes.ok()) return bytes.status();
-  absl::Status ok = CheckHeader(path, *bytes);
-  if (!ok.ok()) return ok;
-  const char* content = bytes->data() + kHeaderBytes;
-  const size_t content_size = bytes->size() - kHeaderBytes;
+  int fd = -1;
+  std::string bytes;
+  uint64_t size = 0;
+  RETURN_IF_ERROR(OpenAndCheckHeader(path, &fd, &bytes, &size));
+  absl::Status read_status =
+      ReadUpTo(fd, path, static_cast<size_t>(size) - kHeaderBytes, &bytes);
+  ::close(fd);
+  RETURN_IF_ERROR(read_status);
+  const char* content = bytes.data() + kHeaderBytes;
+  const size_t content_size = bytes.size() - kHeaderBytes;
   Sha256::Digest stored;
-  std::memcpy(stored.data(), bytes->data() + 16, stored.size());
+  std::memcpy(stored.data(), bytes.data() + 16, stored.size());
   Sha256 hasher;
   hasher.Update(content, content_size);
   if (hasher.Finish() != stored) {

@@ -89,12 +89,17 @@ struct Dataset {
 // Errors: kInvalidArgument if the dataset is invalid; kInternal on I/O.
 absl::Status WriteDataset(const Dataset& dataset, const std::string& path);
 
-// Reads a dataset file and verifies its hash.
-// Errors: kNotFound (no file), kDataLoss (truncated, bad magic, hash
-// mismatch), kUnimplemented (newer format version).
+// Reads a dataset file and verifies its hash. The header is checked from
+// the first 48 bytes before anything else is read, so /dev/zero or a huge
+// non-dataset file is refused at once; a path that is not a regular file
+// (FIFO, device, directory, socket) is refused without being opened.
+// Errors: kNotFound (no file), kInvalidArgument (not a regular file),
+// kDataLoss (truncated, bad magic, hash mismatch), kUnimplemented (newer
+// format version), other codes from errno on read failure.
 absl::StatusOr<Dataset> ReadDataset(const std::string& path);
 
 // Reads only the id recorded in a dataset file's header (no hash check).
+// Same header checks and errors as ReadDataset.
 absl::StatusOr<std::string> ReadDatasetId(const std::string& path);
 
 // Parses an interval such as "30s", "5m", "1h", "1d" into seconds.

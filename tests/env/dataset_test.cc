@@ -1,19 +1,25 @@
 #include "env/dataset.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <limits>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -439,6 +445,69 @@ TEST_F(DatasetFileTest, BadMagicIsDataLoss) {
   absl::StatusOr<std::string> id = ReadDatasetId(path);
   EXPECT_EQ(id.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(id.status().message()), HasSubstr("bad magic"));
+}
+
+// Runs `read` on another thread and fails (ending the process, since the
+// blocked thread cannot be joined) if it does not return within 10 s.
+absl::Status WithinTenSeconds(const std::function<absl::Status()>& read) {
+  std::packaged_task<absl::Status()> task(read);
+  std::future<absl::Status> done = task.get_future();
+  std::thread(std::move(task)).detach();
+  if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "read did not return within 10 s";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  return done.get();
+}
+
+TEST_F(DatasetFileTest, DevZeroIsRefusedPromptlyWithoutReadingIt) {
+  for (const auto& read : std::vector<std::function<absl::Status()>>{
+           [] { return ReadDataset("/dev/zero").status(); },
+           [] { return ReadDatasetId("/dev/zero").status(); }}) {
+    const absl::Status status = WithinTenSeconds(read);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("/dev/zero is a character device, not a ristretto "
+                          "dataset file"));
+  }
+}
+
+TEST_F(DatasetFileTest, FifoAndDirectoryAreRefusedWithoutBeingOpened) {
+  // Opening a FIFO with no writer blocks: a hang here is the failure.
+  const std::string fifo = dir_.Path("pipe.rds");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  absl::Status status =
+      WithinTenSeconds([&] { return ReadDataset(fifo).status(); });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("pipe.rds is a FIFO"));
+  status = WithinTenSeconds([&] { return ReadDatasetId(fifo).status(); });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+
+  fs::create_directory(dir_.Path("dir.rds"));
+  status = ReadDataset(dir_.Path("dir.rds")).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("dir.rds is a directory"));
+  EXPECT_EQ(ReadDataset(dir_.Path("absent.rds")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(DatasetFileTest, HugeNonDatasetFileIsRefusedFromItsFirstBytes) {
+  // A 64 GiB sparse file of zeros: reading it whole would take minutes and
+  // more memory than the machine has; the header check needs 48 bytes.
+  const std::string path = dir_.Path("huge.log");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "2026-11-25 some log line, not a dataset\n";
+  }
+  ASSERT_EQ(truncate(path.c_str(), int64_t{64} << 30), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status status =
+      WithinTenSeconds([&] { return ReadDataset(path).status(); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("bad magic"));
 }
 
 TEST_F(DatasetFileTest, NewerFormatVersionIsUnimplemented) {
