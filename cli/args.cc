@@ -19,7 +19,7 @@ absl::StatusOr<Args> Args::Parse(int argc, char** argv, int first,
       if (eq != std::string::npos) {
         value = name.substr(eq + 1);
         name = name.substr(0, eq);
-      } else if (boolean_flags.count(name) != 0) {
+      } else if (boolean_flags.count(name) != 0 || name == "help") {
         value = "true";
       } else if (i + 1 < argc) {
         value = argv[++i];

@@ -18,7 +18,9 @@ namespace ristretto::cli {
 
 class Args {
  public:
-  // Parses argv[first..argc). Options named in `boolean_flags` take no value.
+  // Parses argv[first..argc). Options named in `boolean_flags` take no value;
+  // neither does --help, on every command (so `--help` alone is never
+  // "missing its value": callers check Has("help") before anything else).
   // Errors: kInvalidArgument for an option missing its value.
   static absl::StatusOr<Args> Parse(int argc, char** argv, int first,
                                     const std::set<std::string>& boolean_flags);

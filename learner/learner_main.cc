@@ -46,6 +46,25 @@
 namespace ristretto::learner {
 namespace {
 
+constexpr char kUsage[] =
+    "usage: ristretto-learner [--address A (127.0.0.1)] [--port P (0: any)]\n"
+    "    [--device cpu|cuda[:N] (cpu)] [--threads N (1)] [--memory-mb MB]\n"
+    "    [--gpu-memory-fraction F] [--max-message-mb MB (64)]\n"
+    "    [--run-dir DIR (/tmp/ristretto-learner)] [--queue N (2)]\n"
+    "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
+    "  leasing runs from a coordinator:\n"
+    "    --coordinator HOST:PORT [--slots N (2)] [--member-id ID]\n"
+    "    [--advertise HOST:PORT] [--token T] [--cache-dir DIR]\n"
+    "  or runs from the command line:\n"
+    "    [--runs K (1)] [--seed N (1)] [--budget STEPS (100000)]\n"
+    "    [--dataset FILE | --synthetic-rows N --synthetic-assets N\n"
+    "     --synthetic-seed N --predictability X] [--samples-per-update N]\n"
+    "    [--rollout N (128)] [--episode N (1024)] [--policy-hidden W,W]\n"
+    "    [--lr X] [--epochs N] [--minibatch N] [--lookback N]\n"
+    "    [--validation-share X (0.5)] [--eval-every N] [--norm-action X]\n"
+    "    [--buy-fee X] [--sell-fee X] [--reward MODE] [--gamma X]\n"
+    "    [--lambda X] [--max-policy-lag N] [--exit-when-done]\n";
+
 struct Listening {
   std::unique_ptr<grpc::Server> server;
   std::string address;  // HOST:PORT actually bound
@@ -172,6 +191,10 @@ absl::Status Main(int argc, char** argv) {
 
   ASSIGN_OR_RETURN(cli::Args args,
                    cli::Args::Parse(argc, argv, 1, {"exit-when-done"}));
+  if (args.Has("help")) {
+    std::fputs(kUsage, stdout);
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(args.CheckKnown({"address",
                                    "port",
                                    "runs",

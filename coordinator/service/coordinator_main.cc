@@ -34,11 +34,22 @@
 namespace ristretto::coordinator {
 namespace {
 
+constexpr char kUsage[] =
+    "usage: ristretto-coordinator --db DSN (or $RISTRETTO_DB)\n"
+    "    [--address A (127.0.0.1)] [--port P (0: any)]\n"
+    "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
+    "    [--tick-ms MS (500)] [--token T] [--max-message-mb MB (16)]\n"
+    "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n";
+
 absl::Status Main(int argc, char** argv) {
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
   ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
+  if (args.Has("help")) {
+    std::fputs(kUsage, stdout);
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(args.CheckKnown(
       {"db", "address", "port", "data-dir", "lease-ttl-s", "tick-ms", "token",
        "max-message-mb", "metrics-port", "metrics-address"}));

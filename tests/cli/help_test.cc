@@ -1,0 +1,82 @@
+// Every ristretto binary answers --help with its usage on stdout and exit
+// status 0, and still refuses an unknown option with exit status 2 (issue
+// 15: `ristretto-learner --help` answered "option --help needs a value").
+// Runs the built binaries as real processes.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout only
+};
+
+// Runs `binary args` with stderr discarded unless `merge_stderr`.
+Result RunBinary(const std::string& binary, const std::string& args,
+                 bool merge_stderr = false) {
+  const std::string command =
+      absl::StrCat("timeout 60 ", binary, " ", args,
+                   merge_stderr ? " 2>&1" : " 2>/dev/null", " </dev/null");
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
+    result.out.append(buffer, got);
+  }
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+struct Binary {
+  const char* name;
+  const char* path;
+};
+
+class HelpTest : public ::testing::TestWithParam<Binary> {};
+
+TEST_P(HelpTest, HelpPrintsUsageOnStdoutAndExitsZero) {
+  const Binary& b = GetParam();
+  const Result r = RunBinary(b.path, "--help");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_THAT(r.out, StartsWith(absl::StrCat("usage: ", b.name)));
+  EXPECT_THAT(r.out, Not(HasSubstr("needs a value")));
+}
+
+TEST_P(HelpTest, UnknownOptionIsStillRefusedWithExitTwo) {
+  const Binary& b = GetParam();
+  const Result r =
+      RunBinary(b.path, "--no-such-option 1", /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--no-such-option")) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryBinary, HelpTest,
+    ::testing::Values(Binary{"ristretto-learner", RISTRETTO_LEARNER_BINARY},
+                      Binary{"ristretto-actor", RISTRETTO_ACTOR_BINARY},
+                      Binary{"ristretto-coordinator",
+                             RISTRETTO_COORDINATOR_BINARY},
+                      Binary{"ristretto", RISTRETTO_BINARY}),
+    [](const ::testing::TestParamInfo<Binary>& info) {
+      std::string name;
+      for (const char* c = info.param.name; *c != '\0'; ++c) {
+        if (*c != '-') name += *c;
+      }
+      return name;
+    });
+
+}  // namespace
