@@ -58,6 +58,22 @@ std::string Address(Process& p) {
              : "";
 }
 
+// The env steps of the checkpoint LATEST points to in `run_dir`
+// ("step-<n>"); -1 if there is none (yet).
+int64_t LatestCheckpointStep(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/LATEST");
+  std::string name;
+  std::smatch m;
+  if (!std::getline(in, name) ||
+      !std::regex_search(name, m, std::regex("^step-0*([0-9]+)$"))) {
+    return -1;
+  }
+  return std::stoll(m[1].str());
+}
+
+// 16384 env steps per run (kStudy's budget_env_steps).
+constexpr int64_t kBudgetEnvSteps = 16384;
+
 class StudyEndToEndTest : public testing::PgDatabaseTest {
  protected:
   void SetUp() override {
@@ -243,11 +259,24 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   StartCoordinator();
   StartLearner();
   StartActors(2);
-  // Wait until some run has made progress, then kill the learner (-9) and
-  // the coordinator (-9).
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
+  // Kill the learner (-9) once a run it leases has a checkpoint on disk
+  // that is past the first evaluation and short of the budget. No timing
+  // window: the learner is frozen (SIGSTOP) while the database and the
+  // checkpoint are read, so nothing moves between the check and the kill; a
+  // frozen run whose newest checkpoint is short of the budget cannot have
+  // completed either (a run checkpoints its final step before it reports
+  // completion). Every run checkpoints at 4096, 8192 and 12288 steps, so
+  // such a moment exists for three quarters of each run's training; the
+  // deadline only catches a study that hangs.
+  const auto deadline = std::chrono::steady_clock::now() + 150s;
   int64_t killed_run = -1;
+  int64_t killed_at_step = -1;
+  int killed_attempts = 0;
+  std::string seen;  // the last look at the runs, for the failure message
   while (killed_run < 0 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_FALSE(learner_->Wait(0ms).has_value()) << Logs();
+    learner_->Signal(SIGSTOP);
+    seen.clear();
     absl::StatusOr<std::vector<TrialRow>> trials =
         store_->ListTrials(study_id_);
     if (trials.ok()) {
@@ -255,42 +284,63 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
         absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
         if (!runs.ok()) continue;
         for (const RunRow& r : *runs) {
-          // Past the first checkpoint (every 4096 steps), not yet done.
-          if (r.state == kRunLeased && r.env_steps >= 6000 &&
-              r.env_steps < 12000) {
+          const int64_t step = LatestCheckpointStep(r.checkpoint_dir);
+          absl::StrAppend(&seen, "  run ", r.id, " trial ", t.number, " fold ",
+                          r.fold, ": ", r.state, ", ", r.env_steps,
+                          " steps reported, checkpoint at ", step, "\n");
+          if (killed_run < 0 && r.state == kRunLeased && step >= 4096 &&
+              step < kBudgetEnvSteps) {
             killed_run = r.id;
+            killed_at_step = step;
+            killed_attempts = r.attempts;
           }
         }
       }
     }
-    std::this_thread::sleep_for(100ms);
+    if (killed_run >= 0) break;  // still frozen: killed below
+    learner_->Signal(SIGCONT);
+    std::this_thread::sleep_for(50ms);  // poll interval, not a wait for work
   }
-  ASSERT_GE(killed_run, 0) << Logs();
+  ASSERT_GE(killed_run, 0) << "no leased run with a checkpoint in [4096, "
+                           << kBudgetEnvSteps
+                           << ") steps within 150 s; last seen:\n"
+                           << seen << Logs();
   learner_->Signal(SIGKILL);
-  learner_->Wait(10s);
+  ASSERT_TRUE(learner_->Wait(30s).has_value());
   coordinator_->Signal(SIGKILL);
-  coordinator_->Wait(10s);
+  ASSERT_TRUE(coordinator_->Wait(30s).has_value());
+  {
+    // The kill really came mid-run: the run is not done (it is leased, or
+    // queued again if its lease already ran out).
+    absl::StatusOr<RunRow> run = store_->GetRun(killed_run);
+    ASSERT_TRUE(run.ok()) << run.status();
+    ASSERT_NE(run->state, kRunDone) << seen;
+  }
   // PostgreSQL restarts while nobody is connected but the test's store.
   ASSERT_TRUE(cluster().Restart().ok());
   StartCoordinator();
   StartLearner();
-  // And once more while the coordinator and learner are connected.
-  std::this_thread::sleep_for(1s);
+  // And once more while the coordinator and learner are connected: after
+  // the new learner has registered (through the coordinator, in the
+  // database).
+  ASSERT_TRUE(learner_->WaitForLog("learner: registered with", 60s)) << Logs();
   ASSERT_TRUE(cluster().Restart().ok());
-  ASSERT_EQ(WaitDone(300s), kStudyDone) << Logs();
+  ASSERT_EQ(WaitDone(180s), kStudyDone) << Logs();
   ExpectCompleteStudy();
   // The killed runs were leased again (their leases expired).
   absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);
   ASSERT_TRUE(trials.ok());
   absl::StatusOr<RunRow> killed = store_->GetRun(killed_run);
   ASSERT_TRUE(killed.ok());
-  EXPECT_GE(killed->attempts, 2);
+  EXPECT_GT(killed->attempts, killed_attempts);
   EXPECT_EQ(killed->state, kRunDone);
   // The second learner resumed it from its checkpoint, not from step 0.
   absl::StatusOr<TrialRow> trial = store_->GetTrial(killed->trial_id);
   ASSERT_TRUE(trial.ok());
-  const std::string name =
-      absl::StrCat("e2e/trial-", trial->number, "/fold-", killed->fold);
+  const std::string name = absl::StrCat(
+      "e2e/trial-", trial->number,
+      killed->fold == kLockboxFold ? std::string("/lockbox")
+                                   : absl::StrCat("/fold-", killed->fold));
   std::smatch m;
   const std::string log = learner_->Log();
   ASSERT_TRUE(std::regex_search(
@@ -298,6 +348,9 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
       std::regex("hosting " + name + " \\(attempt [0-9]+, from step ([0-9]+)")))
       << log;
   EXPECT_GE(std::stoll(m[1].str()), 4096) << log;
+  // At least the checkpoint it was killed after (it is kept: the newest two
+  // are).
+  EXPECT_GE(std::stoll(m[1].str()), killed_at_step) << log;
 }
 
 }  // namespace

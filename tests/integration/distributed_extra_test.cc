@@ -13,7 +13,6 @@
 #include <optional>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -31,6 +30,7 @@
 #include "learner/torch/ppo.h"
 #include "learner/torch/trainer.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
 
@@ -288,7 +288,14 @@ TEST_F(DistributedExtraTest, LearnerStoppedMidRunReceivesEveryChunkSent) {
                 dir_ + "/actor.log");
   ASSERT_TRUE(actor.WaitForLog("assigned", 60s)) << actor.Log();
   // Past the first updates, so chunks are acknowledged, parked and stale.
-  std::this_thread::sleep_for(3s);
+  const auto updated = [](const v1::RunStatus& r) {
+    return r.policy_version() >= 2;
+  };
+  const std::optional<v1::RunStatus> status =
+      ::ristretto::testing::WaitForRunStatus(port, *learner, updated, 120s);
+  ASSERT_TRUE(status.has_value() && updated(*status))
+      << (status.has_value() ? status->DebugString() : "no status")
+      << learner->Log();
   learner->Signal(SIGTERM);
   ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
   ASSERT_TRUE(actor.WaitForLog("learner stop: learner shutting down", 30s))

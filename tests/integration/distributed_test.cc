@@ -21,6 +21,7 @@
 #include "learner/chunk_codec.h"
 #include "learner/chunk_wire.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
 
@@ -30,7 +31,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::ristretto::testing::Field;
 using ::ristretto::testing::FreePort;
+using ::ristretto::testing::OnlyRunStatus;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::WaitForRunStatus;
 using namespace std::chrono_literals;
 
 class DistributedTest : public ::testing::Test {
@@ -142,10 +145,26 @@ TEST_F(DistributedTest, KilledActorIsReplacedAndTheRunStillFinishes) {
   auto first = StartActor(port, "victim");
   auto second = StartActor(port, "survivor");
   ASSERT_TRUE(first->WaitForLog("assigned", 60s)) << first->Log();
-  std::this_thread::sleep_for(500ms);
+  // Killed mid-run: both actors streaming and the run past its first
+  // update (the budget is far away).
+  const auto streaming = [](const v1::RunStatus& r) {
+    return r.actors() == 2 && r.policy_version() >= 1;
+  };
+  const std::optional<v1::RunStatus> before =
+      WaitForRunStatus(port, *learner, streaming, 120s);
+  ASSERT_TRUE(before.has_value() && streaming(*before))
+      << (before.has_value() ? before->DebugString() : "no status")
+      << learner->Log();
+  ASSERT_FALSE(before->finished());
   first->Signal(SIGKILL);
   ASSERT_EQ(first->Wait(10s), 128 + SIGKILL);
+  // The survivor is frozen until the replacement has its assignment, so the
+  // run cannot finish before the replacement joins, however slow its start.
+  second->Signal(SIGSTOP);
   auto rejoined = StartActor(port, "rejoined");
+  const bool joined = rejoined->WaitForLog("assigned", 120s);
+  second->Signal(SIGCONT);
+  ASSERT_TRUE(joined) << rejoined->Log();
   ASSERT_EQ(learner->Wait(180s), 0) << learner->Log();
   const std::string log = learner->Log();
   EXPECT_EQ(Field(log, "learner: run run-0", "finished"), 1) << log;
@@ -163,27 +182,16 @@ TEST_F(DistributedTest,
   const int port = FreePort();
   auto learner = StartLearner(port, {"--budget", budget});
   auto actor = StartActor(port, "steady");
-  auto stub = v1::Learner::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
-  auto run_status = [&stub]() -> std::optional<v1::RunStatus> {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 10s);
-    v1::LearnerStatus status;
-    if (!stub->GetStatus(&context, v1::StatusRequest(), &status).ok() ||
-        status.runs_size() != 1) {
-      return std::nullopt;
-    }
-    return status.runs(0);
-  };
   // Let it train a few versions, then stop the learner mid-run (it
   // checkpoints).
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (true) {
-    const std::optional<v1::RunStatus> run = run_status();
-    if (run.has_value() && run->policy_version() >= 3) break;
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << learner->Log();
-    std::this_thread::sleep_for(50ms);
-  }
+  const auto trained = [](const v1::RunStatus& r) {
+    return r.policy_version() >= 3;
+  };
+  const std::optional<v1::RunStatus> before =
+      WaitForRunStatus(port, *learner, trained, 120s);
+  ASSERT_TRUE(before.has_value() && trained(*before))
+      << (before.has_value() ? before->DebugString() : "no status")
+      << learner->Log();
   learner->Signal(SIGTERM);
   ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
   const std::string first_log = learner->Log();
@@ -198,7 +206,7 @@ TEST_F(DistributedTest,
   // step count and version it had.
   auto restarted = StartLearner(port, {"--budget", budget, "--exit-when-done"});
   {
-    const std::optional<v1::RunStatus> run = run_status();
+    const std::optional<v1::RunStatus> run = OnlyRunStatus(port);
     ASSERT_TRUE(run.has_value()) << restarted->Log();
     // Training may already have resumed: at least the checkpointed count,
     // and the version it stopped at.

@@ -35,9 +35,9 @@ using Labels = std::map<std::string, std::string>;
 using namespace std::chrono_literals;
 
 // The value of `pattern`'s first group in the process's log once it shows
-// up (60 s at most); "" otherwise.
+// up (120 s at most: only a hang takes that long); "" otherwise.
 std::string WaitForMatch(Process& p, const std::string& pattern) {
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  const auto deadline = std::chrono::steady_clock::now() + 120s;
   const std::regex re(pattern);
   while (std::chrono::steady_clock::now() < deadline) {
     std::smatch m;
@@ -341,6 +341,16 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
 
   ASSERT_TRUE(
       (*store)->SetStudyState(study->id, coordinator::kStudyRunning).ok());
+  // The trial is created without any learner, and it cannot finish before
+  // one starts: one running trial, whenever the scrape comes.
+  body = ScrapeUntil(
+      coord_port,
+      [&](const std::string& b) {
+        return Value(b, "ristretto_coordinator_trials", running) == 1;
+      },
+      120s);
+  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 1) << body;
+
   Process learner(
       {RISTRETTO_LEARNER_BINARY, "--coordinator", coord_address, "--port", "0",
        "--slots", "1", "--run-dir", dir_ + "/learner", "--metrics-port", "auto",
@@ -352,15 +362,6 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
       {RISTRETTO_ACTOR_BINARY, "--coordinator", coord_address, "--envs", "8",
        "--actor-id", "a0", "--cache-dir", dir_ + "/cache"},
       dir_ + "/actor.log");
-
-  // While the trial runs: one running trial, one lease.
-  body = ScrapeUntil(
-      coord_port,
-      [&](const std::string& b) {
-        return Value(b, "ristretto_coordinator_trials", running) == 1;
-      },
-      60s);
-  EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 1) << body;
 
   // The learner hosts the lease's run under its name; its validation score
   // is labelled by study, trial number and fold.
