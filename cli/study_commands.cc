@@ -31,7 +31,6 @@
 #include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/artifact_hash.h"
-#include "common/file_util.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "coordinator/core/pruner.h"
@@ -503,7 +502,7 @@ absl::Status StudyCreate(const Args& args) {
         "usage: ristretto study create FILE [--name NAME] [--db DSN]");
   }
   const std::string& file = args.positional()[1];
-  absl::StatusOr<std::string> text = ReadFileToString(file);
+  absl::StatusOr<std::string> text = coordinator::ReadStudyFile(file);
   if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
   absl::StatusOr<coordinator::StudyConfig> config =
       coordinator::ParseStudyConfig(*text);

@@ -21,7 +21,6 @@
 #include "cli/args.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
-#include "common/file_util.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "coordinator/core/study_config.h"
@@ -263,7 +262,7 @@ absl::Status Up(const Args& args) {
   if (args.Has("study") || !(args.Has("csv-dir") || args.Has("dataset"))) {
     ASSIGN_OR_RETURN(study_file,
                      args.String("study", "deploy/studies/small.yaml"));
-    ASSIGN_OR_RETURN(text, ReadFileToString(study_file));
+    ASSIGN_OR_RETURN(text, coordinator::ReadStudyFile(study_file));
   }
   ASSIGN_OR_RETURN(std::optional<GivenData> given,
                    LoadGivenData(args, data_dir));

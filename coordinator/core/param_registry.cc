@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/text_util.h"
 #include "coordinator/core/search_space.h"
 
 namespace ristretto::coordinator {
@@ -418,6 +419,8 @@ absl::Status UnknownParamError(const std::string& name) {
   std::string best;
   size_t best_distance = 3;  // suggest only close names
   for (const Entry& e : Entries()) {
+    // A long name is not a typo of a short one: skip the quadratic distance.
+    if (name.size() > 64) break;
     const size_t d = EditDistance(name, e.info.name);
     if (d < best_distance) {
       best_distance = d;
@@ -425,7 +428,7 @@ absl::Status UnknownParamError(const std::string& name) {
     }
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unknown parameter '", name, "'",
+      "unknown parameter '", EscapeForMessage(name), "'",
       best.empty() ? "" : absl::StrCat(" (did you mean '", best, "'?)")));
 }
 

@@ -2,8 +2,13 @@
 // message that starts with the key path ("space.learning_rate: …").
 #include "coordinator/core/study_config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
@@ -15,15 +20,23 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace ristretto::coordinator {
 namespace {
 
+// `path` is built from the file's keys: escaped and capped here. Values
+// quoted in `what` go through Shown() at the call site.
 absl::Status Error(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(
-      path.empty() ? what : absl::StrCat(path, ": ", what));
+      path.empty() ? what
+                   : absl::StrCat(EscapeForMessage(path, 160), ": ", what));
 }
+
+// A value from the file as it may appear in a message: non-printable bytes
+// escaped, capped (a 50 MB name is never echoed whole).
+std::string Shown(absl::string_view value) { return EscapeForMessage(value); }
 
 std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : absl::StrCat(path, ".", key);
@@ -46,7 +59,7 @@ absl::StatusOr<double> Double(const YAML::Node& n, const std::string& path) {
   ASSIGN_OR_RETURN(std::string s, Text(n, path));
   double v = 0;
   if (!absl::SimpleAtod(WithoutUnderscores(s), &v) || !std::isfinite(v)) {
-    return Error(path, absl::StrCat("'", s, "' is not a finite number"));
+    return Error(path, absl::StrCat("'", Shown(s), "' is not a finite number"));
   }
   return v;
 }
@@ -62,7 +75,7 @@ absl::StatusOr<int64_t> Int(const YAML::Node& n, const std::string& path) {
       std::fabs(d) < 9e18) {
     return static_cast<int64_t>(d);
   }
-  return Error(path, absl::StrCat("'", s, "' is not a whole number"));
+  return Error(path, absl::StrCat("'", Shown(s), "' is not a whole number"));
 }
 
 absl::StatusOr<int> SmallInt(const YAML::Node& n, const std::string& path) {
@@ -78,7 +91,7 @@ absl::StatusOr<bool> Bool(const YAML::Node& n, const std::string& path) {
   const std::string lower = absl::AsciiStrToLower(s);
   if (lower == "true") return true;
   if (lower == "false") return false;
-  return Error(path, absl::StrCat("'", s, "' is not true or false"));
+  return Error(path, absl::StrCat("'", Shown(s), "' is not true or false"));
 }
 
 // ---- maps
@@ -93,13 +106,13 @@ absl::Status CheckMap(const YAML::Node& n, const std::string& path,
   for (auto it = n.begin(); it != n.end(); ++it) {
     ASSIGN_OR_RETURN(std::string key, Text(it->first, path));
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return Error(path, absl::StrCat("unknown key '", key, "'",
+      return Error(path, absl::StrCat("unknown key '", Shown(key), "'",
                                       path.empty() ? " at the top level" : "",
                                       " (expected one of: ",
                                       absl::StrJoin(allowed, ", "), ")"));
     }
     if (!seen.insert(key).second) {
-      return Error(path, absl::StrCat("key '", key, "' appears twice"));
+      return Error(path, absl::StrCat("key '", Shown(key), "' appears twice"));
     }
   }
   return absl::OkStatus();
@@ -163,7 +176,7 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
                        return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
                      });
     if (!hex) {
-      return Error("dataset.id", absl::StrCat("'", d.id,
+      return Error("dataset.id", absl::StrCat("'", Shown(d.id),
                                               "' is not a dataset id (64 "
                                               "lower-case hex digits)"));
     }
@@ -546,7 +559,8 @@ absl::StatusOr<ParamSpec> ParseParam(const std::string& name,
       c = Canonical(*info, c);
       RETURN_IF_ERROR(CheckValue(cpath, name, c));
       if (std::find(p.choices.begin(), p.choices.end(), c) != p.choices.end()) {
-        return Error(path, absl::StrCat("choice '", c, "' appears twice"));
+        return Error(path,
+                     absl::StrCat("choice '", Shown(c), "' appears twice"));
       }
       p.choices.push_back(c);
     }
@@ -709,8 +723,9 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   if (!root["name"]) return Error("", "missing name");
   ASSIGN_OR_RETURN(study.name, Text(root["name"], "name"));
   if (!IsStudyName(study.name)) {
-    return Error("name", absl::StrCat("'", study.name,
-                                      "' is not 1-128 of [A-Za-z0-9_.-]"));
+    return Error("name",
+                 absl::StrCat("'", Shown(study.name), "' (", study.name.size(),
+                              " bytes) is not 1-128 of [A-Za-z0-9_.-]"));
   }
   if (!root["dataset"]) {
     return Error("", "missing dataset (give dataset.id or dataset.synthetic)");
@@ -722,17 +737,20 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   if (!root["budget_env_steps"]) return Error("", "missing budget_env_steps");
   ASSIGN_OR_RETURN(study.budget_env_steps,
                    Int(root["budget_env_steps"], "budget_env_steps"));
-  if (study.budget_env_steps <= 0) {
+  if (study.budget_env_steps <= 0 ||
+      study.budget_env_steps > kMaxStudyEnvSteps) {
     return Error("budget_env_steps",
-                 absl::StrCat(study.budget_env_steps, " must be > 0"));
+                 absl::StrCat(study.budget_env_steps, " must be in [1, ",
+                              kMaxStudyEnvSteps, "]"));
   }
   if (root["eval_every_env_steps"]) {
     ASSIGN_OR_RETURN(study.eval_every_env_steps,
                      Int(root["eval_every_env_steps"], "eval_every_env_steps"));
-    if (study.eval_every_env_steps < 0) {
+    if (study.eval_every_env_steps < 0 ||
+        study.eval_every_env_steps > kMaxStudyEnvSteps) {
       return Error("eval_every_env_steps",
-                   absl::StrCat(study.eval_every_env_steps,
-                                " must be >= 0 (0 = only at the end)"));
+                   absl::StrCat(study.eval_every_env_steps, " must be in [0, ",
+                                kMaxStudyEnvSteps, "] (0 = only at the end)"));
     }
   }
   if (root["objective"]) {
@@ -750,19 +768,21 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
     ASSIGN_OR_RETURN(study.pruner,
                      ParsePruner(root["pruner"], study.eval_every_env_steps));
   }
-  struct AtLeastOne {
+  struct Bounded {
     const char* key;
     int* field;
+    int max;
   };
-  for (const AtLeastOne& k :
-       {AtLeastOne{"concurrency", &study.concurrency},
-        AtLeastOne{"max_trials", &study.max_trials},
-        AtLeastOne{"max_attempts", &study.max_attempts}}) {
+  for (const Bounded& k :
+       {Bounded{"concurrency", &study.concurrency, kMaxStudyConcurrency},
+        Bounded{"max_trials", &study.max_trials, kMaxStudyTrials},
+        Bounded{"max_attempts", &study.max_attempts, kMaxStudyAttempts}}) {
     if (!root[k.key]) continue;
-    ASSIGN_OR_RETURN(*k.field, SmallInt(root[k.key], k.key));
-    if (*k.field < 1) {
-      return Error(k.key, absl::StrCat(*k.field, " must be >= 1"));
+    ASSIGN_OR_RETURN(int64_t v, Int(root[k.key], k.key));
+    if (v < 1 || v > k.max) {
+      return Error(k.key, absl::StrCat(v, " must be in [1, ", k.max, "]"));
     }
+    *k.field = static_cast<int>(v);
   }
   if (root["fixed"] && !root["fixed"].IsNull()) {
     ASSIGN_OR_RETURN(study.fixed, ParseFixed(root["fixed"]));
@@ -878,8 +898,9 @@ absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
       if (dataset["id"].Scalar() == dataset_id) return yaml_text;
       return Error(
           "dataset.id",
-          absl::StrCat("the study names dataset ", dataset["id"].Scalar(),
-                       " but was given dataset ", dataset_id,
+          absl::StrCat("the study names dataset ",
+                       Shown(dataset["id"].Scalar()), " but was given dataset ",
+                       dataset_id,
                        " (another file or import options); write `dataset: "
                        "given` (or leave the dataset out) to use the given "
                        "one"));
@@ -958,10 +979,75 @@ env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
   return o;
 }
 
+absl::Status CheckStudyText(absl::string_view text) {
+  if (text.size() > kMaxStudyFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study file is ", text.size(), " bytes; the limit is ",
+                     kMaxStudyFileBytes, " (1 MiB)"));
+  }
+  const size_t bad = FindInvalidUtf8(text);
+  if (bad != absl::string_view::npos) {
+    const int64_t line = std::count(text.begin(), text.begin() + bad, '\n') + 1;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "study file is not UTF-8: byte offset ", bad, " (line ", line, ") is ",
+        EscapeForMessage(text.substr(bad, 1)), "; save the file as UTF-8"));
+  }
+  if (text.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "study file contains a NUL byte at byte offset ", text.find('\0')));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadStudyFile(const std::string& path) {
+  const std::string shown = EscapeForMessage(path, 200);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot open ", shown, ": ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(shown, " is not a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxStudyFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(shown, ": study file is ", st.st_size,
+                     " bytes; the limit is ", kMaxStudyFileBytes, " (1 MiB)"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return absl::InvalidArgumentError(absl::StrCat("cannot open ", shown));
+  // One byte more than the limit: a file that grew since stat() is caught.
+  std::string text(kMaxStudyFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (in.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", shown));
+  }
+  absl::Status ok = CheckStudyText(text);
+  if (!ok.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(shown, ": ", ok.message()));
+  }
+  return text;
+}
+
 absl::StatusOr<StudyConfig> ParseStudyConfig(const std::string& yaml_text) {
+  RETURN_IF_ERROR(CheckStudyText(yaml_text));
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
+    if (documents.size() > 1) {
+      const YAML::Mark mark = documents[1].Mark();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "study file holds ", documents.size(), " YAML documents",
+          mark.is_null() || mark.line < 0
+              ? std::string()
+              : absl::StrCat(" (the second starts at line ", mark.line + 1,
+                             ")"),
+          "; a study file is one document: remove the extra '---'"));
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("study file is not valid YAML: line ", e.mark.line + 1,

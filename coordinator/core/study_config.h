@@ -10,12 +10,14 @@
 #ifndef RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_
 #define RISTRETTO_COORDINATOR_CORE_STUDY_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "coordinator/core/param_registry.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/sampler.h"
@@ -122,8 +124,34 @@ struct StudyConfig {
 // choice the option refuses; conditional on an unknown or non-categorical
 // parent; bad CV spec; unknown objective; bad sampler or pruner type or
 // setting; a pruner without eval_every_env_steps; concurrency, max_trials or
-// max_attempts < 1.
+// max_attempts < 1 or above kMaxStudyConcurrency / kMaxStudyTrials /
+// kMaxStudyAttempts; budget_env_steps or eval_every_env_steps above
+// kMaxStudyEnvSteps. Values and keys quoted in messages are escaped and
+// capped (EscapeForMessage).
+// Also refuses (first, before any YAML is parsed) text CheckStudyText
+// refuses, and a file of more than one YAML document ("---").
 absl::StatusOr<StudyConfig> ParseStudyConfig(const std::string& yaml_text);
+
+// Limits of a study file (docs/study_format.md#limits). The text is stored
+// in PostgreSQL and parsed on every scheduling pass, so it is kept small.
+inline constexpr size_t kMaxStudyFileBytes = size_t{1} << 20;  // 1 MiB
+// Caps on study values far beyond any sane study (a typo or an overflow,
+// e.g. `concurrency: 1e9` or `budget_env_steps: 9223372036854775807`).
+inline constexpr int64_t kMaxStudyEnvSteps = 1'000'000'000'000;  // 10^12
+inline constexpr int kMaxStudyConcurrency = 1024;
+inline constexpr int kMaxStudyTrials = 1'000'000;
+inline constexpr int kMaxStudyAttempts = 100;
+
+// Checks raw study text before parsing: at most kMaxStudyFileBytes, valid
+// UTF-8 (the error names the byte offset and line of the first bad byte),
+// no NUL byte. Errors: kInvalidArgument.
+absl::Status CheckStudyText(absl::string_view text);
+
+// Reads a study file for `study create` / `up`: refuses a path that is not a
+// regular file (a FIFO is never opened), one larger than kMaxStudyFileBytes
+// (naming its size, without reading it) and text CheckStudyText refuses.
+// Errors: kInvalidArgument, starting with the (escaped) path.
+absl::StatusOr<std::string> ReadStudyFile(const std::string& path);
 
 // The study text that runs on a dataset given on the command line
 // (`ristretto up --csv-dir DIR` / `--dataset FILE`), whose id is

@@ -1,5 +1,11 @@
 #include "coordinator/core/study_config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "absl/status/status.h"
@@ -427,7 +433,138 @@ TEST(StudyConfigTest, AshaFirstRungDefaultsToTheEvaluationInterval) {
 
 TEST(StudyConfigTest, RejectsConcurrencyBelowOne) {
   ExpectRefused(Replace(kStudy, "concurrency: 2", "concurrency: 0"),
-                "concurrency: 0 must be >= 1");
+                "concurrency: 0 must be in [1, 1024]");
+}
+
+TEST(StudyConfigTest, RejectsAbsurdCountsAndBudgetsNamingTheKey) {
+  ExpectRefused(Replace(kStudy, "concurrency: 2", "concurrency: 1e9"),
+                "concurrency: 1000000000 must be in [1, 1024]");
+  ExpectRefused(Replace(kStudy, "concurrency: 2", "concurrency: 1025"),
+                "concurrency: 1025 must be in [1, 1024]");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "max_trials: 99999999999"),
+                "max_trials: 99999999999 must be in [1, 1000000]");
+  ExpectRefused(Replace(kStudy, "concurrency: 2", "max_attempts: 101"),
+                "max_attempts: 101 must be in [1, 100]");
+  ExpectRefused(Replace(kStudy, "budget_env_steps: 20000",
+                        "budget_env_steps: 9223372036854775807"),
+                "budget_env_steps: 9223372036854775807 must be in [1, "
+                "1000000000000]");
+  ExpectRefused(Replace(kStudy, "eval_every_env_steps: 5000",
+                        "eval_every_env_steps: 2e12"),
+                "eval_every_env_steps: 2000000000000 must be in [0, "
+                "1000000000000] (0 = only at the end)");
+  // At the caps: accepted.
+  std::string at_caps = Replace(kStudy, "concurrency: 2", "concurrency: 1024");
+  at_caps = Replace(at_caps, "max_trials: 6", "max_trials: 1_000_000");
+  at_caps =
+      Replace(at_caps, "budget_env_steps: 20000", "budget_env_steps: 1e12");
+  const absl::StatusOr<StudyConfig> ok = ParseStudyConfig(at_caps);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->concurrency, 1024);
+  EXPECT_EQ(ok->max_trials, 1000000);
+  EXPECT_EQ(ok->budget_env_steps, 1000000000000);
+}
+
+TEST(StudyConfigTest, RejectsTextOverOneMebibyteWithItsSize) {
+  // A comment pads the file past the limit: refused before YAML parsing.
+  std::string big = kStudy;
+  big += "# " + std::string(kMaxStudyFileBytes, 'p') + "\n";
+  ExpectRefused(big, absl::StrCat("study file is ", big.size(),
+                                  " bytes; the limit is 1048576 (1 MiB)"));
+  EXPECT_TRUE(CheckStudyText(std::string(kMaxStudyFileBytes, ' ')).ok());
+}
+
+TEST(StudyConfigTest, RejectsNonUtf8WithTheByteOffset) {
+  // Latin-1 'é' (0xe9) in the name, on line 2.
+  std::string yaml = Replace(kStudy, "name: unit", "name: caf\xe9");
+  const size_t offset = yaml.find('\xe9');
+  ExpectRefused(yaml,
+                absl::StrCat("study file is not UTF-8: byte offset ", offset,
+                             " (line 2) is \\xe9; save the file as "
+                             "UTF-8"));
+  ExpectRefused(std::string("name: a\0b\n", 10),
+                "study file contains a NUL byte at byte offset 7");
+  // Well-formed UTF-8 is fine in comments.
+  EXPECT_TRUE(ParseStudyConfig(std::string(kStudy) + "# caf\xc3\xa9\n").ok());
+}
+
+TEST(StudyConfigTest, RejectsASecondYamlDocument) {
+  const std::string study = kStudy;
+  // The second document's first key is on the line after the '---'.
+  const int64_t line = std::count(study.begin(), study.end(), '\n') + 2;
+  ExpectRefused(study + "---\nname: other\n",
+                absl::StrCat("study file holds 2 YAML documents (the second "
+                             "starts at line ",
+                             line,
+                             "); a study file is one document: remove the "
+                             "extra '---'"));
+  // A leading '---' starts the one document: accepted.
+  EXPECT_TRUE(ParseStudyConfig(std::string("---") + kStudy).ok());
+}
+
+TEST(StudyConfigTest, LongOrBinaryNamesAndKeysAreNeverEchoedWhole) {
+  const std::string huge(500000, 'n');
+  const absl::StatusOr<StudyConfig> s =
+      ParseStudyConfig(Replace(kStudy, "name: unit", "name: " + huge));
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()),
+              ::testing::StartsWith("name: 'nnnn"));
+  EXPECT_THAT(
+      std::string(s.status().message()),
+      ::testing::HasSubstr("...(500000 bytes)' (500000 bytes) is not 1-128 of "
+                           "[A-Za-z0-9_.-]"));
+  EXPECT_LT(s.status().message().size(), 300u);
+  // Control characters in a (quoted) name are escaped.
+  ExpectRefused(Replace(kStudy, "name: unit", "name: \"a\\x1b[2Jb\""),
+                "name: 'a\\x1b[2Jb' (6 bytes) is not 1-128 of [A-Za-z0-9_.-]");
+  // A long unknown key (YAML caps plain keys at 1024 characters): capped
+  // in the message, no edit-distance search.
+  const absl::StatusOr<StudyConfig> k =
+      ParseStudyConfig(WithSpace("  " + std::string(1000, 'n') +
+                                 ": {type: float, low: 0.1, high: 0.2}\n"));
+  ASSERT_FALSE(k.ok());
+  EXPECT_LT(k.status().message().size(), 400u) << k.status().message();
+  EXPECT_THAT(std::string(k.status().message()),
+              ::testing::HasSubstr("unknown parameter 'nnn"));
+}
+
+TEST(StudyConfigTest, ReadStudyFileRefusesLargeAndNonRegularFiles) {
+  const std::string dir = ::testing::TempDir();
+  const std::string big = dir + "/study_config_test_big.yaml";
+  {
+    std::FILE* f = std::fopen(big.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kStudy, f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(truncate(big.c_str(), 50 << 20), 0);
+  absl::StatusOr<std::string> text = ReadStudyFile(big);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(text.status().message()),
+              ::testing::HasSubstr(
+                  "study file is 52428800 bytes; the limit is 1048576"));
+  std::remove(big.c_str());
+
+  const std::string fifo = dir + "/study_config_test_fifo.yaml";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  text = ReadStudyFile(fifo);  // never opened: would block without a writer
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(text.status().message()),
+              ::testing::HasSubstr("is not a regular file"));
+  std::remove(fifo.c_str());
+
+  const std::string good = dir + "/study_config_test_good.yaml";
+  {
+    std::FILE* f = std::fopen(good.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(kStudy, f);
+    std::fclose(f);
+  }
+  text = ReadStudyFile(good);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, kStudy);
+  std::remove(good.c_str());
 }
 
 TEST(StudyConfigTest, RejectsAMissingDataset) {
