@@ -33,6 +33,7 @@
 #include "common/artifact_hash.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/sampler.h"
 #include "coordinator/core/search_space.h"
@@ -490,7 +491,7 @@ absl::Status CheckStudyName(const std::string& name) {
                   });
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "study name '", name,
+      "study name '", EscapeForMessage(name),
       "' must be 1-100 letters, digits, '-', '_' or '.', not starting with "
       "'.'"));
 }

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "common/text_util.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 
@@ -459,6 +461,11 @@ absl::Status ParseChunk(const Pieces& bytes, ActorFrame* frame,
             absl::StrCat("chunk.", field == kChunkRunId ? "run_id" : "actor_id",
                          " is not UTF-8"));
       }
+      if (s->size() > kMaxWireIdBytes) {
+        return Malformed(absl::StrCat(
+            "chunk.", field == kChunkRunId ? "run_id" : "actor_id", " is ",
+            s->size(), " bytes (limit ", kMaxWireIdBytes, ")"));
+      }
     } else if (field == kChunkEnvCopyIds) {
       WireReader packed(value);  // checked for well-formedness only
       while (!packed.done()) {
@@ -628,6 +635,7 @@ absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
       if (!frame->hello.ParseFromString(bytes)) {
         return Malformed("hello does not parse");
       }
+      RETURN_IF_ERROR(ValidateHello(frame->hello));
       frame->kind = ActorFrame::Kind::kHello;
     } else {
       ResetView(&frame->chunk);
@@ -637,10 +645,59 @@ absl::Status ParseActorMessage(const grpc::ByteBuffer& buffer,
         if (!seen_sequence) frame->chunk.sequence = SequenceOf(value);
         return s;
       }
+      if (frame->chunk.sequence < 0) {  // nothing to acknowledge it with
+        const int64_t sequence = frame->chunk.sequence;
+        frame->chunk.sequence = -1;
+        return Malformed(
+            absl::StrCat("chunk.sequence ", sequence, " is negative"));
+      }
       frame->kind = ActorFrame::Kind::kChunk;
     }
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Checks one Hello string field: length cap, no control characters.
+absl::Status CheckHelloText(absl::string_view field, const std::string& s) {
+  if (s.size() > kMaxWireIdBytes) {
+    return Malformed(absl::StrCat("hello.", field, " is ", s.size(),
+                                  " bytes (limit ", kMaxWireIdBytes, ")"));
+  }
+  for (const char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      return Malformed(absl::StrCat("hello.", field, " '", EscapeForMessage(s),
+                                    "' contains control characters"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateHello(const v1::Hello& hello) {
+  RETURN_IF_ERROR(CheckHelloText("actor_id", hello.actor_id()));
+  RETURN_IF_ERROR(CheckHelloText("host", hello.host()));
+  RETURN_IF_ERROR(CheckHelloText("want_run_id", hello.want_run_id()));
+  if (hello.env_copies() < 0 || hello.env_copies() > kMaxHelloEnvCopies) {
+    return Malformed(absl::StrCat("hello.env_copies ", hello.env_copies(),
+                                  " must be in [0, ", kMaxHelloEnvCopies,
+                                  "] (0: not given)"));
+  }
+  if (hello.have_version() < -1) {
+    return Malformed(absl::StrCat("hello.have_version ", hello.have_version(),
+                                  " must be >= -1 (-1: none)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckChunkSequence(int64_t previous, int64_t sequence) {
+  if (sequence > previous) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "chunk sequence ", sequence, " is not after the previous chunk's ",
+      previous, " (sequence numbers must increase on a stream)"));
 }
 
 ActStub::ActStub(std::shared_ptr<grpc::ChannelInterface> channel)

@@ -53,6 +53,25 @@ grpc::ByteBuffer EncodeChunkMessage(
 grpc::ByteBuffer SerializeToByteBuffer(
     const google::protobuf::MessageLite& message);
 
+// Caps on the strings a Hello or chunk carries (actor_id, run_id, host,
+// want_run_id), in bytes: ids are logged and stored; a 10 MB id is an
+// attack, not a name.
+inline constexpr size_t kMaxWireIdBytes = 256;
+// Cap on Hello.env_copies (B): far above any real actor's batch.
+inline constexpr int32_t kMaxHelloEnvCopies = 1 << 16;
+
+// Checks a Hello's fields: actor_id, host and want_run_id at most
+// kMaxWireIdBytes and free of control characters; env_copies in
+// [0, kMaxHelloEnvCopies] (0: not given); have_version >= -1.
+// Errors: kInvalidArgument "malformed ActorMessage: hello.FIELD ...",
+// values escaped and capped (EscapeForMessage).
+absl::Status ValidateHello(const v1::Hello& hello);
+
+// Chunks on one Act stream carry strictly increasing sequence numbers
+// (the actor counts from 0). `previous` is the last accepted sequence on
+// the stream, -1 before the first. Errors: kInvalidArgument naming both.
+absl::Status CheckChunkSequence(int64_t previous, int64_t sequence);
+
 // A received ActorMessage. Not copyable: the chunk's views point into the
 // referenced network buffers and into this object's own strings.
 struct ActorFrame {
@@ -74,7 +93,9 @@ struct ActorFrame {
 // Errors, all kInvalidArgument starting "malformed ActorMessage: ": bytes
 // that are not a valid protobuf encoding (truncated, bad varint, bad tag,
 // groups), a known field with the wrong wire type, a chunk tensor given
-// twice, strings that are not UTF-8, a Hello that does not parse. For a
+// twice, strings that are not UTF-8, chunk ids longer than
+// kMaxWireIdBytes, a negative chunk sequence, a Hello that does not parse
+// or that ValidateHello refuses. For a
 // chunk whose fields can still be walked, frame->chunk.sequence holds its
 // sequence (0 when absent: proto3 omits a zero), so the rejection can be
 // acknowledged; it is -1 when nothing can be acknowledged.

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/text_util.h"
 #include "learner/chunk_wire.h"
 #include "learner/service/learner_metrics.h"
 
@@ -262,10 +263,21 @@ class ActorReactor final
       ContinueReading();
       return;
     }
+    // A sequence going backwards (or repeated) is a replay or a confused
+    // client: its acks could not be told apart.
+    const absl::Status order = CheckChunkSequence(last_sequence_, sequence);
+    if (!order.ok()) {
+      frame_.slices.clear();
+      in_.Clear();
+      Reject(sequence, order.code(), order.message(), RejectReason::kProtocol);
+      ContinueReading();
+      return;
+    }
+    last_sequence_ = sequence;
     if (view.run_id != run_->run_id()) {
       Reject(
           sequence, absl::StatusCode::kNotFound,
-          absl::StrCat("unknown run '", view.run_id,
+          absl::StrCat("unknown run '", EscapeForMessage(view.run_id),
                        "' (this stream is assigned to '", run_->run_id(), "')"),
           RejectReason::kUnknownRun);
       ContinueReading();
@@ -316,6 +328,9 @@ class ActorReactor final
   // from the service stays valid until its last stream ends.
   std::shared_ptr<RunHost> run_;
   int listener_ = -1;
+  // Sequence of the last chunk that passed the order check (reactor
+  // thread only); -1 before the first.
+  int64_t last_sequence_ = -1;
 
   absl::Mutex mu_;
   std::deque<MessagePtr> outbox_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <random>
@@ -326,6 +327,95 @@ TEST(ChunkWireTest, RejectionsKeepTheSequenceAndDuplicatesAreRefused) {
   EXPECT_FALSE(merged.ParseFromString(padded));
   ActorFrame frame;
   EXPECT_FALSE(ParseActorMessage(Sliced(padded, {2}), &frame).ok());
+}
+
+// Hello fields are validated at parse time: a refused Hello has nothing
+// to acknowledge it with (sequence -1), so the service ends the call with
+// the message.
+TEST(ChunkWireTest, HelloFieldsAreValidated) {
+  const auto parse = [](const v1::Hello& hello, ActorFrame* frame) {
+    v1::ActorMessage m;
+    *m.mutable_hello() = hello;
+    return ParseActorMessage(Sliced(m.SerializeAsString(), {7}), frame);
+  };
+  v1::Hello good;
+  good.set_actor_id("host-1234");
+  good.set_env_copies(16);
+  good.set_host("host");
+  good.set_want_run_id("run-1");
+  good.set_have_version(-1);
+  ActorFrame frame;
+  ASSERT_TRUE(parse(good, &frame).ok());
+  EXPECT_EQ(frame.kind, ActorFrame::Kind::kHello);
+  v1::Hello at_caps = good;
+  at_caps.set_actor_id(std::string(kMaxWireIdBytes, 'a'));
+  at_caps.set_env_copies(kMaxHelloEnvCopies);
+  EXPECT_TRUE(parse(at_caps, &frame).ok());
+  at_caps.set_env_copies(0);  // not given: accepted
+  EXPECT_TRUE(parse(at_caps, &frame).ok());
+
+  const struct {
+    std::function<void(v1::Hello*)> change;
+    std::string message;
+  } cases[] = {
+      {[](v1::Hello* h) { h->set_env_copies(-4); },
+       "malformed ActorMessage: hello.env_copies -4 must be in [0, 65536] "
+       "(0: not given)"},
+      {[](v1::Hello* h) { h->set_env_copies(kMaxHelloEnvCopies + 1); },
+       "malformed ActorMessage: hello.env_copies 65537 must be in [0, 65536] "
+       "(0: not given)"},
+      {[](v1::Hello* h) { h->set_have_version(-2); },
+       "malformed ActorMessage: hello.have_version -2 must be >= -1 (-1: "
+       "none)"},
+      {[](v1::Hello* h) { h->set_actor_id(std::string(10 << 20, 'x')); },
+       "malformed ActorMessage: hello.actor_id is 10485760 bytes (limit 256)"},
+      {[](v1::Hello* h) { h->set_want_run_id(std::string(257, 'r')); },
+       "malformed ActorMessage: hello.want_run_id is 257 bytes (limit 256)"},
+      {[](v1::Hello* h) { h->set_host("a\x1b[2Jb\n"); },
+       "malformed ActorMessage: hello.host 'a\\x1b[2Jb\\x0a' contains "
+       "control characters"},
+  };
+  for (const auto& c : cases) {
+    v1::Hello bad = good;
+    c.change(&bad);
+    const absl::Status s = parse(bad, &frame);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(std::string(s.message()), c.message);
+    EXPECT_EQ(frame.chunk.sequence, -1);  // ends the call
+    EXPECT_EQ(ValidateHello(bad).message(), s.message());
+  }
+}
+
+TEST(ChunkWireTest, ChunkIdsOverTheCapAndNegativeSequencesAreRefused) {
+  auto c = MakeChunk(2, 2, 0, 9);
+  c->actor_id = std::string(10 << 20, 'a');
+  TrajectoryChunk out;
+  int64_t sequence = -5;
+  EXPECT_EQ(WireDecode(Sliced(ProtoBytes(*c, 3), {4096}), 5, 3, &out, &sequence)
+                .message(),
+            "malformed ActorMessage: chunk.actor_id is 10485760 bytes (limit "
+            "256)");
+  EXPECT_EQ(sequence, 3);  // acknowledged as a rejection, stream goes on
+  c->actor_id = "a";
+  c->run_id = std::string(300, 'r');
+  EXPECT_EQ(WireDecode(Sliced(ProtoBytes(*c, 4), {64}), 5, 3, &out).message(),
+            "malformed ActorMessage: chunk.run_id is 300 bytes (limit 256)");
+  c->run_id = "run";
+  EXPECT_EQ(WireDecode(Sliced(ProtoBytes(*c, -7), {64}), 5, 3, &out, &sequence)
+                .message(),
+            "malformed ActorMessage: chunk.sequence -7 is negative");
+  EXPECT_EQ(sequence, -1);
+}
+
+TEST(ChunkWireTest, ChunkSequencesMustIncreaseOnAStream) {
+  EXPECT_TRUE(CheckChunkSequence(-1, 0).ok());
+  EXPECT_TRUE(CheckChunkSequence(4, 5).ok());
+  EXPECT_TRUE(CheckChunkSequence(4, 90).ok());  // gaps: rejected chunks
+  EXPECT_EQ(CheckChunkSequence(7, 7).message(),
+            "chunk sequence 7 is not after the previous chunk's 7 (sequence "
+            "numbers must increase on a stream)");
+  EXPECT_EQ(CheckChunkSequence(7, 3).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Random corruption: whatever the wire path accepts, protobuf accepts
