@@ -260,7 +260,7 @@ absl::Status EnvDemo(const Args& args) {
   const double bpy = env::BarsPerYear(dataset.interval_seconds);
   std::vector<double> bench = env::EqualWeightBuyAndHold(
       market->price, n, first_row, last_row + 1, options.env.initial_capital,
-      options.env.buy_fee);
+      options.env.buy_fee, options.env.slippage_bps);
   std::printf("episode: %zu steps in %.2f ms\n\n", values[0].size() - 1,
               elapsed * 1e3);
   std::printf("%-22s %10s %9s %8s %8s %8s %8s %6s %6s %8s\n", "policy", "final",
