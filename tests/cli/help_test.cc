@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,9 @@ struct Binary {
   const char* name;
   const char* path;
 };
+
+// Names the binary in test listings (instead of its bytes).
+void PrintTo(const Binary& b, std::ostream* os) { *os << b.name; }
 
 class HelpTest : public ::testing::TestWithParam<Binary> {};
 
