@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/text_util.h"
 
 namespace ristretto::cli {
 
@@ -24,8 +25,8 @@ absl::StatusOr<Args> Args::Parse(int argc, char** argv, int first,
       } else if (i + 1 < argc) {
         value = argv[++i];
       } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("option --", name, " needs a value"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "option --", EscapeForMessage(name), " needs a value"));
       }
       args.options_[name] = value;
     } else {
@@ -61,8 +62,9 @@ absl::StatusOr<int64_t> Args::Int(const std::string& name,
   if (it == options_.end()) return fallback;
   int64_t v = 0;
   if (!absl::SimpleAtoi(it->second, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", name, " expects an integer, got '", it->second, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " expects an integer, got '",
+                     EscapeForMessage(it->second), "'"));
   }
   return v;
 }
@@ -73,8 +75,9 @@ absl::StatusOr<double> Args::Double(const std::string& name,
   if (it == options_.end()) return fallback;
   double v = 0;
   if (!absl::SimpleAtod(it->second, &v) || !std::isfinite(v)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", name, " expects a finite number, got '", it->second, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " expects a finite number, got '",
+                     EscapeForMessage(it->second), "'"));
   }
   return v;
 }
@@ -83,7 +86,7 @@ absl::Status Args::CheckKnown(const std::set<std::string>& known) const {
   for (const auto& [name, value] : options_) {
     if (known.count(name) == 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown option --", name));
+          absl::StrCat("unknown option --", EscapeForMessage(name)));
     }
   }
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 #include "cli/args.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 #include "env/csv_import.h"
 #include "env/dataset.h"
 #include "env/features.h"
@@ -356,8 +357,9 @@ int RunDatasetCommand(int argc, char** argv, int first) {
   } else if (verb == "info") {
     status = DatasetInfo(*args);
   } else {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown dataset command '", verb, "' (import, synth, info)"));
+    status = absl::InvalidArgumentError(
+        absl::StrCat("unknown dataset command '", EscapeForMessage(verb),
+                     "' (import, synth, info)"));
   }
   return status.ok() ? 0 : Fail(status);
 }
@@ -378,7 +380,8 @@ int RunEnvCommand(int argc, char** argv, int first) {
     status = EnvDemo(*args);
   } else {
     status = absl::InvalidArgumentError(
-        absl::StrCat("unknown env command '", verb, "' (replay, bench, demo)"));
+        absl::StrCat("unknown env command '", EscapeForMessage(verb),
+                     "' (replay, bench, demo)"));
   }
   return status.ok() ? 0 : Fail(status);
 }

@@ -10,6 +10,7 @@
 #include "cli/study_commands.h"
 #include "cli/train_command.h"
 #include "cli/up_command.h"
+#include "common/text_util.h"
 
 namespace {
 
@@ -75,6 +76,6 @@ int main(int argc, char** argv) {
     return ristretto::cli::RunDatasetCommandWithStore(argc, argv, 2);
   if (group == "study") return ristretto::cli::RunStudyCommand(argc, argv, 2);
   std::fprintf(stderr, "ristretto: unknown command group '%s'\n\n%s",
-               group.c_str(), kUsage);
+               ristretto::EscapeForMessage(group).c_str(), kUsage);
   return 2;
 }

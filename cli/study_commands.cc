@@ -1215,7 +1215,7 @@ int RunStudyCommand(int argc, char** argv, int first) {
     status = StudyReport(*args);
   } else {
     status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown study command '", verb,
+        "unknown study command '", EscapeForMessage(verb),
         "' (create, start, stop, ls, show, best, export, report)"));
   }
   return status.ok() ? 0 : Fail(status);

@@ -68,6 +68,17 @@ TEST_P(HelpTest, UnknownOptionIsStillRefusedWithExitTwo) {
   EXPECT_THAT(r.out, HasSubstr("--no-such-option")) << r.out;
 }
 
+// An argument with an escape sequence (it could repaint the terminal) is
+// echoed escaped, never raw.
+TEST_P(HelpTest, ControlCharactersInArgumentsAreEchoedEscaped) {
+  const Binary& b = GetParam();
+  const Result r = RunBinary(b.path, "\"$(printf -- '--bad\\033[2Jname')\" 1",
+                             /*merge_stderr=*/true);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("--bad\\x1b[2Jname")) << r.out;
+  EXPECT_THAT(r.out, Not(HasSubstr("\x1b"))) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     EveryBinary, HelpTest,
     ::testing::Values(Binary{"ristretto-learner", RISTRETTO_LEARNER_BINARY},
