@@ -31,6 +31,7 @@
 #include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/artifact_hash.h"
+#include "common/secret_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/text_util.h"
@@ -158,6 +159,9 @@ std::string MaskPassword(const std::string& message, const std::string& dsn) {
 
 absl::StatusOr<std::string> ResolveDsn(const Args& args) {
   ASSIGN_OR_RETURN(std::string dsn, args.String("db", ""));
+  // A password on the command line is readable by every local user (ps);
+  // one in $RISTRETTO_DB or libpq's passfile is not.
+  RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(dsn, "db"));
   if (!dsn.empty()) return dsn;
   const char* env = std::getenv("RISTRETTO_DB");
   if (env != nullptr && env[0] != '\0') return std::string(env);

@@ -21,6 +21,7 @@
 #include "cli/args.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
+#include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
 #include "coordinator/core/study_config.h"
@@ -373,15 +374,24 @@ absl::Status Up(const Args& args) {
         store->SetStudyState(study->id, coordinator::kStudyRunning));
   }
 
+  // A fresh registration token per run, handed to the coordinator and the
+  // learner as a mode-600 file: never in argv, where every local user could
+  // read it (ps). The private cluster's DSN carries no password (PgCluster
+  // runs initdb -A trust), so --db shows only where the server is.
+  ASSIGN_OR_RETURN(const std::string token, GenerateToken());
+  const std::string token_file = data_dir + "/token";
+  RETURN_IF_ERROR(WriteSecretFile(token_file, token));
   const std::string logs = data_dir + "/logs";
-  Subprocess coordinator_process({coordinator_bin, "--db", pg->dsn(), "--port",
-                                  "0", "--data-dir", data_dir + "/coordinator"},
-                                 logs + "/coordinator.log");
+  Subprocess coordinator_process(
+      {coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
+       data_dir + "/coordinator", "--token-file", token_file},
+      logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
                    WaitListening(coordinator_process, "the coordinator"));
   Subprocess learner_process(
       {learner_bin, "--coordinator", coordinator_address, "--port", "0",
-       "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner"},
+       "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner",
+       "--token-file", token_file},
       logs + "/learner.log");
   ASSIGN_OR_RETURN(std::string learner_address,
                    WaitListening(learner_process, "the learner"));

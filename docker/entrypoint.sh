@@ -6,9 +6,11 @@
 #   RISTRETTO_DB / RISTRETTO_DB_FILE        libpq DSN (coordinator, `ristretto study ...`)
 #   PGPASSWORD / PGPASSWORD_FILE            database password, read by libpq when
 #                                           the DSN has none (keeps it out of the DSN)
-#   RISTRETTO_TOKEN / RISTRETTO_TOKEN_FILE  registration token; appended as
-#                                           --token to ristretto-coordinator and
-#                                           ristretto-learner unless given already
+#   RISTRETTO_TOKEN / RISTRETTO_TOKEN_FILE  registration token; read from the
+#                                           environment by ristretto-coordinator
+#                                           and ristretto-learner (never put in
+#                                           argv, where `ps` shows it: the
+#                                           binaries refuse --token VALUE)
 #
 # A command that starts with "-" runs `ristretto` with those arguments.
 set -euo pipefail
@@ -41,18 +43,11 @@ case "$1" in
   -*) set -- ristretto "$@" ;;
 esac
 
-if [ -n "${RISTRETTO_TOKEN:-}" ]; then
-  case "$(basename "$1")" in
-    ristretto-coordinator|ristretto-learner)
-      has_token=0
-      for arg in "$@"; do
-        case "$arg" in --token|--token=*) has_token=1 ;; esac
-      done
-      if [ "$has_token" -eq 0 ]; then set -- "$@" --token "$RISTRETTO_TOKEN"; fi
-      ;;
-  esac
-fi
-# Only the binaries that take it see the token.
-unset RISTRETTO_TOKEN
+# Only the binaries that take it see the token (in their environment,
+# which only their user can read, not in argv).
+case "$(basename "$1")" in
+  ristretto-coordinator|ristretto-learner) ;;
+  *) unset RISTRETTO_TOKEN ;;
+esac
 
 exec "$@"

@@ -13,10 +13,15 @@
 // Prints "listening on HOST:PORT" once serving; on SIGTERM/SIGINT (or, with
 // --exit-when-done, once every run has reached its budget) it stops
 // accepting, checkpoints every run and prints one summary line per run.
+//
+// The registration token comes from --token-file (mode 600) or
+// $RISTRETTO_TOKEN, never from argv (every local user reads it with ps):
+// --token VALUE is refused.
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -31,6 +36,7 @@
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
 #include "common/metrics.h"
+#include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
@@ -54,7 +60,8 @@ constexpr char kUsage[] =
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
     "  leasing runs from a coordinator:\n"
     "    --coordinator HOST:PORT [--slots N (2)] [--member-id ID]\n"
-    "    [--advertise HOST:PORT] [--token T] [--cache-dir DIR]\n"
+    "    [--advertise HOST:PORT] [--cache-dir DIR]\n"
+    "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "  or runs from the command line:\n"
     "    [--runs K (1)] [--seed N (1)] [--budget STEPS (100000)]\n"
     "    [--dataset FILE | --synthetic-rows N --synthetic-assets N\n"
@@ -139,8 +146,8 @@ int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
 }
 
 // Coordinator mode: lease runs from --coordinator until SIGTERM.
-absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
-                              int64_t max_message_bytes,
+absl::Status ServeCoordinated(const cli::Args& args, const std::string& token,
+                              int64_t budget_bytes, int64_t max_message_bytes,
                               LearnerMetrics* metrics) {
   LearnerServiceOptions service_options;
   service_options.metrics = metrics;
@@ -154,7 +161,7 @@ absl::Status ServeCoordinated(const cli::Args& args, int64_t budget_bytes,
   ASSIGN_OR_RETURN(
       options.member_id,
       args.String("member-id", absl::StrCat("learner-", listening.address)));
-  ASSIGN_OR_RETURN(options.token, args.String("token", ""));
+  options.token = token;
   ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", 2));
   if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   options.slots = static_cast<int>(slots);
@@ -233,11 +240,17 @@ absl::Status Main(int argc, char** argv) {
                                    "member-id",
                                    "advertise",
                                    "token",
+                                   "token-file",
                                    "cache-dir",
                                    "memory-mb",
                                    "gpu-memory-fraction",
                                    "metrics-port",
                                    "metrics-address"}));
+  // Before anything starts: a refused secret leaves nothing behind.
+  ASSIGN_OR_RETURN(const std::string token_file, args.String("token-file", ""));
+  ASSIGN_OR_RETURN(
+      const std::string token,
+      ResolveToken(args.Has("token"), token_file, std::getenv(kTokenEnv)));
   ASSIGN_OR_RETURN(int64_t default_mb, DefaultMemoryMb());
   ASSIGN_OR_RETURN(int64_t memory_mb, args.Int("memory-mb", default_mb));
   if (memory_mb < 1) {
@@ -277,7 +290,7 @@ absl::Status Main(int argc, char** argv) {
     metrics_server->AddCollectable(MakeGpuCollector(gpu));
   }
   if (args.Has("coordinator")) {
-    return ServeCoordinated(args, budget_bytes, max_message_bytes,
+    return ServeCoordinated(args, token, budget_bytes, max_message_bytes,
                             metrics.get());
   }
 

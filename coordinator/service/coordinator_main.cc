@@ -2,15 +2,17 @@
 // leases runs to learners and records everything in PostgreSQL.
 //
 //   ristretto-coordinator --db DSN [--port P] [--address A] [--data-dir D]
-//       [--lease-ttl-s 30] [--tick-ms 500] [--token T]
+//       [--lease-ttl-s 30] [--tick-ms 500] [--token-file FILE]
 //       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
 //
-// The DSN may also come from $RISTRETTO_DB (keeps passwords off the command
-// line). With --metrics-port it serves Prometheus metrics (docs/metrics.md)
-// and prints "metrics on HOST:PORT". Prints "listening on HOST:PORT" once
-// serving; on SIGTERM/SIGINT it
-// stops scheduling, finishes the calls in flight and exits 0. A restart
-// resumes every study from the database.
+// The DSN may also come from $RISTRETTO_DB. Secrets never come from argv
+// (every local user reads it with ps): the registration token comes from
+// --token-file (mode 600) or $RISTRETTO_TOKEN, and a --db DSN that carries a
+// password is refused (libpq reads ~/.pgpass, $PGPASSFILE or $PGPASSWORD).
+// With --metrics-port it serves Prometheus metrics (docs/metrics.md) and
+// prints "metrics on HOST:PORT". Prints "listening on HOST:PORT" once
+// serving; on SIGTERM/SIGINT it stops scheduling, finishes the calls in
+// flight and exits 0. A restart resumes every study from the database.
 
 #include <chrono>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include "cli/args.h"
 #include "common/grpc_process.h"
 #include "common/metrics.h"
+#include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "coordinator/service/coordinator_metrics.h"
@@ -38,7 +41,8 @@ constexpr char kUsage[] =
     "usage: ristretto-coordinator --db DSN (or $RISTRETTO_DB)\n"
     "    [--address A (127.0.0.1)] [--port P (0: any)]\n"
     "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
-    "    [--tick-ms MS (500)] [--token T] [--max-message-mb MB (16)]\n"
+    "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
+    "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n";
 
 absl::Status Main(int argc, char** argv) {
@@ -52,7 +56,11 @@ absl::Status Main(int argc, char** argv) {
   }
   RETURN_IF_ERROR(args.CheckKnown(
       {"db", "address", "port", "data-dir", "lease-ttl-s", "tick-ms", "token",
-       "max-message-mb", "metrics-port", "metrics-address"}));
+       "token-file", "max-message-mb", "metrics-port", "metrics-address"}));
+  if (args.Has("db")) {
+    ASSIGN_OR_RETURN(const std::string flag_dsn, args.String("db", ""));
+    RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(flag_dsn, "db"));
+  }
   const char* env_dsn = std::getenv("RISTRETTO_DB");
   ASSIGN_OR_RETURN(std::string dsn,
                    args.String("db", env_dsn != nullptr ? env_dsn : ""));
@@ -61,6 +69,10 @@ absl::Status Main(int argc, char** argv) {
         "no database: pass --db DSN or set RISTRETTO_DB");
   }
   SchedulerOptions options;
+  // Before anything is created: a refused secret leaves nothing behind.
+  ASSIGN_OR_RETURN(const std::string token_file, args.String("token-file", ""));
+  ASSIGN_OR_RETURN(options.token, ResolveToken(args.Has("token"), token_file,
+                                               std::getenv(kTokenEnv)));
   ASSIGN_OR_RETURN(options.data_dir,
                    args.String("data-dir", "/tmp/ristretto-coordinator"));
   std::error_code ec;
@@ -74,7 +86,6 @@ absl::Status Main(int argc, char** argv) {
   if (ttl_s < 1)
     return absl::InvalidArgumentError("--lease-ttl-s must be >= 1");
   options.lease_ttl = absl::Seconds(ttl_s);
-  ASSIGN_OR_RETURN(options.token, args.String("token", ""));
   ASSIGN_OR_RETURN(int64_t tick_ms, args.Int("tick-ms", 500));
   ASSIGN_OR_RETURN(std::string metrics_port, args.String("metrics-port", "0"));
   ASSIGN_OR_RETURN(std::string metrics_address,

@@ -414,10 +414,24 @@ TEST_F(StudyCliTest, MissingDatabaseIsAClearErrorAndPasswordsAreNeverPrinted) {
   EXPECT_THAT(none.output, HasSubstr("no database given: pass --db DSN or set "
                                      "RISTRETTO_DB"));
 
-  // An unreachable server: the error names the DSN with the password masked.
-  const Result down = RunCli(
-      "study ls --db 'host=/nonexistent-dir port=1 dbname=x user=u "
-      "password=hunter2secret'");
+  // A password in --db is refused before connecting (every local user reads
+  // argv with ps), in both libpq forms, without echoing it.
+  for (const char* db :
+       {"'host=/nonexistent-dir dbname=x user=u password=hunter2secret'",
+        "postgresql://u:hunter2secret@localhost:1/x"}) {
+    const Result argv = RunCli(absl::StrCat("study ls --db ", db));
+    EXPECT_EQ(argv.exit_code, 2) << argv.output;
+    EXPECT_THAT(argv.output, HasSubstr("--db carries a database password"));
+    EXPECT_THAT(argv.output, HasSubstr("PGPASSFILE"));
+    EXPECT_THAT(argv.output, Not(HasSubstr("hunter2secret")));
+  }
+
+  // The same DSN from the environment is accepted; an unreachable server
+  // names the DSN with the password masked.
+  const Result down =
+      RunCli("study ls",
+             "RISTRETTO_DB='host=/nonexistent-dir port=1 dbname=x user=u "
+             "password=hunter2secret'");
   EXPECT_EQ(down.exit_code, 1);
   EXPECT_THAT(down.output, HasSubstr("password=***"));
   EXPECT_THAT(down.output, Not(HasSubstr("hunter2secret")));

@@ -9,6 +9,9 @@
 #            holes (reported per asset), splits at the outage, registers
 #            the dataset, prints the leaderboard and exports a policy;
 #            `up --dataset` with the registered file resumes that study.
+#            While the first `up` runs, the argv of every process it started
+#            (coordinator, learner, actor, PostgreSQL) is read from
+#            /proc/PID/cmdline: no token or password may appear (issue 15).
 #   train:   `ristretto train --dataset` on the imported file trains and
 #            evaluates without the "not inside one contiguous market
 #            domain" failure (its validation rows span the outage).
@@ -113,6 +116,53 @@ expect_refused() {  # LOG MESSAGE command...
   grep -F -- "$message" "$log" | head -n 1 | sed 's/^/  refused: /' >&2
 }
 
+# tree_of PID...: those pids and every process below them (from the parent
+# pid in /proc/*/stat; field 1 is the pid, the first field after the
+# parenthesised command name is the state, the next the parent).
+tree_of() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v roots="$*" '
+    { pid = $1; sub(/.*\) /, ""); parent[pid] = $2 }
+    END {
+      n = split(roots, r, " ")
+      for (i = 1; i <= n; i++) keep[r[i]] = 1
+      do {
+        changed = 0
+        for (p in parent)
+          if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 }
+      } while (changed)
+      for (p in keep) print p
+    }'
+}
+
+# watch_argv UP_PID DATA_DIR OUT: until UP_PID exits, reads the argv
+# (/proc/PID/cmdline) of every process `up` started (its children and the
+# PostgreSQL postmaster with its backends) every 0.2 s. Writes the program
+# names seen to OUT.names and every argv that carries the run's token (from
+# DATA_DIR/token), "--token" or "password" to OUT.leaks.
+watch_argv() {
+  local up_pid=$1 data=$2 out=$3 token="" roots pm pid cmd name
+  : > "$out.names"
+  : > "$out.leaks"
+  while kill -0 "$up_pid" 2>/dev/null; do
+    if [ -z "$token" ] && [ -s "$data/token" ]; then token=$(cat "$data/token"); fi
+    roots=$up_pid
+    pm=$(head -n 1 "$data/pg/postmaster.pid" 2>/dev/null || true)
+    if [[ $pm =~ ^[0-9]+$ ]]; then roots="$roots $pm"; fi
+    for pid in $(tree_of $roots); do
+      cmd=$(tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline") || continue
+      [ -n "$cmd" ] || continue
+      name=${cmd%% *}
+      name=${name##*/}
+      echo "$name" >> "$out.names"
+      if { [ -n "$token" ] && [[ $cmd == *"$token"* ]]; } ||
+         grep -qiE -- '--token([ =]|$)|password' <<< "$cmd"; then
+        echo "$cmd" >> "$out.leaks"
+      fi
+    done
+    sleep 0.2
+  done
+}
+
 csv=$work/csv
 write_csvs "$csv" 3000 1800 40 25
 
@@ -120,12 +170,29 @@ if [[ $parts == all || $parts == up ]]; then
   tiny_study "$work/tiny.yaml" own-data
   log=$work/up.log
   start=$SECONDS
-  if ! "$ristretto" up --csv-dir "$csv" --interval 5m --study "$work/tiny.yaml" \
-       --data-dir "$work/data" --actors 1 --envs 8 > "$log" 2>&1; then
+  "$ristretto" up --csv-dir "$csv" --interval 5m --study "$work/tiny.yaml" \
+    --data-dir "$work/data" --actors 1 --envs 8 > "$log" 2>&1 &
+  up_pid=$!
+  # Issue 15, item 3: while it runs, no process `up` started shows a secret
+  # in its argv (every local user can read /proc/PID/cmdline).
+  watch_argv "$up_pid" "$work/data" "$work/argv"
+  if ! wait "$up_pid"; then
     tail -n 60 "$log" >&2
     fail "ristretto up --csv-dir exited non-zero"
   fi
   echo "up --csv-dir: $((SECONDS - start)) s" >&2
+  if [ -s "$work/argv.leaks" ]; then
+    fail "a secret in argv: $(head -n 3 "$work/argv.leaks")"
+  fi
+  for name in ristretto-coordinator ristretto-learner ristretto-actor postgres; do
+    grep -qx -- "$name" "$work/argv.names" ||
+      fail "never saw $name running (saw: $(sort -u "$work/argv.names" | tr '\n' ' '))"
+  done
+  echo "  [up] argv of $(sort -u "$work/argv.names" | tr '\n' ' ')carries no secret" >&2
+  # The children authenticated with a per-run token from a private file.
+  [ "$(stat -c %a "$work/data/token")" = 600 ] ||
+    fail "$work/data/token has mode $(stat -c %a "$work/data/token"), not 600"
+  grep -qxE '[0-9a-f]{64}' "$work/data/token" || fail "the token is not 32 bytes of hex"
   # The import report: holes filled per asset, one split at the outage.
   grep -q '^import report (forward-fill gaps of up to 3 bars)' "$log" ||
     fail "no import report"
