@@ -215,6 +215,19 @@ class ActorReactor final
     const v1::Hello& hello = frame_.hello;
     run_ = service_->AssignRun(hello.want_run_id());
     if (run_ == nullptr) {
+      // A run stopping short of its budget means the learner is shutting
+      // down (to restart from its checkpoint): not "finished", or an actor
+      // with --exit-when-idle quits before the learner is back, as
+      // OnWeights tells the actors already connected.
+      bool shutting_down = false;
+      for (const std::shared_ptr<RunHost>& run : service_->runs()) {
+        if (!run->accepting() && !run->budget_reached()) shutting_down = true;
+      }
+      if (shutting_down) {
+        Send(StopMessage("learner shutting down", false));
+        FinishWhenDrained(grpc::Status::OK);
+        return;
+      }
       Send(StopMessage("no run is accepting actors", true));
       FinishWhenDrained(grpc::Status::OK);
       return;

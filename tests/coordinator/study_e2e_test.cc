@@ -325,7 +325,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   // database).
   ASSERT_TRUE(learner_->WaitForLog("learner: registered with", 60s)) << Logs();
   ASSERT_TRUE(cluster().Restart().ok());
-  ASSERT_EQ(WaitDone(180s), kStudyDone) << Logs();
+  ASSERT_EQ(WaitDone(240s), kStudyDone) << Logs();
   ExpectCompleteStudy();
   // The killed runs were leased again (their leases expired).
   absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);

@@ -85,6 +85,7 @@ cleanup() {
   for name in "${!PID_OF[@]}"; do
     pid=${PID_OF[$name]}
     kill -TERM "$pid" 2>/dev/null || true
+    kill -CONT "$pid" 2>/dev/null || true  # a frozen actor (see a3 below)
   done
   for name in "${!PID_OF[@]}"; do
     pid=${PID_OF[$name]}
@@ -247,14 +248,19 @@ wait_for_log "$WORK/a1.log" "assigned run run-0" 60 "${PID_OF[a1]}"
 wait_for_log "$WORK/a2.log" "assigned run run-0" 60 "${PID_OF[a2]}"
 log "a1, a2 assigned run-0 after $((SECONDS - START)) s"
 
+# a1 and a2 are frozen until a3 has its assignment, so the run cannot reach
+# its budget while a3 starts, however slow the machine (no timing window).
+kill -STOP "${PID_OF[a1]}" "${PID_OF[a2]}"
 if grep -q "learner: run run-0" "$WORK/learner.log"; then
+  kill -CONT "${PID_OF[a1]}" "${PID_OF[a2]}"
   fail "the run finished before a3 could join; raise the budget (RISTRETTO_NETNS_BUDGET)"
 fi
 start_actor a3
-wait_for_log "$WORK/a3.log" "assigned run run-0" 60 "${PID_OF[a3]}"
+wait_for_log "$WORK/a3.log" "assigned run run-0" 120 "${PID_OF[a3]}"
+kill -CONT "${PID_OF[a1]}" "${PID_OF[a2]}"
 log "a3 joined mid-run after $((SECONDS - START)) s"
 
-wait_exit learner 120
+wait_exit learner 240
 [ "$EXIT_CODE" -eq 0 ] || fail "learner exited with $EXIT_CODE"
 log "learner finished after $((SECONDS - START)) s"
 
