@@ -11,7 +11,8 @@
 //   * actors scale: no container_name, no published ports;
 //   * bind-mounted files exist; Prometheus and Grafana get their config;
 //   * no literal secrets: passwords and tokens come from ${VARIABLES}; every
-//     variable is in deploy/.env.example or has a default.
+//     variable is in deploy/.env.example or has a default; no command line
+//     carries --token or a DSN password (issue 15: secrets never in argv).
 // Usage: node check_compose.js NORMALISED_CONFIG.yml
 'use strict';
 
@@ -65,6 +66,16 @@ for (const [name, s] of Object.entries(services)) {
     // The raw file must take it from a ${VARIABLE}, never a literal.
     for (const l of raw.split('\n').filter((x) => new RegExp(`^\\s*${k}:`).test(x))) {
       if (!/\$\{[A-Z_][A-Z0-9_]*(:?[-?][^}]*)?\}/.test(l)) report.error(`${where}: ${k} is set literally in ${COMPOSE}: ${l.trim()}`);
+    }
+  }
+  // Secrets never in argv (every local user reads it with ps); the
+  // binaries refuse --token VALUE and a --db DSN with a password.
+  const argv = [].concat(s.command || [], s.entrypoint || []).map(String);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (/^--token(=|$)/.test(a) || /password=/i.test(a) || /^postgres(ql)?:\/\/[^/@]*:[^/@]*@/i.test(a) ||
+        (a === '--db' && /password=|:\/\/[^/@]*:[^/@]*@/i.test(argv[i + 1] || ''))) {
+      report.error(`${where}: argument ${a} carries a secret; use RISTRETTO_TOKEN(_FILE), PGPASSWORD(_FILE) or RISTRETTO_DB`);
     }
   }
   if (s.build && !fs.existsSync(path.join(s.build.context, s.build.dockerfile || 'Dockerfile'))) {

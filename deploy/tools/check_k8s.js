@@ -342,7 +342,9 @@ function crossCheck(rootName, objects) {
         for (const m of String(a).matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)) {
           if (!envNames.has(m[1])) report.error(`${cw}: argument ${a} uses $(${m[1]}), which is not in env`);
         }
-        if (/--(db|token)=.*\S/.test(a) || /password=/i.test(a)) report.error(`${cw}: argument ${a} carries a secret`);
+        // The binaries refuse --token in any form (issue 15: secrets never in argv).
+        if (/^--token(=|$)/.test(a) || /--db=.*\S/.test(a) || /password=/i.test(a) ||
+            /postgres(ql)?:\/\/[^/@]*:[^/@]*@/i.test(a)) report.error(`${cw}: argument ${a} carries a secret`);
       }
     }
     const ann = (obj.spec.template.metadata && obj.spec.template.metadata.annotations) || {};
