@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/run_command.h"
 
 namespace ristretto {
 namespace {
@@ -21,25 +22,13 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = ristretto::test_util::CommandResult;
+using ristretto::test_util::RunCommand;
 
 Result RunCli(const std::string& args) {
   const std::string command =
       absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>&1");
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    result.output.append(buffer, got);
-  }
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return RunCommand(command);
 }
 
 class CliTest : public ::testing::Test {

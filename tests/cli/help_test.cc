@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/run_command.h"
 
 namespace {
 
@@ -29,17 +30,9 @@ Result RunBinary(const std::string& binary, const std::string& args,
   const std::string command =
       absl::StrCat("timeout 60 ", binary, " ", args,
                    merge_stderr ? " 2>&1" : " 2>/dev/null", " </dev/null");
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    result.out.append(buffer, got);
-  }
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  const ristretto::test_util::CommandResult r =
+      ristretto::test_util::RunCommand(command);
+  return Result{r.exit_code, r.output};
 }
 
 struct Binary {

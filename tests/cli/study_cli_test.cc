@@ -25,6 +25,7 @@
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/run_command.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
 namespace ristretto {
@@ -41,10 +42,8 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = ristretto::test_util::CommandResult;
+using ristretto::test_util::RunCommand;
 
 std::string ShellQuote(const std::string& text) {
   std::string quoted = "'";
@@ -62,17 +61,7 @@ std::string ShellQuote(const std::string& text) {
 Result RunCli(const std::string& args, const std::string& env = "") {
   const std::string command = absl::StrCat(
       "env -u RISTRETTO_DB ", env, " ", RISTRETTO_BINARY, " ", args, " 2>&1");
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) {
-    result.output.append(buffer, got);
-  }
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return RunCommand(command);
 }
 
 std::string ReadBytes(const std::string& path) {
