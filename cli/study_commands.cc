@@ -1024,9 +1024,11 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     std::fflush(out);
     last_key = key;
 
-    if (study.state == coordinator::kStudyDone ||
-        (max_trials > 0 && finished >= max_trials && c.running == 0 &&
-         open_runs == 0)) {
+    // Only the coordinator's word: between a trial's completion and its
+    // final run being queued, every count here looks finished; the
+    // coordinator marks the study done once the final runs are over and
+    // the study's result is stored.
+    if (study.state == coordinator::kStudyDone) {
       why = absl::StrCat("study ", study_name, " is done");
     } else if (study.state == coordinator::kStudyStopped) {
       why = absl::StrCat("study ", study_name,

@@ -90,6 +90,22 @@ absl::StatusOr<std::string> WaitListening(Subprocess& p,
   return m[1].str();
 }
 
+// A resumed `up` keeps the logs of the run before as NAME.log.1 (one
+// generation): the processes truncate NAME.log when they start.
+void KeepPreviousLogs(const std::string& dir) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".log" || !e.is_regular_file(ec)) continue;
+    fs::path previous = e.path();
+    previous += ".1";
+    fs::rename(e.path(), previous, ec);
+    if (ec) {
+      std::fprintf(stderr, "up: cannot keep %s as %s: %s\n",
+                   e.path().c_str(), previous.c_str(), ec.message().c_str());
+    }
+  }
+}
+
 // SIGTERM, then SIGKILL after `grace`.
 void StopProcess(Subprocess* p, std::chrono::seconds grace,
                  bool signalled = false) {
@@ -382,6 +398,7 @@ absl::Status Up(const Args& args) {
   const std::string token_file = data_dir + "/token";
   RETURN_IF_ERROR(WriteSecretFile(token_file, token));
   const std::string logs = data_dir + "/logs";
+  KeepPreviousLogs(logs);
   Subprocess coordinator_process(
       {coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
        data_dir + "/coordinator", "--token-file", token_file},

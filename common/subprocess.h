@@ -24,24 +24,31 @@ namespace ristretto {
 
 class Subprocess {
  public:
-  // argv[0] must be a path (execv, no PATH search). The log is truncated.
+  // argv[0] must be a path (execv, no PATH search). The log is truncated
+  // here, before the child exists: a caller that reads the log right after
+  // construction never sees an earlier process's lines (a restarted
+  // coordinator's old "listening on" address). Everything the child runs
+  // before execv is prepared here too (no allocation after fork).
   Subprocess(std::vector<std::string> argv, std::string log_path)
       : log_path_(std::move(log_path)) {
+    const int fd = open(log_path_.c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    std::vector<char*> args;
+    args.reserve(argv.size() + 1);
+    for (std::string& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int fd =
-          open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> args;
-      args.reserve(argv.size() + 1);
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
+      if (fd >= 0) {
+        dup2(fd, 1);  // dup2 clears O_CLOEXEC on the copies
+        dup2(fd, 2);
+      }
       execv(args[0], args.data());
       _exit(127);
     }
+    if (fd >= 0) close(fd);
   }
   ~Subprocess() {
     if (running()) {

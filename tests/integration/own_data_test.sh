@@ -209,7 +209,15 @@ if [[ $parts == all || $parts == up ]]; then
   grep -q '^up: registered dataset [0-9a-f]\{64\}' "$log" || fail "dataset not registered"
   grep -q '^leaderboard' "$log" || grep -qi 'rank' "$log" || fail "no leaderboard"
   grep -q '^verdict: ' "$log" || fail "no verdict"
-  [ -f "$work/data/best-policy/policy.pt" ] || fail "no exported policy"
+  if [ ! -f "$work/data/best-policy/policy.pt" ]; then
+    # Everything that says why: up's output and the tails of every log.
+    tail -n 40 "$log" >&2
+    for f in "$work"/data/logs/*.log; do
+      echo "--- $f" >&2
+      tail -n 30 "$f" >&2
+    done
+    fail "no exported policy"
+  fi
   [ -f "$work/data/best-policy/contract.json" ] || fail "no exported contract"
   # The stored study names the imported dataset; no temporary file is left.
   id=$(grep -o '^up: registered dataset [0-9a-f]*' "$log" | awk '{print $4}')
