@@ -1,4 +1,4 @@
-// Coordinator scheduling benchmark (issue 5): coordinator operations per
+// Coordinator scheduling benchmark: coordinator operations per
 // second against a real PostgreSQL, with a trivial round trip on the same
 // server as the baseline, all measured interleaved in one run (plain main;
 // prints every repetition, then medians).

@@ -1,4 +1,4 @@
-// Study report benchmark (issue 13): how long `ristretto study report` takes
+// Study report benchmark: how long `ristretto study report` takes
 // for a 200-trial study, against a real PostgreSQL (plain main; prints every
 // repetition, then medians).
 //

@@ -1,4 +1,4 @@
-// Transport benchmark (issue 4): trajectory-chunk ingestion over loopback
+// Transport benchmark: trajectory-chunk ingestion over loopback
 // gRPC against a raw TCP socket moving the same bytes, measured interleaved
 // in one run (plain main; prints every repetition, then medians).
 //

@@ -3,7 +3,7 @@
 // against what the caller expects and names the field in every error.
 // Thread-compatible (pure functions).
 //
-// Decoding is on the learner's ingest path (issue 4: ~3.8 MB per chunk), so
+// Decoding is on the learner's ingest path (~3.8 MB per chunk), so
 // the decoders never value-initialise their output before copying into it,
 // and the float32 path can check finiteness while the data is in cache
 // (AppendFloat32, below) instead of in a second pass.

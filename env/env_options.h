@@ -27,7 +27,7 @@ struct EnvOptions {
   // Proportional fees on buy and sell notional (0.0025 = 0.25 %).
   double buy_fee = 0.0025;
   double sell_fee = 0.0025;
-  // Execution costs beyond the fees (issue 13). Slippage in basis points of
+  // Execution costs beyond the fees. Slippage in basis points of
   // the close, paid on every trade: buys fill at close · (1 + s) and sells
   // (trims, stops) at close · (1 − s), s = slippage_bps / 10^4; >= 0.
   // Default 5 bps, a conservative spread + impact for liquid crypto pairs at
@@ -48,7 +48,7 @@ struct EnvOptions {
   // capital per asset and bar (sells likewise). Default 1: a policy can move
   // its whole capital in one bar and fractional actions size partial
   // positions. The original's 100 moves at most ~1 % of capital per bar,
-  // too slow to follow any signal after fees (issue 12); the golden traces
+  // too slow to follow any signal after fees; the golden traces
   // set 100 explicitly.
   double norm_action = 1.0;
   // Lower bound of the reward's linear time decay, in [0, 1].

@@ -413,8 +413,8 @@ absl::Status CheckContract(const PolicyContract& expected,
     RETURN_IF_ERROR(
         CompareField("dataset_id", f.at("dataset_id"), e.at("dataset_id")));
   }
-  // 0 is "not recorded" (contracts written before issue 13): no evidence
-  // either way, so only two recorded intervals are compared.
+  // 0 is "not recorded" (contracts written before the field existed): no
+  // evidence either way, so only two recorded intervals are compared.
   if (expected.interval_seconds != 0 && found.interval_seconds != 0) {
     RETURN_IF_ERROR(CompareField("interval_seconds", f.at("interval_seconds"),
                                  e.at("interval_seconds")));

@@ -30,7 +30,7 @@ struct PolicyContract {
   std::vector<std::string> feature_names;  // per asset
   std::string dataset_id;                  // SHA-256 of the dataset
   // Bar interval of the training data in seconds; 0 = not recorded
-  // (contracts written before issue 13).
+  // (contracts written before the field existed).
   int64_t interval_seconds = 0;
   env::EnvOptions env;     // every env knob
   NetworkOptions network;  // network shape and squashing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coordinator scheduling speed (issue 5), in one script run:
+# Coordinator scheduling speed, in one script run:
 #  1. operations per second: build/bench/coordinator_bench (Store and
 #     Scheduler ask/report/complete paths against private PostgreSQL
 #     servers, durable and unsafe_fast, with SELECT 1 as the same-run

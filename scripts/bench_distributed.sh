@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distributed speed (issue 4), in one script run:
+# Distributed speed (transport, then end to end), in one script run:
 #  1. transport: bench/transport_bench (chunk ingestion over loopback gRPC
 #     vs a raw TCP socket moving the same bytes, interleaved in each
 #     process). glibc's allocator settings are per process, so the bench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job, until the coordinator lands (issue 5 turns this into a real
-# study): set up, build, check env parity, measure env speed, and play a
+# A short tour without the coordinator (scripts/up.sh runs a real study):
+# set up, build, check env parity, measure env speed, and play a
 # short synthetic-data episode report.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-// Honest results (issue 12): the baselines of a test segment (equal-weight
+// Honest results: the baselines of a test segment (equal-weight
 // buy and hold, cash, a random policy), the statistics of a study (standard
 // errors, the Deflated Sharpe Ratio of the best trial, the Probability of
 // Backtest Overfitting) and the one-line verdict. Pure functions over plain

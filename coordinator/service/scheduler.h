@@ -87,7 +87,7 @@ class Scheduler {
     std::unique_ptr<Sampler> sampler;
     std::unique_ptr<Pruner> pruner;
     DatasetInfo dataset;
-    // The market, for the baselines of the lockbox (issue 12).
+    // The market, for the lockbox run's baselines (buy and hold, cash, random).
     std::shared_ptr<const env::MarketData> market;
     // Complete trials whose final (lockbox) run is known to be queued.
     std::set<int64_t> final_queued;

@@ -161,7 +161,7 @@ CREATE INDEX intermediate_values_study_idx
 CREATE INDEX artifacts_trial_idx ON artifacts (trial_id);
 )sql";
 
-// Version 3 (issue 12): the lockbox. A trial's final run (fold -1) trains
+// Version 3: the lockbox. A trial's final run (fold -1) trains
 // on every pre-lockbox row and is evaluated once on the lockbox; its result
 // and the baselines on the same rows live in lockbox_results, never in
 // fold_metrics (which the objective, sampler and pruner read). Fold metrics

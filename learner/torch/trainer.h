@@ -1,8 +1,8 @@
 // Single-process trainer: runs one run (one trial on one CV fold) end to
 // end — vector env → batched policy → PPO update → periodic deterministic
 // evaluation on the validation slice → checkpoints. The distributed learner
-// (issue 4) reuses PpoLearner and EvaluatePolicy; this is the reference.
-// Not thread-safe; Train() runs on the caller's thread.
+// (learner/service/) reuses PpoLearner and EvaluatePolicy; this is the
+// reference. Not thread-safe; Train() runs on the caller's thread.
 #ifndef RISTRETTO_LEARNER_TORCH_TRAINER_H_
 #define RISTRETTO_LEARNER_TORCH_TRAINER_H_
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13: `ristretto backtest` end to end with the real binary. A
+# `ristretto backtest` end to end with the real binary. A
 # synthetic dataset, a tiny policy trained and exported by `ristretto train
 # --export`, a backtest on a window of it: the printed table and comparison,
 # every output file (rows = bars played, finite values, buy & hold and cash

@@ -1,5 +1,5 @@
 // More of the distributed actor–learner service with real processes on
-// 127.0.0.1 (issue 4): policy-version checks over the wire, and learning
+// 127.0.0.1: policy-version checks over the wire, and learning
 // through gRPC held to the single-process trainer's threshold.
 #include <netinet/in.h>
 #include <sys/socket.h>

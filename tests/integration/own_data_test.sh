@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13, item 5: a user's own exchange data in one command, end to end
+# A user's own exchange data in one command, end to end
 # with real processes (`ristretto up`: a private PostgreSQL, the
 # coordinator, a learner, actors) and real files.
 #   up:      a directory of exchange-like 5-minute CSVs (random-walk OHLCV,
@@ -11,7 +11,7 @@
 #            `up --dataset` with the registered file resumes that study.
 #            While the first `up` runs, the argv of every process it started
 #            (coordinator, learner, actor, PostgreSQL) is read from
-#            /proc/PID/cmdline: no token or password may appear (issue 15).
+#            /proc/PID/cmdline: no token or password may appear.
 #   train:   `ristretto train --dataset` on the imported file trains and
 #            evaluates without the "not inside one contiguous market
 #            domain" failure (its validation rows span the outage).
@@ -173,7 +173,7 @@ if [[ $parts == all || $parts == up ]]; then
   "$ristretto" up --csv-dir "$csv" --interval 5m --study "$work/tiny.yaml" \
     --data-dir "$work/data" --actors 1 --envs 8 > "$log" 2>&1 &
   up_pid=$!
-  # Issue 15, item 3: while it runs, no process `up` started shows a secret
+  # While it runs, no process `up` started shows a secret
   # in its argv (every local user can read /proc/PID/cmdline).
   watch_argv "$up_pid" "$work/data" "$work/argv"
   if ! wait "$up_pid"; then

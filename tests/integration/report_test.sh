@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13: `ristretto study report` on a real study, end to end. A reduced
+# `ristretto study report` on a real study, end to end. A reduced
 # copy of deploy/studies/small.yaml (fewer, shorter trials; pruning on) runs
 # with `ristretto up` (private PostgreSQL, coordinator, learner, actors);
 # the test then starts that PostgreSQL again, writes the report, checks its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 12, item 8: the verdict is honest, end to end with real processes
+# The verdict is honest, end to end with real processes
 # (`ristretto up`: a private PostgreSQL, the coordinator, a learner, actors).
 #   (a) the shipped small study (deploy/studies/small.yaml) with sampler
 #       seeds 1, 2, 3 must end with "verdict: EDGE" and a best trial whose
