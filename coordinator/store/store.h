@@ -1,14 +1,29 @@
-// Store: the coordinator's state in PostgreSQL (libpqxx). Every state change
-// of a study, trial or run is one transaction; the coordinator is the only
-// writer of trial/run transitions, the CLI may create studies and request
-// start/stop. Versioned schema migrations are applied by Migrate().
+// Store: the coordinator's state (studies, trials, runs, leases, metrics,
+// members, datasets) behind one interface. Every state change of a study,
+// trial or run is atomic; the coordinator is the only writer of trial/run
+// transitions, the CLI may create studies and request start/stop.
 //
-// Connection loss: every method retries the whole transaction with
-// exponential backoff (RetryPolicy) after pqxx::broken_connection, then
-// returns kUnavailable. Methods that change state are idempotent or guarded
-// by the run's lease holder, so a retried commit never duplicates anything.
+// Implementations:
+//  * PgStore (pg_store.h): PostgreSQL via libpqxx, what every binary uses
+//    (Store::Connect returns one). Retries lost connections, so a method
+//    may also answer kUnavailable after its retry budget.
+//  * InMemoryStore (in_memory_store.h): a thread-safe fake for in-process
+//    tests, held to the same contracts by tests/coordinator/
+//    store_contract_test.cc.
 //
-// Thread-compatible: one Store per thread (each owns a connection).
+// Contracts every implementation keeps (the tests check them):
+//  * errors: a missing study/trial/run/dataset → kNotFound; a transition the
+//    state machine below does not allow → kFailedPrecondition; bad
+//    arguments (empty names, negative counts, bad artifact hashes, limits
+//    below 1) → kInvalidArgument, checked before anything is written; a
+//    method that fails writes nothing.
+//  * leases: a run is leased to one member at a time; attempts counts the
+//    leases granted; only the holder may report, complete or fail it.
+//  * ids are positive and increase in creation order; lists are ordered as
+//    each method says.
+//
+// Thread-safety: see each implementation (PgStore is thread-compatible,
+// InMemoryStore is thread-safe).
 #ifndef RISTRETTO_COORDINATOR_STORE_STORE_H_
 #define RISTRETTO_COORDINATOR_STORE_STORE_H_
 
@@ -170,134 +185,152 @@ struct TrialCounts {
 
 class Store {
  public:
-  // Connects (retrying per `retry`). `dsn` is a libpq connection string,
-  // e.g. "host=/tmp/pg port=5433 dbname=ristretto user=postgres".
+  // The PostgreSQL store (PgStore, pg_store.h): connects (retrying per
+  // `retry`). `dsn` is a libpq connection string, e.g.
+  // "host=/tmp/pg port=5433 dbname=ristretto user=postgres".
   static absl::StatusOr<std::unique_ptr<Store>> Connect(const std::string& dsn,
                                                         RetryPolicy retry = {});
-  ~Store();
+  virtual ~Store() = default;
 
   // Applies the schema migrations not yet recorded in schema_migrations,
   // each in its own transaction. Safe to call from several processes.
-  absl::Status Migrate();
+  // (InMemoryStore: nothing to migrate; SchemaVersion() is the latest.)
+  virtual absl::Status Migrate() = 0;
   // Highest applied migration version.
-  absl::StatusOr<int> SchemaVersion();
+  virtual absl::StatusOr<int> SchemaVersion() = 0;
 
   // --- datasets ---
-  absl::Status PutDataset(const DatasetRow& row);                // upsert by id
-  absl::StatusOr<DatasetRow> GetDataset(const std::string& id);  // kNotFound
-  absl::StatusOr<std::vector<DatasetRow>> ListDatasets();
+  virtual absl::Status PutDataset(const DatasetRow& row) = 0;  // upsert by id
+  virtual absl::StatusOr<DatasetRow> GetDataset(
+      const std::string& id) = 0;  // kNotFound
+  virtual absl::StatusOr<std::vector<DatasetRow>> ListDatasets() = 0;
 
   // --- studies ---
   // kAlreadyExists if the name is taken.
-  absl::StatusOr<StudyRow> CreateStudy(const std::string& name,
-                                       const std::string& config_text);
-  absl::StatusOr<StudyRow> GetStudy(const std::string& name);  // kNotFound
-  absl::StatusOr<StudyRow> GetStudyById(int64_t id);
-  absl::StatusOr<std::vector<StudyRow>> ListStudies();
-  absl::Status SetStudyState(int64_t study_id, const std::string& state);
+  virtual absl::StatusOr<StudyRow> CreateStudy(
+      const std::string& name, const std::string& config_text) = 0;
+  virtual absl::StatusOr<StudyRow> GetStudy(
+      const std::string& name) = 0;                               // kNotFound
+  virtual absl::StatusOr<StudyRow> GetStudyById(int64_t id) = 0;  // kNotFound
+  virtual absl::StatusOr<std::vector<StudyRow>> ListStudies() = 0;
+  virtual absl::Status SetStudyState(int64_t study_id,
+                                     const std::string& state) = 0;
 
   // --- trials ---
   // Atomically: a trial with the next number, its params, and one queued
   // run per entry of `run_configs` (fold = index). checkpoint_dir of each
   // run = checkpoint_root/<study name>/trial-<number>/fold-<k>.
-  absl::StatusOr<TrialRow> CreateTrial(
+  virtual absl::StatusOr<TrialRow> CreateTrial(
       int64_t study_id, const std::vector<ParamRow>& params,
       const std::vector<std::string>& run_configs,
-      const std::string& checkpoint_root);
-  absl::StatusOr<std::vector<TrialRow>> ListTrials(int64_t study_id);
-  absl::StatusOr<TrialRow> GetTrial(int64_t trial_id);
-  absl::StatusOr<TrialCounts> CountTrials(int64_t study_id);
+      const std::string& checkpoint_root) = 0;
+  virtual absl::StatusOr<std::vector<TrialRow>> ListTrials(
+      int64_t study_id) = 0;
+  virtual absl::StatusOr<TrialRow> GetTrial(int64_t trial_id) = 0;
+  virtual absl::StatusOr<TrialCounts> CountTrials(int64_t study_id) = 0;
   // running → complete with its score. kFailedPrecondition if not running.
-  absl::Status CompleteTrial(int64_t trial_id, double score);
+  virtual absl::Status CompleteTrial(int64_t trial_id, double score) = 0;
   // running → pruned / failed (with reason); cancels its queued and leased
   // runs in the same transaction.
-  absl::Status PruneTrial(int64_t trial_id);
-  absl::Status FailTrial(int64_t trial_id, const std::string& reason);
+  virtual absl::Status PruneTrial(int64_t trial_id) = 0;
+  virtual absl::Status FailTrial(int64_t trial_id,
+                                 const std::string& reason) = 0;
 
   // --- runs and leases ---
-  // Leases the oldest queued run of a running study to `member_id` for
-  // `ttl` (SELECT … FOR UPDATE SKIP LOCKED, so concurrent callers never get
-  // the same run); attempts += 1; a lease row is recorded. nullopt if none.
-  absl::StatusOr<std::optional<RunRow>> LeaseRun(const std::string& member_id,
-                                                 absl::Duration ttl);
+  // Leases the oldest (lowest id) queued run of a running study whose trial
+  // is running (or complete, for its final run) to `member_id` for `ttl`;
+  // concurrent callers never get the same run; attempts += 1; a lease
+  // history row is recorded; an unknown member is recorded as a learner.
+  // nullopt if none. kInvalidArgument for an empty member or ttl <= 0.
+  virtual absl::StatusOr<std::optional<RunRow>> LeaseRun(
+      const std::string& member_id, absl::Duration ttl) = 0;
   // Extends every lease `member_id` holds and records progress
   // (run id → env steps). Returns the ids among `run_ids` that are no longer
   // leased to this member (cancelled, expired and re-leased, finished):
   // the learner must stop them.
-  absl::StatusOr<std::vector<int64_t>> Heartbeat(
+  virtual absl::StatusOr<std::vector<int64_t>> Heartbeat(
       const std::string& member_id, absl::Duration ttl,
-      const std::vector<std::pair<int64_t, int64_t>>& run_steps);
+      const std::vector<std::pair<int64_t, int64_t>>& run_steps) = 0;
   // Leased runs whose lease expired before `now` go back to queued, or to
   // failed (and their trial failed, reason names the run and fold) when
   // attempts >= their study's limit: `max_attempts_by_study[study id]`,
   // or `default_max_attempts` for a study not in the map. Returns the run
   // ids affected. kInvalidArgument for a limit below 1.
-  absl::StatusOr<std::vector<int64_t>> ExpireLeases(
+  virtual absl::StatusOr<std::vector<int64_t>> ExpireLeases(
       absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
-      int default_max_attempts);
-  // The same limit for every study.
+      int default_max_attempts) = 0;
+  // The same limit for every study (not virtual: calls the one above).
   absl::StatusOr<std::vector<int64_t>> ExpireLeases(absl::Time now,
                                                     int max_attempts) {
     return ExpireLeases(now, {}, max_attempts);
   }
   // Releases the member's leases at once (clean learner shutdown): runs go
   // back to queued without waiting for expiry.
-  absl::Status ReleaseLeases(const std::string& member_id);
-  absl::StatusOr<RunRow> GetRun(int64_t run_id);
-  absl::StatusOr<std::vector<RunRow>> ListRuns(int64_t trial_id);
+  virtual absl::Status ReleaseLeases(const std::string& member_id) = 0;
+  virtual absl::StatusOr<RunRow> GetRun(int64_t run_id) = 0;
+  virtual absl::StatusOr<std::vector<RunRow>> ListRuns(int64_t trial_id) = 0;
 
   // Upsert of (run, step) → value; only by the lease holder
   // (kFailedPrecondition otherwise).
-  absl::Status ReportIntermediate(int64_t run_id, const std::string& member_id,
-                                  int64_t step, double value);
-  absl::StatusOr<std::vector<IntermediateRow>> ListIntermediates(
-      int64_t study_id);
+  virtual absl::Status ReportIntermediate(int64_t run_id,
+                                          const std::string& member_id,
+                                          int64_t step, double value) = 0;
+  virtual absl::StatusOr<std::vector<IntermediateRow>> ListIntermediates(
+      int64_t study_id) = 0;
   // leased → done with its metrics and artifacts, only by the lease holder
   // (kFailedPrecondition otherwise, e.g. after expiry or a repeated call —
   // nothing is written twice). Returns true when every run of the trial is
   // now done.
-  absl::StatusOr<bool> CompleteRun(int64_t run_id, const std::string& member_id,
-                                   const FoldMetrics& metrics,
-                                   const std::vector<ArtifactRow>& artifacts);
+  virtual absl::StatusOr<bool> CompleteRun(
+      int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
+      const std::vector<ArtifactRow>& artifacts) = 0;
   // leased → failed; the trial fails with "fold K: <reason>" and its other
   // runs are cancelled, atomically. Only by the lease holder.
-  absl::Status FailRun(int64_t run_id, const std::string& member_id,
-                       const std::string& reason);
-  absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(int64_t trial_id);
+  virtual absl::Status FailRun(int64_t run_id, const std::string& member_id,
+                               const std::string& reason) = 0;
+  virtual absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(
+      int64_t trial_id) = 0;
   // Every CV fold's metrics of the study's complete trials, by trial id
   // (the statistics' input).
-  absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
-  ListStudyFoldMetrics(int64_t study_id);
+  virtual absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
+  ListStudyFoldMetrics(int64_t study_id) = 0;
 
   // --- the lockbox (issue 12) ---
   // Queues the final run (fold kLockboxFold) of a COMPLETE trial; returns the
   // existing one if it was queued before (idempotent). kFailedPrecondition if
   // the trial is not complete.
-  absl::StatusOr<RunRow> AddFinalRun(int64_t trial_id,
-                                     const std::string& config_json,
-                                     const std::string& checkpoint_root);
+  virtual absl::StatusOr<RunRow> AddFinalRun(
+      int64_t trial_id, const std::string& config_json,
+      const std::string& checkpoint_root) = 0;
   // Completes a final run as CompleteRun does, writing `result` (trial and
   // run ids are taken from the run) to lockbox_results instead of
   // fold_metrics.
-  absl::Status CompleteFinalRun(int64_t run_id, const std::string& member_id,
-                                LockboxRow result,
-                                const std::vector<ArtifactRow>& artifacts);
-  absl::StatusOr<std::vector<LockboxRow>> ListLockbox(int64_t study_id);
+  virtual absl::Status CompleteFinalRun(
+      int64_t run_id, const std::string& member_id, LockboxRow result,
+      const std::vector<ArtifactRow>& artifacts) = 0;
+  virtual absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
+      int64_t study_id) = 0;
   // Runs of the study still queued or leased (final runs included).
-  absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id);
+  virtual absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id) = 0;
   // The study's statistics and verdict (JSON), replaced on every write.
-  absl::Status PutStudyResult(int64_t study_id, const std::string& json);
-  absl::StatusOr<std::optional<std::string>> GetStudyResult(int64_t study_id);
-  absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(int64_t trial_id);
+  virtual absl::Status PutStudyResult(int64_t study_id,
+                                      const std::string& json) = 0;
+  virtual absl::StatusOr<std::optional<std::string>> GetStudyResult(
+      int64_t study_id) = 0;
+  virtual absl::StatusOr<std::vector<ArtifactRow>> ListArtifacts(
+      int64_t trial_id) = 0;
 
   // --- members ---
-  absl::Status UpsertMember(const MemberRow& row);  // sets last_seen = now
-  absl::StatusOr<std::vector<MemberRow>> ListMembers();
+  virtual absl::Status UpsertMember(
+      const MemberRow& row) = 0;  // sets last_seen = now
+  virtual absl::StatusOr<std::vector<MemberRow>> ListMembers() = 0;
 
- private:
-  class Impl;
-  explicit Store(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  Store() = default;
+
+ public:
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
 };
 
 }  // namespace ristretto::coordinator

@@ -1,5 +1,5 @@
-// Store on libpqxx 6.4. Every public method is one transaction run through
-// Impl::Transact, which owns the retry policy:
+// PgStore: Store on libpqxx 6.4. Every public method is one transaction run
+// through Impl::Transact, which owns the retry policy:
 //  * connection lost (pqxx::broken_connection, SQLSTATE class 08, 57P01-03)
 //    → reconnect with exponential backoff and rerun the whole transaction;
 //  * deadlock / serialization failure → rerun;
@@ -13,7 +13,7 @@
 // study row, then trial row, then run rows in ascending id. Row locks are
 // FOR NO KEY UPDATE, which unlike FOR UPDATE does not block the foreign-key
 // checks of concurrent inserts into child tables.
-#include "coordinator/store/store.h"
+#include "coordinator/store/pg_store.h"
 
 #include <libpq-fe.h>
 
@@ -316,7 +316,7 @@ std::string HolderMismatch(int64_t run_id, const std::string& state,
 
 }  // namespace
 
-class Store::Impl {
+class PgStore::Impl {
  public:
   template <typename T>
   using TxnFn = std::function<absl::StatusOr<T>(pqxx::work&)>;
@@ -358,7 +358,7 @@ class Store::Impl {
   std::unique_ptr<pqxx::connection> conn_;
 };
 
-void Store::Impl::EnsureConnected() {
+void PgStore::Impl::EnsureConnected() {
   if (conn_ != nullptr && conn_->is_open()) return;
   conn_.reset();
   std::unique_ptr<pqxx::connection> conn;
@@ -373,8 +373,8 @@ void Store::Impl::EnsureConnected() {
   conn_ = std::move(conn);
 }
 
-absl::Status Store::Impl::Guard(const char* what,
-                                const std::function<void()>& body) {
+absl::Status PgStore::Impl::Guard(const char* what,
+                                  const std::function<void()>& body) {
   try {
     body();
     return absl::OkStatus();
@@ -402,8 +402,8 @@ absl::Status Store::Impl::Guard(const char* what,
   }
 }
 
-Store::Impl::CommitState Store::Impl::ResolveCommit(int64_t txid,
-                                                    std::string* error) {
+PgStore::Impl::CommitState PgStore::Impl::ResolveCommit(int64_t txid,
+                                                        std::string* error) {
   std::string status;
   bool known = false;
   const absl::Status guard = Guard("txid_status", [&] {
@@ -426,8 +426,8 @@ Store::Impl::CommitState Store::Impl::ResolveCommit(int64_t txid,
 }
 
 template <typename T>
-absl::StatusOr<T> Store::Impl::Transact(const char* what, bool writes,
-                                        const TxnFn<T>& fn) {
+absl::StatusOr<T> PgStore::Impl::Transact(const char* what, bool writes,
+                                          const TxnFn<T>& fn) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + retry_.give_up_after;
   absl::Duration backoff = retry_.initial_backoff;
@@ -659,11 +659,18 @@ absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::work& txn,
 
 }  // namespace
 
-Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Store::~Store() = default;
+PgStore::PgStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PgStore::~PgStore() = default;
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& dsn,
                                                       RetryPolicy retry) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PgStore> store,
+                   PgStore::Connect(dsn, retry));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Connect(
+    const std::string& dsn, RetryPolicy retry) {
   ASSIGN_OR_RETURN(ParsedDsn parsed, ParseDsn(dsn, retry.give_up_after));
   auto impl = std::make_unique<Impl>(std::move(parsed.conninfo),
                                      std::move(parsed.server), retry);
@@ -673,12 +680,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Connect(const std::string& dsn,
                                          return true;
                                        })
                       .status());
-  return std::unique_ptr<Store>(new Store(std::move(impl)));
+  return std::unique_ptr<PgStore>(new PgStore(std::move(impl)));
 }
 
 // ---------------------------------------------------------------- schema
 
-absl::Status Store::Migrate() {
+absl::Status PgStore::Migrate() {
   RETURN_IF_ERROR(impl_->TransactStatus("Migrate", [](pqxx::work& txn) {
     // Under the lock: two first-time migrators would otherwise race on
     // CREATE TABLE (a unique violation in pg_type).
@@ -729,7 +736,7 @@ absl::Status Store::Migrate() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> Store::SchemaVersion() {
+absl::StatusOr<int> PgStore::SchemaVersion() {
   return impl_->Transact<int>(
       "SchemaVersion", false, [](pqxx::work& txn) -> absl::StatusOr<int> {
         if (txn.exec("SELECT to_regclass('schema_migrations')")[0][0]
@@ -745,7 +752,7 @@ absl::StatusOr<int> Store::SchemaVersion() {
 
 // -------------------------------------------------------------- datasets
 
-absl::Status Store::PutDataset(const DatasetRow& row) {
+absl::Status PgStore::PutDataset(const DatasetRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
   if (row.rows < 0 || row.interval_seconds < 0) {
     return absl::InvalidArgumentError(
@@ -762,7 +769,7 @@ absl::Status Store::PutDataset(const DatasetRow& row) {
   });
 }
 
-absl::StatusOr<DatasetRow> Store::GetDataset(const std::string& id) {
+absl::StatusOr<DatasetRow> PgStore::GetDataset(const std::string& id) {
   return impl_->Transact<DatasetRow>(
       "GetDataset", false, [&](pqxx::work& txn) -> absl::StatusOr<DatasetRow> {
         const pqxx::result r =
@@ -776,7 +783,7 @@ absl::StatusOr<DatasetRow> Store::GetDataset(const std::string& id) {
       });
 }
 
-absl::StatusOr<std::vector<DatasetRow>> Store::ListDatasets() {
+absl::StatusOr<std::vector<DatasetRow>> PgStore::ListDatasets() {
   return impl_->Transact<std::vector<DatasetRow>>(
       "ListDatasets", false,
       [](pqxx::work& txn) -> absl::StatusOr<std::vector<DatasetRow>> {
@@ -793,8 +800,8 @@ absl::StatusOr<std::vector<DatasetRow>> Store::ListDatasets() {
 
 // --------------------------------------------------------------- studies
 
-absl::StatusOr<StudyRow> Store::CreateStudy(const std::string& name,
-                                            const std::string& config_text) {
+absl::StatusOr<StudyRow> PgStore::CreateStudy(const std::string& name,
+                                              const std::string& config_text) {
   if (name.empty()) return absl::InvalidArgumentError("study name is empty");
   return impl_->Transact<StudyRow>(
       "CreateStudy", true, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
@@ -812,7 +819,7 @@ absl::StatusOr<StudyRow> Store::CreateStudy(const std::string& name,
       });
 }
 
-absl::StatusOr<StudyRow> Store::GetStudy(const std::string& name) {
+absl::StatusOr<StudyRow> PgStore::GetStudy(const std::string& name) {
   return impl_->Transact<StudyRow>(
       "GetStudy", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r =
@@ -827,7 +834,7 @@ absl::StatusOr<StudyRow> Store::GetStudy(const std::string& name) {
       });
 }
 
-absl::StatusOr<StudyRow> Store::GetStudyById(int64_t id) {
+absl::StatusOr<StudyRow> PgStore::GetStudyById(int64_t id) {
   return impl_->Transact<StudyRow>(
       "GetStudyById", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r =
@@ -841,7 +848,7 @@ absl::StatusOr<StudyRow> Store::GetStudyById(int64_t id) {
       });
 }
 
-absl::StatusOr<std::vector<StudyRow>> Store::ListStudies() {
+absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
   return impl_->Transact<std::vector<StudyRow>>(
       "ListStudies", false,
       [](pqxx::work& txn) -> absl::StatusOr<std::vector<StudyRow>> {
@@ -854,7 +861,8 @@ absl::StatusOr<std::vector<StudyRow>> Store::ListStudies() {
       });
 }
 
-absl::Status Store::SetStudyState(int64_t study_id, const std::string& state) {
+absl::Status PgStore::SetStudyState(int64_t study_id,
+                                    const std::string& state) {
   if (!IsOneOf(state,
                {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone})) {
     return absl::InvalidArgumentError(
@@ -881,7 +889,7 @@ absl::Status Store::SetStudyState(int64_t study_id, const std::string& state) {
 
 // ---------------------------------------------------------------- trials
 
-absl::StatusOr<TrialRow> Store::CreateTrial(
+absl::StatusOr<TrialRow> PgStore::CreateTrial(
     int64_t study_id, const std::vector<ParamRow>& params,
     const std::vector<std::string>& run_configs,
     const std::string& checkpoint_root) {
@@ -940,7 +948,7 @@ absl::StatusOr<TrialRow> Store::CreateTrial(
       });
 }
 
-absl::StatusOr<std::vector<TrialRow>> Store::ListTrials(int64_t study_id) {
+absl::StatusOr<std::vector<TrialRow>> PgStore::ListTrials(int64_t study_id) {
   return impl_->Transact<std::vector<TrialRow>>(
       "ListTrials", false,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<TrialRow>> {
@@ -967,7 +975,7 @@ absl::StatusOr<std::vector<TrialRow>> Store::ListTrials(int64_t study_id) {
       });
 }
 
-absl::StatusOr<TrialRow> Store::GetTrial(int64_t trial_id) {
+absl::StatusOr<TrialRow> PgStore::GetTrial(int64_t trial_id) {
   return impl_->Transact<TrialRow>(
       "GetTrial", false, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
         const pqxx::result r =
@@ -984,7 +992,7 @@ absl::StatusOr<TrialRow> Store::GetTrial(int64_t trial_id) {
       });
 }
 
-absl::StatusOr<TrialCounts> Store::CountTrials(int64_t study_id) {
+absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
   return impl_->Transact<TrialCounts>(
       "CountTrials", false,
       [&](pqxx::work& txn) -> absl::StatusOr<TrialCounts> {
@@ -1005,7 +1013,7 @@ absl::StatusOr<TrialCounts> Store::CountTrials(int64_t study_id) {
       });
 }
 
-absl::Status Store::CompleteTrial(int64_t trial_id, double score) {
+absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
   return impl_->TransactStatus("CompleteTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
     if (state != kTrialRunning) {
@@ -1020,7 +1028,7 @@ absl::Status Store::CompleteTrial(int64_t trial_id, double score) {
   });
 }
 
-absl::Status Store::PruneTrial(int64_t trial_id) {
+absl::Status PgStore::PruneTrial(int64_t trial_id) {
   return impl_->TransactStatus("PruneTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
     if (state == kTrialPruned) return absl::OkStatus();
@@ -1037,7 +1045,7 @@ absl::Status Store::PruneTrial(int64_t trial_id) {
   });
 }
 
-absl::Status Store::FailTrial(int64_t trial_id, const std::string& reason) {
+absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
   if (reason.empty()) {
     return absl::InvalidArgumentError("a failed trial needs a reason");
   }
@@ -1055,7 +1063,7 @@ absl::Status Store::FailTrial(int64_t trial_id, const std::string& reason) {
 
 // ------------------------------------------------------- runs and leases
 
-absl::StatusOr<std::optional<RunRow>> Store::LeaseRun(
+absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
     const std::string& member_id, absl::Duration ttl) {
   if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
   if (ttl <= absl::ZeroDuration()) {
@@ -1098,7 +1106,7 @@ absl::StatusOr<std::optional<RunRow>> Store::LeaseRun(
       });
 }
 
-absl::StatusOr<std::vector<int64_t>> Store::Heartbeat(
+absl::StatusOr<std::vector<int64_t>> PgStore::Heartbeat(
     const std::string& member_id, absl::Duration ttl,
     const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
   if (ttl <= absl::ZeroDuration()) {
@@ -1147,7 +1155,7 @@ absl::StatusOr<std::vector<int64_t>> Store::Heartbeat(
       });
 }
 
-absl::StatusOr<std::vector<int64_t>> Store::ExpireLeases(
+absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
     absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
     int default_max_attempts) {
   if (default_max_attempts < 1) {
@@ -1231,7 +1239,7 @@ absl::StatusOr<std::vector<int64_t>> Store::ExpireLeases(
       });
 }
 
-absl::Status Store::ReleaseLeases(const std::string& member_id) {
+absl::Status PgStore::ReleaseLeases(const std::string& member_id) {
   return impl_->TransactStatus("ReleaseLeases", [&](pqxx::work& txn) {
     txn.exec_params(
         "SELECT id FROM runs WHERE state = 'leased' AND member_id = $1 "
@@ -1250,7 +1258,7 @@ absl::Status Store::ReleaseLeases(const std::string& member_id) {
   });
 }
 
-absl::StatusOr<RunRow> Store::GetRun(int64_t run_id) {
+absl::StatusOr<RunRow> PgStore::GetRun(int64_t run_id) {
   return impl_->Transact<RunRow>(
       "GetRun", false, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
         const pqxx::result r =
@@ -1264,7 +1272,7 @@ absl::StatusOr<RunRow> Store::GetRun(int64_t run_id) {
       });
 }
 
-absl::StatusOr<std::vector<RunRow>> Store::ListRuns(int64_t trial_id) {
+absl::StatusOr<std::vector<RunRow>> PgStore::ListRuns(int64_t trial_id) {
   return impl_->Transact<std::vector<RunRow>>(
       "ListRuns", false,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RunRow>> {
@@ -1281,9 +1289,9 @@ absl::StatusOr<std::vector<RunRow>> Store::ListRuns(int64_t trial_id) {
       });
 }
 
-absl::Status Store::ReportIntermediate(int64_t run_id,
-                                       const std::string& member_id,
-                                       int64_t step, double value) {
+absl::Status PgStore::ReportIntermediate(int64_t run_id,
+                                         const std::string& member_id,
+                                         int64_t step, double value) {
   if (step < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", run_id, ": negative step ", step));
@@ -1311,7 +1319,7 @@ absl::Status Store::ReportIntermediate(int64_t run_id,
   });
 }
 
-absl::StatusOr<std::vector<IntermediateRow>> Store::ListIntermediates(
+absl::StatusOr<std::vector<IntermediateRow>> PgStore::ListIntermediates(
     int64_t study_id) {
   return impl_->Transact<std::vector<IntermediateRow>>(
       "ListIntermediates", false,
@@ -1336,7 +1344,7 @@ absl::StatusOr<std::vector<IntermediateRow>> Store::ListIntermediates(
       });
 }
 
-absl::StatusOr<bool> Store::CompleteRun(
+absl::StatusOr<bool> PgStore::CompleteRun(
     int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
     const std::vector<ArtifactRow>& artifacts) {
   if (metrics.trades < 0 || metrics.env_steps < 0) {
@@ -1381,8 +1389,8 @@ absl::StatusOr<bool> Store::CompleteRun(
       });
 }
 
-absl::Status Store::FailRun(int64_t run_id, const std::string& member_id,
-                            const std::string& reason) {
+absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
+                              const std::string& reason) {
   return impl_->TransactStatus("FailRun", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     ASSIGN_OR_RETURN(const std::string trial_state, LockTrial(txn, trial_id));
@@ -1414,7 +1422,7 @@ absl::Status Store::FailRun(int64_t run_id, const std::string& member_id,
   });
 }
 
-absl::StatusOr<std::vector<FoldMetrics>> Store::ListFoldMetrics(
+absl::StatusOr<std::vector<FoldMetrics>> PgStore::ListFoldMetrics(
     int64_t trial_id) {
   return impl_->Transact<std::vector<FoldMetrics>>(
       "ListFoldMetrics", false,
@@ -1433,7 +1441,7 @@ absl::StatusOr<std::vector<FoldMetrics>> Store::ListFoldMetrics(
 }
 
 absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
-Store::ListStudyFoldMetrics(int64_t study_id) {
+PgStore::ListStudyFoldMetrics(int64_t study_id) {
   using Result = std::map<int64_t, std::vector<FoldMetrics>>;
   return impl_->Transact<Result>(
       "ListStudyFoldMetrics", false,
@@ -1455,9 +1463,9 @@ Store::ListStudyFoldMetrics(int64_t study_id) {
 
 // ---------------------------------------------------------------- lockbox
 
-absl::StatusOr<RunRow> Store::AddFinalRun(int64_t trial_id,
-                                          const std::string& config_json,
-                                          const std::string& checkpoint_root) {
+absl::StatusOr<RunRow> PgStore::AddFinalRun(
+    int64_t trial_id, const std::string& config_json,
+    const std::string& checkpoint_root) {
   return impl_->Transact<RunRow>(
       "AddFinalRun", true, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
         ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
@@ -1488,7 +1496,7 @@ absl::StatusOr<RunRow> Store::AddFinalRun(int64_t trial_id,
       });
 }
 
-absl::Status Store::CompleteFinalRun(
+absl::Status PgStore::CompleteFinalRun(
     int64_t run_id, const std::string& member_id, LockboxRow result,
     const std::vector<ArtifactRow>& artifacts) {
   RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
@@ -1542,7 +1550,7 @@ absl::Status Store::CompleteFinalRun(
   });
 }
 
-absl::StatusOr<std::vector<LockboxRow>> Store::ListLockbox(int64_t study_id) {
+absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
   return impl_->Transact<std::vector<LockboxRow>>(
       "ListLockbox", false,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<LockboxRow>> {
@@ -1592,7 +1600,7 @@ absl::StatusOr<std::vector<LockboxRow>> Store::ListLockbox(int64_t study_id) {
       });
 }
 
-absl::StatusOr<int64_t> Store::CountOpenRuns(int64_t study_id) {
+absl::StatusOr<int64_t> PgStore::CountOpenRuns(int64_t study_id) {
   return impl_->Transact<int64_t>(
       "CountOpenRuns", false, [&](pqxx::work& txn) -> absl::StatusOr<int64_t> {
         return txn
@@ -1604,7 +1612,8 @@ absl::StatusOr<int64_t> Store::CountOpenRuns(int64_t study_id) {
       });
 }
 
-absl::Status Store::PutStudyResult(int64_t study_id, const std::string& json) {
+absl::Status PgStore::PutStudyResult(int64_t study_id,
+                                     const std::string& json) {
   return impl_->TransactStatus("PutStudyResult", [&](pqxx::work& txn) {
     RETURN_IF_ERROR(RequireStudy(txn, study_id));
     txn.exec_params(
@@ -1616,7 +1625,7 @@ absl::Status Store::PutStudyResult(int64_t study_id, const std::string& json) {
   });
 }
 
-absl::StatusOr<std::optional<std::string>> Store::GetStudyResult(
+absl::StatusOr<std::optional<std::string>> PgStore::GetStudyResult(
     int64_t study_id) {
   return impl_->Transact<std::optional<std::string>>(
       "GetStudyResult", false,
@@ -1629,7 +1638,7 @@ absl::StatusOr<std::optional<std::string>> Store::GetStudyResult(
       });
 }
 
-absl::StatusOr<std::vector<ArtifactRow>> Store::ListArtifacts(
+absl::StatusOr<std::vector<ArtifactRow>> PgStore::ListArtifacts(
     int64_t trial_id) {
   return impl_->Transact<std::vector<ArtifactRow>>(
       "ListArtifacts", false,
@@ -1657,7 +1666,7 @@ absl::StatusOr<std::vector<ArtifactRow>> Store::ListArtifacts(
 
 // --------------------------------------------------------------- members
 
-absl::Status Store::UpsertMember(const MemberRow& row) {
+absl::Status PgStore::UpsertMember(const MemberRow& row) {
   if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
   if (!IsOneOf(row.kind, {"learner", "actor"})) {
     return absl::InvalidArgumentError(
@@ -1676,7 +1685,7 @@ absl::Status Store::UpsertMember(const MemberRow& row) {
   });
 }
 
-absl::StatusOr<std::vector<MemberRow>> Store::ListMembers() {
+absl::StatusOr<std::vector<MemberRow>> PgStore::ListMembers() {
   return impl_->Transact<std::vector<MemberRow>>(
       "ListMembers", false,
       [](pqxx::work& txn) -> absl::StatusOr<std::vector<MemberRow>> {

@@ -1,0 +1,864 @@
+// InMemoryStore: each method mirrors the SQL of the same PgStore method
+// (pg_store.cc), in the same order of checks, so that both fail with the
+// same code for the same call. The mutex stands in for the transaction:
+// every method checks everything that can fail before its first write.
+#include "coordinator/store/in_memory_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "coordinator/store/migrations.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+// Row timestamps at PostgreSQL's resolution.
+absl::Time NowMicros() {
+  return absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
+}
+
+absl::Time TruncateMicros(absl::Time t) {
+  return absl::FromUnixMicros(absl::ToUnixMicros(t));
+}
+
+// PgStore keeps per-bar returns as text with 9 significant digits.
+std::vector<double> RoundReturns(const std::vector<double>& values) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  char buf[32];
+  for (const double v : values) {
+    std::snprintf(buf, sizeof(buf), "%.9g", v);
+    out.push_back(std::strtod(buf, nullptr));
+  }
+  return out;
+}
+
+bool IsLowerHex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+absl::Status CheckArtifacts(int64_t run_id,
+                            const std::vector<ArtifactRow>& artifacts) {
+  for (const ArtifactRow& a : artifacts) {
+    if (a.kind != "checkpoint" && a.kind != "policy") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
+                       "' is not \"checkpoint\" or \"policy\""));
+    }
+    if (a.path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact with an empty path"));
+    }
+    if (!IsLowerHex64(a.sha256)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
+                       a.sha256, "', not 64 lowercase hex digits"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string HolderMismatch(const RunRow& run, const std::string& member_id) {
+  if (run.state == kRunLeased) {
+    return absl::StrCat("run ", run.id, " is leased to '", run.member_id,
+                        "', not to '", member_id, "'");
+  }
+  return absl::StrCat("run ", run.id, " is ", run.state, ", not leased to '",
+                      member_id, "'");
+}
+
+void ClearLease(RunRow* run) {
+  run->member_id.clear();
+  run->lease_expires_at.reset();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- helpers
+
+absl::Status InMemoryStore::RequireStudy(int64_t study_id) const {
+  if (studies_.count(study_id) == 0) {
+    return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrialRow*> InMemoryStore::FindTrial(int64_t trial_id) {
+  auto it = trials_.find(trial_id);
+  if (it == trials_.end()) {
+    return absl::NotFoundError(absl::StrCat("no trial with id ", trial_id));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<RunRow*> InMemoryStore::FindRun(int64_t run_id) {
+  auto it = runs_.find(run_id);
+  if (it == runs_.end()) {
+    return absl::NotFoundError(absl::StrCat("no run with id ", run_id));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<RunRow*> InMemoryStore::HeldRun(int64_t run_id,
+                                               const std::string& member_id) {
+  ASSIGN_OR_RETURN(RunRow * run, FindRun(run_id));
+  if (run->state != kRunLeased || run->member_id != member_id) {
+    return absl::FailedPreconditionError(HolderMismatch(*run, member_id));
+  }
+  return run;
+}
+
+void InMemoryStore::CancelRuns(int64_t trial_id, const std::string& why) {
+  for (auto& [id, run] : runs_) {
+    if (run.trial_id != trial_id) continue;
+    if (run.state != kRunQueued && run.state != kRunLeased) continue;
+    run.state = kRunCancelled;
+    ClearLease(&run);
+    run.last_error = why;
+  }
+}
+
+void InMemoryStore::FailTrialLocked(TrialRow* trial,
+                                    const std::string& reason) {
+  trial->state = kTrialFailed;
+  trial->fail_reason = reason;
+  trial->finished_at = NowMicros();
+  CancelRuns(trial->id, "trial failed");
+}
+
+void InMemoryStore::FinishRun(RunRow* run, int64_t env_steps,
+                              const std::vector<ArtifactRow>& artifacts) {
+  for (const ArtifactRow& a : artifacts) {
+    ArtifactRow* existing = nullptr;
+    for (auto& [id, stored] : artifacts_) {
+      if (stored.trial_id == run->trial_id && stored.kind == a.kind &&
+          stored.path == a.path) {
+        existing = &stored;
+      }
+    }
+    if (existing != nullptr) {
+      existing->sha256 = a.sha256;
+      existing->run_id = run->id;
+      continue;
+    }
+    ArtifactRow row;
+    row.id = next_artifact_id_++;
+    row.study_id = run->study_id;
+    row.trial_id = run->trial_id;
+    row.run_id = run->id;
+    row.kind = a.kind;
+    row.path = a.path;
+    row.sha256 = a.sha256;
+    artifacts_[row.id] = row;
+  }
+  run->state = kRunDone;
+  ClearLease(run);
+  run->env_steps = std::max(run->env_steps, env_steps);
+}
+
+// ---------------------------------------------------------------- schema
+
+absl::Status InMemoryStore::Migrate() {
+  absl::MutexLock lock(&mu_);
+  migrated_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> InMemoryStore::SchemaVersion() {
+  absl::MutexLock lock(&mu_);
+  return migrated_ ? LatestSchemaVersion() : 0;
+}
+
+// -------------------------------------------------------------- datasets
+
+absl::Status InMemoryStore::PutDataset(const DatasetRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
+  if (row.rows < 0 || row.interval_seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", row.id, ": negative rows or interval"));
+  }
+  absl::MutexLock lock(&mu_);
+  auto [it, added] = datasets_.emplace(row.id, row);
+  const absl::Time created = added ? NowMicros() : it->second.created_at;
+  it->second = row;
+  it->second.created_at = created;  // an upsert keeps the first creation
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DatasetRow> InMemoryStore::GetDataset(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = datasets_.find(id);
+  if (it == datasets_.end()) {
+    return absl::NotFoundError(absl::StrCat("no dataset ", id));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::vector<DatasetRow>> InMemoryStore::ListDatasets() {
+  absl::MutexLock lock(&mu_);
+  std::vector<DatasetRow> rows;
+  for (const auto& [id, row] : datasets_) rows.push_back(row);
+  std::sort(
+      rows.begin(), rows.end(), [](const DatasetRow& a, const DatasetRow& b) {
+        return std::tie(a.created_at, a.id) < std::tie(b.created_at, b.id);
+      });
+  return rows;
+}
+
+// --------------------------------------------------------------- studies
+
+absl::StatusOr<StudyRow> InMemoryStore::CreateStudy(
+    const std::string& name, const std::string& config_text) {
+  if (name.empty()) return absl::InvalidArgumentError("study name is empty");
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, study] : studies_) {
+    if (study.name == name) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("study '", name, "' already exists"));
+    }
+  }
+  StudyRow row;
+  row.id = next_study_id_++;
+  row.name = name;
+  row.config_text = config_text;
+  row.state = kStudyCreated;
+  row.created_at = row.updated_at = NowMicros();
+  studies_[row.id] = row;
+  return row;
+}
+
+absl::StatusOr<StudyRow> InMemoryStore::GetStudy(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, study] : studies_) {
+    if (study.name == name) return study;
+  }
+  return absl::NotFoundError(absl::StrCat("no study named '", name, "'"));
+}
+
+absl::StatusOr<StudyRow> InMemoryStore::GetStudyById(int64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = studies_.find(id);
+  if (it == studies_.end()) {
+    return absl::NotFoundError(absl::StrCat("no study with id ", id));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::vector<StudyRow>> InMemoryStore::ListStudies() {
+  absl::MutexLock lock(&mu_);
+  std::vector<StudyRow> rows;
+  for (const auto& [id, study] : studies_) rows.push_back(study);
+  return rows;
+}
+
+absl::Status InMemoryStore::SetStudyState(int64_t study_id,
+                                          const std::string& state) {
+  if (state != kStudyCreated && state != kStudyRunning &&
+      state != kStudyStopped && state != kStudyDone) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown study state '", state, "'"));
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = studies_.find(study_id);
+  if (it == studies_.end()) {
+    return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
+  }
+  StudyRow& study = it->second;
+  if (study.state == state) return absl::OkStatus();
+  if (study.state == kStudyDone || state == kStudyCreated) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study ", study_id, " cannot go from ", study.state, " to ", state));
+  }
+  study.state = state;
+  study.updated_at = NowMicros();
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------- trials
+
+absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
+    int64_t study_id, const std::vector<ParamRow>& params,
+    const std::vector<std::string>& run_configs,
+    const std::string& checkpoint_root) {
+  if (run_configs.empty()) {
+    return absl::InvalidArgumentError("a trial needs at least one run (fold)");
+  }
+  absl::MutexLock lock(&mu_);
+  auto study = studies_.find(study_id);
+  if (study == studies_.end()) {
+    return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
+  }
+  if (study->second.state == kStudyDone) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("study '", study->second.name, "' is done"));
+  }
+  std::set<std::string> names;
+  for (const ParamRow& p : params) {
+    if (p.name.empty()) {
+      return absl::InvalidArgumentError("parameter name is empty");
+    }
+    if (!names.insert(p.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", p.name, "' given twice"));
+    }
+  }
+  int64_t number = 0;
+  for (const auto& [id, t] : trials_) {
+    if (t.study_id == study_id) number = std::max(number, t.number + 1);
+  }
+  TrialRow trial;
+  trial.id = next_trial_id_++;
+  trial.study_id = study_id;
+  trial.number = number;
+  trial.state = kTrialRunning;
+  trial.params = params;
+  trial.created_at = NowMicros();
+  trials_[trial.id] = trial;
+  const std::filesystem::path trial_dir =
+      std::filesystem::path(checkpoint_root) / study->second.name /
+      absl::StrCat("trial-", trial.number);
+  for (size_t k = 0; k < run_configs.size(); ++k) {
+    RunRow run;
+    run.id = next_run_id_++;
+    run.trial_id = trial.id;
+    run.study_id = study_id;
+    run.fold = static_cast<int>(k);
+    run.state = kRunQueued;
+    run.config_json = run_configs[k];
+    run.checkpoint_dir = (trial_dir / absl::StrCat("fold-", k)).string();
+    runs_[run.id] = run;
+  }
+  return trial;
+}
+
+absl::StatusOr<std::vector<TrialRow>> InMemoryStore::ListTrials(
+    int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  std::vector<TrialRow> rows;
+  for (const auto& [id, t] : trials_) {
+    if (t.study_id == study_id) rows.push_back(t);
+  }
+  std::sort(rows.begin(), rows.end(), [](const TrialRow& a, const TrialRow& b) {
+    return a.number < b.number;
+  });
+  return rows;
+}
+
+absl::StatusOr<TrialRow> InMemoryStore::GetTrial(int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  return *trial;
+}
+
+absl::StatusOr<TrialCounts> InMemoryStore::CountTrials(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  TrialCounts counts;
+  for (const auto& [id, t] : trials_) {
+    if (t.study_id != study_id) continue;
+    if (t.state == kTrialRunning) ++counts.running;
+    if (t.state == kTrialComplete) ++counts.complete;
+    if (t.state == kTrialPruned) ++counts.pruned;
+    if (t.state == kTrialFailed) ++counts.failed;
+  }
+  return counts;
+}
+
+absl::Status InMemoryStore::CompleteTrial(int64_t trial_id, double score) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  if (trial->state != kTrialRunning) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial_id, " is ", trial->state, ", not running"));
+  }
+  trial->state = kTrialComplete;
+  trial->score = score;
+  trial->finished_at = NowMicros();
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStore::PruneTrial(int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  if (trial->state == kTrialPruned) return absl::OkStatus();
+  if (trial->state != kTrialRunning) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial_id, " is ", trial->state, ", not running"));
+  }
+  trial->state = kTrialPruned;
+  trial->finished_at = NowMicros();
+  CancelRuns(trial_id, "trial pruned");
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStore::FailTrial(int64_t trial_id,
+                                      const std::string& reason) {
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a failed trial needs a reason");
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  if (trial->state == kTrialFailed) return absl::OkStatus();
+  if (trial->state != kTrialRunning) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial_id, " is ", trial->state, ", not running"));
+  }
+  FailTrialLocked(trial, reason);
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------- runs and leases
+
+absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
+    const std::string& member_id, absl::Duration ttl) {
+  if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease ttl must be positive");
+  }
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  // A member leasing before it registered is recorded as a learner.
+  auto [member, added] = members_.emplace(member_id, MemberRow());
+  if (added) {
+    member->second.id = member_id;
+    member->second.kind = "learner";
+    member->second.capacity_json = "{}";
+    member->second.first_seen = NowMicros();
+  }
+  member->second.last_seen = NowMicros();
+  for (auto& [id, run] : runs_) {  // ascending id: the oldest first
+    if (run.state != kRunQueued) continue;
+    if (studies_.at(run.study_id).state != kStudyRunning) continue;
+    const std::string& trial_state = trials_.at(run.trial_id).state;
+    if (trial_state != kTrialRunning &&
+        !(trial_state == kTrialComplete && run.fold == kLockboxFold)) {
+      continue;
+    }
+    run.state = kRunLeased;
+    run.member_id = member_id;
+    run.lease_expires_at = TruncateMicros(now + ttl);
+    ++run.attempts;
+    return std::optional<RunRow>(run);
+  }
+  return std::optional<RunRow>();
+}
+
+absl::StatusOr<std::vector<int64_t>> InMemoryStore::Heartbeat(
+    const std::string& member_id, absl::Duration ttl,
+    const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease ttl must be positive");
+  }
+  for (const auto& [run_id, steps] : run_steps) {
+    if (steps < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": negative env steps ", steps));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  auto member = members_.find(member_id);
+  if (member != members_.end()) member->second.last_seen = NowMicros();
+  const absl::Time expires = TruncateMicros(absl::Now() + ttl);
+  std::set<int64_t> held;
+  for (auto& [id, run] : runs_) {
+    if (run.state == kRunLeased && run.member_id == member_id) {
+      held.insert(id);
+      run.lease_expires_at = expires;
+    }
+  }
+  std::vector<int64_t> lost;
+  for (const auto& [run_id, steps] : run_steps) {
+    if (held.count(run_id) == 0) {
+      lost.push_back(run_id);
+      continue;
+    }
+    runs_.at(run_id).env_steps = steps;
+  }
+  return lost;
+}
+
+absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
+    absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
+    int default_max_attempts) {
+  if (default_max_attempts < 1) {
+    return absl::InvalidArgumentError("max_attempts must be at least 1");
+  }
+  for (const auto& [study_id, limit] : max_attempts_by_study) {
+    if (limit < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_attempts of study ", study_id, " must be at least 1"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  // The expired runs by trial, then by run id (PgStore's lock order), so a
+  // trial failed by its first exhausted run cancels its later ones.
+  std::map<int64_t, std::vector<int64_t>> by_trial;
+  for (const auto& [id, run] : runs_) {
+    if (run.state == kRunLeased && run.lease_expires_at.has_value() &&
+        *run.lease_expires_at < now) {
+      by_trial[run.trial_id].push_back(id);
+    }
+  }
+  std::vector<int64_t> affected;
+  for (const auto& [trial_id, run_ids] : by_trial) {
+    TrialRow& trial = trials_.at(trial_id);
+    const auto limit = max_attempts_by_study.find(trial.study_id);
+    const int max_attempts = limit != max_attempts_by_study.end()
+                                 ? limit->second
+                                 : default_max_attempts;
+    for (const int64_t run_id : run_ids) {
+      RunRow& run = runs_.at(run_id);
+      if (run.state != kRunLeased) continue;  // cancelled by a sibling
+      const std::string holder = run.member_id;
+      affected.push_back(run_id);
+      ClearLease(&run);
+      if (run.attempts < max_attempts) {
+        run.state = kRunQueued;
+        run.last_error = absl::StrCat("lease of '", holder,
+                                      "' expired (attempt ", run.attempts, ")");
+        continue;
+      }
+      const std::string reason = absl::StrCat(
+          "fold ", run.fold, " (run ", run_id, "): lease expired after ",
+          run.attempts, " attempts, last held by '", holder, "'");
+      run.state = kRunFailed;
+      run.last_error = reason;
+      if (trial.state == kTrialRunning) FailTrialLocked(&trial, reason);
+    }
+  }
+  return affected;
+}
+
+absl::Status InMemoryStore::ReleaseLeases(const std::string& member_id) {
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, run] : runs_) {
+    if (run.state == kRunLeased && run.member_id == member_id) {
+      run.state = kRunQueued;
+      ClearLease(&run);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunRow> InMemoryStore::GetRun(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow * run, FindRun(run_id));
+  return *run;
+}
+
+absl::StatusOr<std::vector<RunRow>> InMemoryStore::ListRuns(int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(FindTrial(trial_id).status());
+  std::vector<RunRow> rows;
+  for (const auto& [id, run] : runs_) {
+    if (run.trial_id == trial_id) rows.push_back(run);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const RunRow& a, const RunRow& b) { return a.fold < b.fold; });
+  return rows;
+}
+
+absl::Status InMemoryStore::ReportIntermediate(int64_t run_id,
+                                               const std::string& member_id,
+                                               int64_t step, double value) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative step ", step));
+  }
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(HeldRun(run_id, member_id).status());
+  intermediates_[{run_id, step}] = value;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<IntermediateRow>> InMemoryStore::ListIntermediates(
+    int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  std::vector<IntermediateRow> rows;
+  for (const auto& [key, value] : intermediates_) {
+    const RunRow& run = runs_.at(key.first);
+    if (run.study_id != study_id) continue;
+    IntermediateRow row;
+    row.trial_id = run.trial_id;
+    row.run_id = run.id;
+    row.fold = run.fold;
+    row.step = key.second;
+    row.value = value;
+    rows.push_back(row);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const IntermediateRow& a, const IntermediateRow& b) {
+              return std::tie(a.trial_id, a.fold, a.step) <
+                     std::tie(b.trial_id, b.fold, b.step);
+            });
+  return rows;
+}
+
+absl::StatusOr<bool> InMemoryStore::CompleteRun(
+    int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
+    const std::vector<ArtifactRow>& artifacts) {
+  if (metrics.trades < 0 || metrics.env_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative trades or env steps"));
+  }
+  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
+  if (run->fold == kLockboxFold) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id,
+        " is a final (lockbox) run: complete it with CompleteFinalRun"));
+  }
+  FoldMetrics stored = metrics;
+  stored.fold = run->fold;  // the run's fold, whatever the caller said
+  stored.log_returns = RoundReturns(metrics.log_returns);
+  fold_metrics_[run_id] = std::move(stored);
+  FinishRun(run, metrics.env_steps, artifacts);
+  for (const auto& [id, other] : runs_) {
+    if (other.trial_id == run->trial_id && other.state != kRunDone) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status InMemoryStore::FailRun(int64_t run_id,
+                                    const std::string& member_id,
+                                    const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
+  const std::string why = reason.empty() ? "unknown error" : reason;
+  run->state = kRunFailed;
+  ClearLease(run);
+  run->last_error = why;
+  TrialRow& trial = trials_.at(run->trial_id);
+  if (trial.state == kTrialRunning) {
+    FailTrialLocked(&trial, absl::StrCat("fold ", run->fold, ": ", why));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<FoldMetrics>> InMemoryStore::ListFoldMetrics(
+    int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(FindTrial(trial_id).status());
+  std::vector<FoldMetrics> rows;
+  for (const auto& [run_id, m] : fold_metrics_) {
+    if (runs_.at(run_id).trial_id == trial_id) rows.push_back(m);
+  }
+  std::sort(rows.begin(), rows.end(),
+            [](const FoldMetrics& a, const FoldMetrics& b) {
+              return a.fold < b.fold;
+            });
+  return rows;
+}
+
+absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
+InMemoryStore::ListStudyFoldMetrics(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  std::map<int64_t, std::vector<FoldMetrics>> out;
+  for (const auto& [run_id, m] : fold_metrics_) {
+    const TrialRow& trial = trials_.at(runs_.at(run_id).trial_id);
+    if (trial.study_id != study_id || trial.state != kTrialComplete) continue;
+    out[trial.id].push_back(m);
+  }
+  for (auto& [trial_id, folds] : out) {
+    std::sort(folds.begin(), folds.end(),
+              [](const FoldMetrics& a, const FoldMetrics& b) {
+                return a.fold < b.fold;
+              });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- lockbox
+
+absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
+    int64_t trial_id, const std::string& config_json,
+    const std::string& checkpoint_root) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  for (const auto& [id, run] : runs_) {
+    if (run.trial_id == trial_id && run.fold == kLockboxFold) return run;
+  }
+  if (trial->state != kTrialComplete) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trial ", trial_id, " is ", trial->state,
+                     ": only a complete trial gets a final run"));
+  }
+  RunRow run;
+  run.id = next_run_id_++;
+  run.trial_id = trial_id;
+  run.study_id = trial->study_id;
+  run.fold = kLockboxFold;
+  run.state = kRunQueued;
+  run.config_json = config_json;
+  run.checkpoint_dir = (std::filesystem::path(checkpoint_root) /
+                        studies_.at(trial->study_id).name /
+                        absl::StrCat("trial-", trial->number) / "lockbox")
+                           .string();
+  runs_[run.id] = run;
+  return run;
+}
+
+absl::Status InMemoryStore::CompleteFinalRun(
+    int64_t run_id, const std::string& member_id, LockboxRow result,
+    const std::vector<ArtifactRow>& artifacts) {
+  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
+      result.bars < 0 || result.random_seeds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", run_id, ": negative trades, env steps, bars or seeds"));
+  }
+  for (const double v :
+       {result.policy.sharpe, result.sharpe_se, result.policy.sortino,
+        result.policy.calmar, result.policy.total_return,
+        result.policy.max_drawdown, result.policy.turnover, result.policy.fees,
+        result.policy.exposure, result.bh_sharpe, result.bh_sharpe_se,
+        result.bh_sortino, result.bh_return, result.bh_max_drawdown,
+        result.random_sharpe_mean, result.random_sharpe_std,
+        result.random_return_mean, result.random_return_std}) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": a lockbox metric is not finite (", v,
+                       "); nothing was stored"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
+  if (run->fold != kLockboxFold) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
+  }
+  // What PgStore's lockbox_results keeps, read back as ListLockbox builds
+  // it: the policy's benchmark is buy and hold, its objective score is not
+  // stored.
+  const FoldMetrics& p = result.policy;
+  StoredLockbox stored;
+  stored.study_id = run->study_id;
+  LockboxRow& x = stored.row;
+  x.trial_id = run->trial_id;
+  x.run_id = run_id;
+  x.bars = result.bars;
+  x.sharpe_se = result.sharpe_se;
+  x.policy.fold = kLockboxFold;
+  x.policy.sharpe = p.sharpe;
+  x.policy.sortino = p.sortino;
+  x.policy.calmar = p.calmar;
+  x.policy.total_return = p.total_return;
+  x.policy.max_drawdown = p.max_drawdown;
+  x.policy.turnover = p.turnover;
+  x.policy.fees = p.fees;
+  x.policy.trades = p.trades;
+  x.policy.exposure = p.exposure;
+  x.policy.env_steps = p.env_steps;
+  x.policy.log_returns = RoundReturns(p.log_returns);
+  x.bh_sharpe = result.bh_sharpe;
+  x.bh_sharpe_se = result.bh_sharpe_se;
+  x.bh_sortino = result.bh_sortino;
+  x.bh_return = result.bh_return;
+  x.bh_max_drawdown = result.bh_max_drawdown;
+  x.random_seeds = result.random_seeds;
+  x.random_sharpe_mean = result.random_sharpe_mean;
+  x.random_sharpe_std = result.random_sharpe_std;
+  x.random_return_mean = result.random_return_mean;
+  x.random_return_std = result.random_return_std;
+  x.policy.benchmark_sharpe = x.bh_sharpe;
+  x.policy.benchmark_return = x.bh_return;
+  lockbox_[run->trial_id] = std::move(stored);
+  FinishRun(run, p.env_steps, artifacts);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<LockboxRow>> InMemoryStore::ListLockbox(
+    int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  std::vector<LockboxRow> rows;
+  for (const auto& [trial_id, stored] : lockbox_) {  // by trial id
+    if (stored.study_id == study_id) rows.push_back(stored.row);
+  }
+  return rows;
+}
+
+absl::StatusOr<int64_t> InMemoryStore::CountOpenRuns(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  int64_t open = 0;
+  for (const auto& [id, run] : runs_) {
+    if (run.study_id == study_id &&
+        (run.state == kRunQueued || run.state == kRunLeased)) {
+      ++open;
+    }
+  }
+  return open;
+}
+
+absl::Status InMemoryStore::PutStudyResult(int64_t study_id,
+                                           const std::string& json) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  study_results_[study_id] = json;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<std::string>> InMemoryStore::GetStudyResult(
+    int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = study_results_.find(study_id);
+  if (it == study_results_.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
+}
+
+absl::StatusOr<std::vector<ArtifactRow>> InMemoryStore::ListArtifacts(
+    int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(FindTrial(trial_id).status());
+  std::vector<ArtifactRow> rows;
+  for (const auto& [id, a] : artifacts_) {  // by id
+    if (a.trial_id == trial_id) rows.push_back(a);
+  }
+  return rows;
+}
+
+// --------------------------------------------------------------- members
+
+absl::Status InMemoryStore::UpsertMember(const MemberRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
+  if (row.kind != "learner" && row.kind != "actor") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member ", row.id, ": kind '", row.kind,
+                     "' is not \"learner\" or \"actor\""));
+  }
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = NowMicros();
+  auto [it, added] = members_.emplace(row.id, MemberRow());
+  MemberRow& m = it->second;
+  if (added) m.first_seen = now;
+  m.id = row.id;
+  m.kind = row.kind;
+  m.address = row.address;
+  m.capacity_json = row.capacity_json.empty() ? "{}" : row.capacity_json;
+  m.last_seen = now;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<MemberRow>> InMemoryStore::ListMembers() {
+  absl::MutexLock lock(&mu_);
+  std::vector<MemberRow> rows;
+  for (const auto& [id, m] : members_) rows.push_back(m);
+  return rows;
+}
+
+}  // namespace ristretto::coordinator
