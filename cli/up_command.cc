@@ -100,8 +100,8 @@ void KeepPreviousLogs(const std::string& dir) {
     previous += ".1";
     fs::rename(e.path(), previous, ec);
     if (ec) {
-      std::fprintf(stderr, "up: cannot keep %s as %s: %s\n",
-                   e.path().c_str(), previous.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "up: cannot keep %s as %s: %s\n", e.path().c_str(),
+                   previous.c_str(), ec.message().c_str());
     }
   }
 }

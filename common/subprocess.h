@@ -31,8 +31,8 @@ class Subprocess {
   // before execv is prepared here too (no allocation after fork).
   Subprocess(std::vector<std::string> argv, std::string log_path)
       : log_path_(std::move(log_path)) {
-    const int fd = open(log_path_.c_str(),
-                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd =
+        open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     std::vector<char*> args;
     args.reserve(argv.size() + 1);
     for (std::string& a : argv) args.push_back(a.data());
