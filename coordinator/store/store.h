@@ -295,7 +295,7 @@ class Store {
   virtual absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
   ListStudyFoldMetrics(int64_t study_id) = 0;
 
-  // --- the lockbox (issue 12) ---
+  // --- the lockbox (final runs, docs/study_format.md "lockbox") ---
   // Queues the final run (fold kLockboxFold) of a COMPLETE trial; returns the
   // existing one if it was queued before (idempotent). kFailedPrecondition if
   // the trial is not complete.

@@ -1,0 +1,464 @@
+// Scheduler and CoordinatorService in process, on InMemoryStore (no
+// PostgreSQL, no processes): a study advances to max_trials, a complete
+// trial gets exactly one final run, the study is done only after its final
+// runs end, leases expire and are re-leased up to max_attempts, pruning
+// stops a trial and its runs, and the service maps scheduler errors to gRPC
+// codes. tests/coordinator/store_contract_test.cc keeps the fake honest.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "coordinator/core/verdict.h"
+#include "coordinator/service/coordinator_service.h"
+#include "coordinator/service/scheduler.h"
+#include "coordinator/store/in_memory_store.h"
+#include "gmock/gmock.h"
+#include "grpcpp/server_context.h"
+#include "gtest/gtest.h"
+#include "learner/run_options_json.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kMember[] = "learner-unit";
+constexpr char kStudyName[] = "unit";
+
+// One fold per trial, a 200-bar lockbox, two trials at a time, three in all,
+// two leases per run. NAME, PRUNER and LIMITS are replaced per test.
+constexpr char kStudyTemplate[] = R"(name: unit
+dataset:
+  synthetic: {rows: 2000, assets: 2, seed: 3, interval: 30m}
+cv: {scheme: holdout, validation_fraction: 0.25}
+lockbox: {bars: 200}
+budget_env_steps: 8000
+eval_every_env_steps: 1000
+sampler: {type: random, seed: 1}
+PRUNER
+LIMITS
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
+)";
+
+std::string StudyText(const std::string& limits,
+                      const std::string& pruner = "pruner: {type: none}") {
+  return absl::StrReplaceAll(kStudyTemplate,
+                             {{"PRUNER", pruner}, {"LIMITS", limits}});
+}
+
+v1::Evaluation Eval(double sharpe, int64_t steps, int bars) {
+  v1::Evaluation e;
+  e.set_sharpe(sharpe);
+  e.set_benchmark_sharpe(0.5);
+  e.set_total_return(0.01);
+  e.set_env_steps(steps);
+  for (int i = 0; i < bars; ++i) {
+    e.add_log_returns(0.001 * ((i * 7919) % 13 - 6) + 0.0001 * sharpe);
+  }
+  return e;
+}
+
+class SchedulerUnitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string dir =
+        absl::StrCat(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp",
+                     "/ristretto-su-XXXXXX");
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    data_dir_ = dir;
+    auto store = std::make_unique<InMemoryStore>();
+    store_ = store.get();
+    owned_store_ = std::move(store);
+    ASSERT_TRUE(store_->Migrate().ok());
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir_, ec);
+  }
+
+  // Creates the running study and a scheduler with a registered learner.
+  void Start(const std::string& study_text,
+             absl::Duration lease_ttl = absl::Seconds(30),
+             const std::string& token = "") {
+    absl::StatusOr<StudyRow> study =
+        store_->CreateStudy(kStudyName, study_text);
+    ASSERT_TRUE(study.ok()) << study.status();
+    study_id_ = study->id;
+    ASSERT_TRUE(store_->SetStudyState(study_id_, kStudyRunning).ok());
+    SchedulerOptions options;
+    options.data_dir = data_dir_;
+    options.lease_ttl = lease_ttl;
+    options.token = token;
+    scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
+                                             std::move(options));
+    if (!token.empty()) return;
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id(kMember);
+    reg.set_address("127.0.0.1:1");
+    reg.set_slots(4);
+    absl::StatusOr<v1::RegisterLearnerResponse> registered =
+        scheduler_->RegisterLearner(reg);
+    ASSERT_TRUE(registered.ok()) << registered.status();
+  }
+
+  void Tick() {
+    const absl::Status s = scheduler_->Tick();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+
+  // The next lease for kMember; has_run() false when none.
+  v1::LeaseRunResponse Lease() {
+    v1::LeaseRunRequest request;
+    request.set_member_id(kMember);
+    absl::StatusOr<v1::LeaseRunResponse> lease = scheduler_->LeaseRun(request);
+    EXPECT_TRUE(lease.ok()) << lease.status();
+    return lease.ok() ? *lease : v1::LeaseRunResponse();
+  }
+
+  absl::Status Complete(int64_t run_id, double sharpe, int bars = 0) {
+    v1::CompleteRunRequest done;
+    done.set_member_id(kMember);
+    done.set_run_id(run_id);
+    *done.mutable_final_evaluation() = Eval(sharpe, 8000, bars);
+    return scheduler_->CompleteRun(done);
+  }
+
+  std::vector<TrialRow> Trials() {
+    absl::StatusOr<std::vector<TrialRow>> trials =
+        store_->ListTrials(study_id_);
+    EXPECT_TRUE(trials.ok()) << trials.status();
+    return trials.ok() ? *trials : std::vector<TrialRow>();
+  }
+
+  std::string StudyState() {
+    absl::StatusOr<StudyRow> study = store_->GetStudyById(study_id_);
+    EXPECT_TRUE(study.ok()) << study.status();
+    return study.ok() ? study->state : "";
+  }
+
+  // The trial's final (lockbox) runs.
+  int FinalRuns(int64_t trial_id) {
+    absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(trial_id);
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    int n = 0;
+    for (const RunRow& r : runs.ok() ? *runs : std::vector<RunRow>()) {
+      if (r.fold == kLockboxFold) ++n;
+    }
+    return n;
+  }
+
+  std::string data_dir_;
+  std::unique_ptr<Store> owned_store_;
+  InMemoryStore* store_ = nullptr;  // owned by scheduler_ once started
+  std::unique_ptr<Scheduler> scheduler_;
+  int64_t study_id_ = 0;
+};
+
+TEST_F(SchedulerUnitTest, StudyAdvancesTrialsUpToConcurrencyAndMaxTrials) {
+  Start(StudyText("concurrency: 2\nmax_trials: 3"));
+  Tick();
+  EXPECT_EQ(Trials().size(), 2U);
+  Tick();  // both still running: nothing new
+  EXPECT_EQ(Trials().size(), 2U);
+  for (int k = 0; k < 2; ++k) {
+    const v1::LeaseRunResponse lease = Lease();
+    ASSERT_TRUE(lease.has_run());
+    EXPECT_EQ(lease.lease().attempt(), 1);
+    ASSERT_TRUE(Complete(lease.lease().run_id(), 1.0 + k).ok());
+  }
+  EXPECT_EQ(scheduler_->counters().trials_completed, 2);
+  Tick();
+  Tick();
+  std::vector<TrialRow> trials = Trials();
+  ASSERT_EQ(trials.size(), 3U);  // max_trials, never more
+  EXPECT_EQ(trials[0].state, kTrialComplete);
+  ASSERT_TRUE(trials[1].score.has_value());
+  EXPECT_DOUBLE_EQ(*trials[1].score, 2.0);  // the fold's Sharpe
+  EXPECT_EQ(trials[2].state, kTrialRunning);
+  EXPECT_EQ(scheduler_->counters().trials_created, 3);
+  EXPECT_EQ(StudyState(), kStudyRunning);
+}
+
+// The study must not be done in the window between a trial's completion
+// (CompleteRun, every CV run done, nothing open) and the queuing of its
+// final run (the next Tick): `ristretto up` once read "no open runs" there
+// as the end of the study.
+TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  Tick();
+  ASSERT_EQ(Trials().size(), 1U);
+  const int64_t trial_id = Trials()[0].id;
+  const v1::LeaseRunResponse cv = Lease();
+  ASSERT_TRUE(cv.has_run());
+  ASSERT_TRUE(Complete(cv.lease().run_id(), 1.5).ok());
+  ASSERT_EQ(Trials()[0].state, kTrialComplete);
+  absl::StatusOr<int64_t> open = store_->CountOpenRuns(study_id_);
+  ASSERT_TRUE(open.ok());
+  EXPECT_EQ(*open, 0);  // the window: complete, no final run yet
+  Tick();
+  EXPECT_EQ(StudyState(), kStudyRunning);
+  EXPECT_EQ(FinalRuns(trial_id), 1);
+  Tick();
+  Tick();
+  EXPECT_EQ(FinalRuns(trial_id), 1);  // exactly one, however many passes
+  EXPECT_EQ(StudyState(), kStudyRunning);
+
+  const v1::LeaseRunResponse final_lease = Lease();
+  ASSERT_TRUE(final_lease.has_run());
+  EXPECT_EQ(final_lease.lease().fold(), kLockboxFold);
+  EXPECT_THAT(final_lease.lease().run_name(), HasSubstr("/lockbox"));
+  absl::StatusOr<learner::TrainerOptions> o = learner::TrainerOptionsFromJson(
+      final_lease.lease().trainer_options_json());
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->final_evaluation);
+  Tick();  // leased, not finished: still running
+  EXPECT_EQ(StudyState(), kStudyRunning);
+  // Its evaluation is never a pruning input.
+  v1::ReportEvaluationRequest report;
+  report.set_member_id(kMember);
+  report.set_run_id(final_lease.lease().run_id());
+  *report.mutable_evaluation() = Eval(-9, 1000, 10);
+  absl::StatusOr<v1::ReportEvaluationResponse> r =
+      scheduler_->ReportEvaluation(report);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->prune());
+  absl::StatusOr<std::vector<IntermediateRow>> values =
+      store_->ListIntermediates(study_id_);
+  ASSERT_TRUE(values.ok());
+  EXPECT_TRUE(values->empty());
+
+  ASSERT_TRUE(Complete(final_lease.lease().run_id(), -2.0, 190).ok());
+  absl::StatusOr<std::vector<LockboxRow>> lockbox =
+      store_->ListLockbox(study_id_);
+  ASSERT_TRUE(lockbox.ok());
+  ASSERT_EQ(lockbox->size(), 1U);
+  EXPECT_EQ((*lockbox)[0].bars, 190);
+  EXPECT_GT((*lockbox)[0].sharpe_se, 0);  // every Sharpe with its error
+  EXPECT_GT((*lockbox)[0].random_seeds, 0);
+  EXPECT_NE((*lockbox)[0].bh_sharpe, 0);
+  Tick();
+  EXPECT_EQ(StudyState(), kStudyDone);
+  EXPECT_DOUBLE_EQ(*Trials()[0].score, 1.5);  // the lockbox never scores
+  absl::StatusOr<std::optional<std::string>> result =
+      store_->GetStudyResult(study_id_);
+  ASSERT_TRUE(result.ok() && result->has_value());
+  absl::StatusOr<StudyStatistics> stats = StudyStatisticsFromJson(**result);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_FALSE(stats->edge);  // a lockbox Sharpe of -2 is no edge
+}
+
+TEST_F(SchedulerUnitTest, ExpiredLeasesAreReLeasedUpToMaxAttemptsThenFail) {
+  Start(StudyText("concurrency: 1\nmax_trials: 2\nmax_attempts: 2"),
+        absl::Milliseconds(20));
+  Tick();
+  const v1::LeaseRunResponse first = Lease();
+  ASSERT_TRUE(first.has_run());
+  const int64_t run_id = first.lease().run_id();
+  EXPECT_EQ(first.lease().attempt(), 1);
+  absl::SleepFor(absl::Milliseconds(40));
+  Tick();
+  EXPECT_EQ(scheduler_->counters().leases_expired, 1);
+  absl::StatusOr<RunRow> run = store_->GetRun(run_id);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->state, kRunQueued);
+  const v1::LeaseRunResponse second = Lease();
+  ASSERT_TRUE(second.has_run());
+  EXPECT_EQ(second.lease().run_id(), run_id);  // the same run, resumed
+  EXPECT_EQ(second.lease().attempt(), 2);
+  EXPECT_EQ(second.lease().checkpoint_dir(), first.lease().checkpoint_dir());
+  absl::SleepFor(absl::Milliseconds(40));
+  Tick();
+  EXPECT_EQ(scheduler_->counters().leases_expired, 2);
+  std::vector<TrialRow> trials = Trials();
+  ASSERT_EQ(trials.size(), 2U);  // the failed trial is replaced
+  EXPECT_EQ(trials[0].state, kTrialFailed);
+  EXPECT_THAT(trials[0].fail_reason,
+              HasSubstr("lease expired after 2 attempts"));
+  EXPECT_EQ(trials[1].state, kTrialRunning);
+  // The former holder is told to stop at its next heartbeat.
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kMember);
+  v1::RunProgress* progress = beat.add_runs();
+  progress->set_run_id(run_id);
+  progress->set_env_steps(100);
+  absl::StatusOr<v1::HeartbeatResponse> heard = scheduler_->Heartbeat(beat);
+  ASSERT_TRUE(heard.ok()) << heard.status();
+  EXPECT_THAT(heard->stop_run_ids(), ElementsAre(run_id));
+  EXPECT_EQ(Complete(run_id, 1.0).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(2));
+  Tick();
+  const v1::LeaseRunResponse lease = Lease();
+  ASSERT_TRUE(lease.has_run());
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kMember);
+  v1::RunProgress* progress = beat.add_runs();
+  progress->set_run_id(lease.lease().run_id());
+  progress->set_env_steps(1234);
+  absl::StatusOr<v1::HeartbeatResponse> heard = scheduler_->Heartbeat(beat);
+  ASSERT_TRUE(heard.ok()) << heard.status();
+  EXPECT_TRUE(heard->stop_run_ids().empty());
+  Tick();
+  EXPECT_EQ(scheduler_->counters().leases_expired, 0);
+  absl::StatusOr<RunRow> run = store_->GetRun(lease.lease().run_id());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->state, kRunLeased);
+  EXPECT_EQ(run->env_steps, 1234);
+  // A clean release requeues it at once.
+  v1::ReleaseRequest release;
+  release.set_member_id(kMember);
+  ASSERT_TRUE(scheduler_->Release(release).ok());
+  run = store_->GetRun(lease.lease().run_id());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->state, kRunQueued);
+  // A released learner is no longer registered.
+  v1::LeaseRunRequest request;
+  request.set_member_id(kMember);
+  EXPECT_EQ(scheduler_->LeaseRun(request).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {
+  Start(StudyText("concurrency: 2\nmax_trials: 3",
+                  "pruner: {type: median, warmup_steps: 0, min_trials: 1}"));
+  Tick();
+  const v1::LeaseRunResponse a = Lease();
+  const v1::LeaseRunResponse b = Lease();
+  ASSERT_TRUE(a.has_run() && b.has_run());
+  auto report = [&](int64_t run_id, int64_t step, double value) {
+    v1::ReportEvaluationRequest request;
+    request.set_member_id(kMember);
+    request.set_run_id(run_id);
+    request.mutable_evaluation()->set_env_steps(step);
+    request.mutable_evaluation()->set_sharpe(value + 0.5);
+    request.mutable_evaluation()->set_benchmark_sharpe(0.5);
+    absl::StatusOr<v1::ReportEvaluationResponse> r =
+        scheduler_->ReportEvaluation(request);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() && r->prune();
+  };
+  EXPECT_FALSE(report(a.lease().run_id(), 1000, 2.0));  // nothing to compare
+  EXPECT_TRUE(report(b.lease().run_id(), 1000, 1.0));   // below the median
+  EXPECT_EQ(scheduler_->counters().trials_pruned, 1);
+  absl::StatusOr<TrialRow> pruned = store_->GetTrial(b.lease().trial_id());
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned->state, kTrialPruned);
+  absl::StatusOr<RunRow> run = store_->GetRun(b.lease().run_id());
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->state, kRunCancelled);
+  EXPECT_EQ(Complete(b.lease().run_id(), 1.0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  // NaN metrics are refused with their name, before anything is stored.
+  v1::ReportEvaluationRequest bad;
+  bad.set_member_id(kMember);
+  bad.set_run_id(a.lease().run_id());
+  *bad.mutable_evaluation() = Eval(1, 2000, 0);
+  bad.mutable_evaluation()->set_calmar(std::nan(""));
+  EXPECT_EQ(scheduler_->ReportEvaluation(bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Tick();  // the pruned trial's slot goes to a new trial
+  std::vector<TrialRow> trials = Trials();
+  ASSERT_EQ(trials.size(), 3U);
+  EXPECT_EQ(trials[2].state, kTrialRunning);
+}
+
+TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
+  Start(StudyText("concurrency: 1\nmax_trials: 2"));
+  Tick();
+  const v1::LeaseRunResponse lease = Lease();
+  ASSERT_TRUE(lease.has_run());
+  v1::FailRunRequest fail;
+  fail.set_member_id(kMember);
+  fail.set_run_id(lease.lease().run_id());
+  fail.set_reason("out of memory");
+  ASSERT_TRUE(scheduler_->FailRun(fail).ok());
+  EXPECT_EQ(scheduler_->FailRun(fail).code(),
+            absl::StatusCode::kFailedPrecondition);  // not twice
+  std::vector<TrialRow> trials = Trials();
+  ASSERT_EQ(trials.size(), 1U);
+  EXPECT_EQ(trials[0].state, kTrialFailed);
+  EXPECT_EQ(trials[0].fail_reason, "fold 0: out of memory");
+  Tick();
+  EXPECT_EQ(Trials().size(), 2U);
+}
+
+// CoordinatorService, called in process: proto in, Scheduler, gRPC codes
+// out.
+TEST_F(SchedulerUnitTest, CoordinatorServiceMapsSchedulerResultsToGrpc) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30),
+        "sesame");
+  CoordinatorService service(scheduler_.get());
+  grpc::ServerContext context;
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id(kMember);
+  reg.set_address("127.0.0.1:7");
+  reg.set_slots(1);
+  reg.set_token("wrong");
+  v1::RegisterLearnerResponse registered;
+  EXPECT_EQ(service.RegisterLearner(&context, &reg, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  reg.set_token("sesame");
+  reg.set_slots(0);
+  EXPECT_EQ(service.RegisterLearner(&context, &reg, &registered).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  v1::LeaseRunRequest lease_request;
+  lease_request.set_member_id(kMember);
+  v1::LeaseRunResponse lease;
+  EXPECT_EQ(service.LeaseRun(&context, &lease_request, &lease).error_code(),
+            grpc::StatusCode::NOT_FOUND);  // not registered
+  reg.set_slots(1);
+  ASSERT_TRUE(service.RegisterLearner(&context, &reg, &registered).ok());
+  EXPECT_EQ(registered.lease_ttl_ms(), 30000);
+  EXPECT_EQ(registered.heartbeat_interval_ms(), 5000);
+  ASSERT_TRUE(service.LeaseRun(&context, &lease_request, &lease).ok());
+  EXPECT_FALSE(lease.has_run());  // no Tick yet: no trial
+  Tick();
+  ASSERT_TRUE(service.LeaseRun(&context, &lease_request, &lease).ok());
+  ASSERT_TRUE(lease.has_run());
+  EXPECT_EQ(lease.lease().run_name(), "unit/trial-0/fold-0");
+  EXPECT_FALSE(lease.lease().dataset_id().empty());
+  // The dataset the run names is the one the coordinator serves.
+  absl::StatusOr<std::string> path =
+      scheduler_->DatasetPath(lease.lease().dataset_id());
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_TRUE(std::filesystem::exists(*path));
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-1");
+  v1::FindLearnerResponse found;
+  ASSERT_TRUE(service.FindLearner(&context, &find, &found).ok());
+  EXPECT_EQ(found.learner_address(), "127.0.0.1:7");
+  v1::CompleteRunRequest other;
+  other.set_member_id("someone-else");
+  other.set_run_id(lease.lease().run_id());
+  *other.mutable_final_evaluation() = Eval(1, 8000, 0);
+  v1::CompleteRunResponse completed;
+  EXPECT_EQ(service.CompleteRun(&context, &other, &completed).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  other.set_run_id(999999);
+  EXPECT_EQ(service.CompleteRun(&context, &other, &completed).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+  ASSERT_TRUE(members.ok());
+  ASSERT_EQ(members->size(), 2U);  // the actor and the learner
+  EXPECT_EQ((*members)[0].kind, "actor");
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator
