@@ -24,17 +24,18 @@
 #include "env/dataset.h"
 #include "env/market_data.h"
 #include "env/vector_env.h"
-#include "learner/chunk_codec.h"
-#include "learner/chunk_wire.h"
-#include "learner/dataset_cache.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
 #include "proto/coordinator.grpc.pb.h"
+#include "wire/chunk_codec.h"
+#include "wire/chunk_wire.h"
+#include "wire/dataset_cache.h"
+#include "wire/grpc_status.h"
 
 namespace ristretto::actor {
 namespace {
 
-using Stream = learner::ActStream;
+using Stream = wire::ActStream;
 
 // Chunk buffers for the rollout. A written chunk stays referenced by
 // gRPC's slices until it is on the wire (EncodeChunkMessage aliases its
@@ -94,12 +95,6 @@ void ShapeLike(const learner::TrajectoryChunk& like,
   chunk->rewards.resize(T * B);
   chunk->dones.resize(T * B);
   chunk->final_obs.clear();
-}
-
-absl::Status FromGrpc(const grpc::Status& s) {
-  // grpc::StatusCode and absl::StatusCode share the google.rpc numbering.
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      s.error_message());
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
@@ -280,7 +275,7 @@ absl::StatusOr<v1::LearnerStatus> Actor::GetLearnerStatus() {
   v1::LearnerStatus response;
   const grpc::Status s = v1::Learner::NewStub(NewChannel())
                              ->GetStatus(&ctx, v1::StatusRequest(), &response);
-  if (!s.ok()) return Annotate(FromGrpc(s), "GetStatus");
+  if (!s.ok()) return Annotate(wire::FromGrpcStatus(s), "GetStatus");
   return response;
 }
 
@@ -375,7 +370,7 @@ absl::Status Actor::Run() {
       case SessionEnd::kNone:
         std::fprintf(stderr, "actor %s: stream to %s ended: %s\n", id.c_str(),
                      options_.learner_address.c_str(),
-                     FromGrpc(final_status).ToString().c_str());
+                     wire::FromGrpcStatus(final_status).ToString().c_str());
         break;
     }
     if (retry_now) continue;
@@ -419,10 +414,10 @@ grpc::Status Actor::RunSession() {
   ResolveLearner();
   const std::shared_ptr<grpc::Channel> channel = NewChannel();
   stub_ = v1::Learner::NewStub(channel);
-  learner::ActStub act(channel);
+  wire::ActStub act(channel);
   std::unique_ptr<Stream> stream = act.Act(&ctx);
   grpc::Status status;
-  if (stream->Write(learner::SerializeToByteBuffer(hello_message))) {
+  if (stream->Write(wire::SerializeToByteBuffer(hello_message))) {
     std::thread reader([this, &stream] { ReaderLoop(stream.get()); });
     std::thread rollout([this, &stream] { RolloutLoop(stream.get()); });
     bool drain = false;
@@ -807,7 +802,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
       unacked_[next_sequence_] = sent->policy_version;
     }
     if (!stream->Write(
-            learner::EncodeChunkMessage(std::move(sent), next_sequence_))) {
+            wire::EncodeChunkMessage(std::move(sent), next_sequence_))) {
       // The call is over. The reader ends the session once it has drained
       // what the learner sent before (possibly a Stop that says why).
       return absl::OkStatus();
@@ -913,7 +908,7 @@ absl::StatusOr<env::Dataset> Actor::EnsureDataset(const std::string& id) {
   std::fprintf(stderr, "actor %s: dataset %s (cache %s)\n",
                options_.actor_id.c_str(), id.c_str(),
                options_.cache_dir.c_str());
-  return learner::LoadOrFetchDataset(
+  return wire::LoadOrFetchDataset(
       options_.cache_dir, id,
       [this, &id](const std::string& path) { return FetchDataset(id, path); });
 }
@@ -933,8 +928,7 @@ absl::Status Actor::FetchDataset(const std::string& id,
   request.set_dataset_id(id);
   std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
       stub_->FetchDataset(&ctx, request);
-  absl::Status status =
-      learner::ReceiveDatasetFile(reader.get(), &ctx, id, path);
+  absl::Status status = wire::ReceiveDatasetFile(reader.get(), &ctx, id, path);
   {
     absl::MutexLock lock(&mu_);
     fetch_ctx_ = nullptr;

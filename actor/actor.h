@@ -33,9 +33,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "env/dataset.h"
-#include "learner/chunk_wire.h"
 #include "learner/contract.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "wire/chunk_wire.h"
 
 namespace grpc {
 class ClientContext;
@@ -165,8 +165,8 @@ class Actor {
   // One connection: Hello, reader + rollout threads, until the session ends.
   // Returns the learner's final status (for logging).
   grpc::Status RunSession();
-  void ReaderLoop(learner::ActStream* stream);
-  void RolloutLoop(learner::ActStream* stream);
+  void ReaderLoop(wire::ActStream* stream);
+  void RolloutLoop(wire::ActStream* stream);
   void HandleAssignment(const v1::RunAssignment& assignment);
   void HandleWeights(const v1::WeightVersion& weights);
   void HandleAck(const v1::ChunkAck& ack);
@@ -179,7 +179,7 @@ class Actor {
   void DrainSession(grpc::ClientContext* ctx);
 
   // Rollout thread. Returns OK when the session ends; errors end it.
-  absl::Status RolloutChunks(learner::ActStream* stream);
+  absl::Status RolloutChunks(wire::ActStream* stream);
   // Builds the env for an assignment (kept if it is the one applied).
   // Errors: kFailedPrecondition / kInvalidArgument when the dataset, env
   // and contract disagree; EnsureDataset's errors.

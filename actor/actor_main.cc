@@ -24,7 +24,7 @@
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
-#include "learner/grpc_options.h"
+#include "wire/grpc_options.h"
 
 namespace ristretto::actor {
 namespace {
@@ -86,7 +86,7 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
 }
 
 int Main(int argc, char** argv) {
-  learner::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
+  wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   if (const absl::Status s = InstallShutdownHandlers(); !s.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s\n", s.ToString().c_str());

@@ -27,8 +27,8 @@
 //                  receiver parses and validates it (ParseFromArray +
 //                  ChunkFromProto): the CPU work of the gRPC path, no gRPC.
 //
-// --malloc chunks calls learner::TuneAllocatorForChunkTraffic()
-// (learner/grpc_options.h) first, as the binaries would; --malloc default
+// --malloc chunks calls wire::TuneAllocatorForChunkTraffic()
+// (wire/grpc_options.h) first, as the binaries would; --malloc default
 // (the default) leaves glibc's adaptive settings. It is a process-wide
 // setting, so the two are compared across processes
 // (scripts/bench_distributed.sh alternates them).
@@ -77,12 +77,12 @@
 #include "absl/strings/str_split.h"
 #include "common/tensor_codec.h"
 #include "grpcpp/grpcpp.h"
-#include "learner/chunk_codec.h"
-#include "learner/chunk_wire.h"
-#include "learner/grpc_options.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "proto/ristretto.pb.h"
+#include "wire/chunk_codec.h"
+#include "wire/chunk_wire.h"
+#include "wire/grpc_options.h"
 
 namespace ristretto::bench {
 namespace {
@@ -174,7 +174,7 @@ std::shared_ptr<const learner::TrajectoryChunk> MakeChunk(const Config& c,
 
 v1::ActorMessage ToProto(const learner::TrajectoryChunk& chunk) {
   v1::ActorMessage message;
-  learner::ChunkToProto(chunk, 0, message.mutable_chunk());
+  wire::ChunkToProto(chunk, 0, message.mutable_chunk());
   return message;
 }
 
@@ -243,7 +243,7 @@ void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
 
 absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
     const v1::TrajectoryChunk& p, int obs_size, int action_size,
-    const learner::ChunkLimits& limits) {
+    const wire::ChunkLimits& limits) {
   if (p.run_id().empty()) {
     return absl::InvalidArgumentError("chunk: run_id is empty");
   }
@@ -413,8 +413,8 @@ class ProtoReactor final
   std::optional<v1::LearnerMessage> Decode(v1::ActorMessage& in) override {
     if (!in.has_chunk()) return std::nullopt;
     const Config& c = counters_->config;
-    absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
-        in.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    absl::StatusOr<learner::TrajectoryChunk> chunk =
+        wire::ChunkFromProto(in.chunk(), c.obs, c.actions, wire::ChunkLimits{});
     Count(chunk.status(), chunk.ok() ? chunk->num_samples() : 0);
     return Ack(in.chunk().sequence(), chunk.status(), c.inflight);
   }
@@ -429,22 +429,22 @@ class RawReactor final
  private:
   std::optional<grpc::ByteBuffer> Decode(grpc::ByteBuffer& in) override {
     const Config& c = counters_->config;
-    absl::Status status = learner::ParseActorMessage(in, &frame_);
-    if (status.ok() && frame_.kind != learner::ActorFrame::Kind::kChunk) {
+    absl::Status status = wire::ParseActorMessage(in, &frame_);
+    if (status.ok() && frame_.kind != wire::ActorFrame::Kind::kChunk) {
       return std::nullopt;
     }
     learner::TrajectoryChunk chunk;
     if (status.ok()) {
-      status = learner::DecodeChunk(frame_.chunk, c.obs, c.actions,
-                                    learner::ChunkLimits{}, &chunk);
+      status = wire::DecodeChunk(frame_.chunk, c.obs, c.actions,
+                                 wire::ChunkLimits{}, &chunk);
     }
     frame_.slices.clear();  // release the received buffers
     Count(status, status.ok() ? chunk.num_samples() : 0);
-    return learner::SerializeToByteBuffer(
+    return wire::SerializeToByteBuffer(
         Ack(frame_.chunk.sequence, status, c.inflight));
   }
 
-  learner::ActorFrame frame_;
+  wire::ActorFrame frame_;
 };
 
 class ProtoService final : public v1::Learner::CallbackService {
@@ -544,14 +544,14 @@ double RunGrpc(
     const std::vector<std::shared_ptr<const learner::TrajectoryChunk>>&
         chunks_in,
     int chunks, int inflight) {
-  learner::ActStub stub(channel->shared_from_this());
+  wire::ActStub stub(channel->shared_from_this());
   grpc::ClientContext context;
-  std::unique_ptr<learner::ActStream> stream = stub.Act(&context);
-  return StreamChunks(
-      stream.get(), learner::SerializeToByteBuffer(HelloMessage()), chunks,
-      inflight, [&](int i) {
-        return learner::EncodeChunkMessage(chunks_in[i % chunks_in.size()], i);
-      });
+  std::unique_ptr<wire::ActStream> stream = stub.Act(&context);
+  return StreamChunks(stream.get(), wire::SerializeToByteBuffer(HelloMessage()),
+                      chunks, inflight, [&](int i) {
+                        return wire::EncodeChunkMessage(
+                            chunks_in[i % chunks_in.size()], i);
+                      });
 }
 
 // grpc_proto: the generated stub with the pre-built protos.
@@ -630,8 +630,8 @@ double RunRawTcp(const Config& c, std::vector<v1::ActorMessage>* messages,
       if (!message.ParseFromArray(buffer.data(), static_cast<int>(size))) {
         Die("raw_tcp_codec: parse failed");
       }
-      absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
-          message.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+      absl::StatusOr<learner::TrajectoryChunk> chunk = wire::ChunkFromProto(
+          message.chunk(), c.obs, c.actions, wire::ChunkLimits{});
       if (!chunk.ok()) Die(std::string(chunk.status().message()));
       steps += chunk->num_samples();
     }
@@ -715,8 +715,8 @@ double Median(std::vector<double> v) {
 // gRPC path's time goes besides the socket.
 void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
                      int iterations) {
-  absl::StatusOr<learner::TrajectoryChunk> source = learner::ChunkFromProto(
-      message.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+  absl::StatusOr<learner::TrajectoryChunk> source = wire::ChunkFromProto(
+      message.chunk(), c.obs, c.actions, wire::ChunkLimits{});
   if (!source.ok()) Die(std::string(source.status().message()));
   enum Step {
     kEncodeOld,
@@ -746,7 +746,7 @@ void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
                         std::min<size_t>(65536, serialised.size() - at));
   }
   const grpc::ByteBuffer received(slices.data(), slices.size());
-  learner::ActorFrame frame;
+  wire::ActorFrame frame;
   for (int i = 0; i < iterations; ++i) {
     Clock::time_point t[kSteps + 1];
     {
@@ -754,7 +754,7 @@ void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
       t[0] = Clock::now();
       legacy::ChunkToProto(*source, 0, old_encoded.mutable_chunk());
       t[1] = Clock::now();
-      learner::ChunkToProto(*source, 0, encoded.mutable_chunk());
+      wire::ChunkToProto(*source, 0, encoded.mutable_chunk());
       t[2] = Clock::now();
       encoded.SerializeToString(&bytes);
       t[3] = Clock::now();
@@ -762,28 +762,28 @@ void PrintCodecCosts(const Config& c, const v1::ActorMessage& message,
     if (!parsed.ParseFromString(bytes)) Die("parse failed");
     t[4] = Clock::now();
     absl::StatusOr<learner::TrajectoryChunk> old_chunk = legacy::ChunkFromProto(
-        parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+        parsed.chunk(), c.obs, c.actions, wire::ChunkLimits{});
     t[5] = Clock::now();
-    absl::StatusOr<learner::TrajectoryChunk> chunk = learner::ChunkFromProto(
-        parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    absl::StatusOr<learner::TrajectoryChunk> chunk = wire::ChunkFromProto(
+        parsed.chunk(), c.obs, c.actions, wire::ChunkLimits{});
     t[6] = Clock::now();
-    const absl::Status reuse = learner::ChunkFromProto(
-        parsed.chunk(), c.obs, c.actions, learner::ChunkLimits{}, &reused);
+    const absl::Status reuse = wire::ChunkFromProto(
+        parsed.chunk(), c.obs, c.actions, wire::ChunkLimits{}, &reused);
     t[7] = Clock::now();
     // The binaries' path: a zero-copy buffer, then the in-place decode (of
     // a buffer as gRPC hands it over: the serialised bytes in 64 KiB
     // slices, so floats straddle slice boundaries).
-    const grpc::ByteBuffer wire = learner::EncodeChunkMessage(shared, 0);
+    const grpc::ByteBuffer zero_copy = wire::EncodeChunkMessage(shared, 0);
     t[8] = Clock::now();
     learner::TrajectoryChunk wire_chunk;
-    absl::Status wire_status = learner::ParseActorMessage(received, &frame);
+    absl::Status wire_status = wire::ParseActorMessage(received, &frame);
     if (wire_status.ok()) {
-      wire_status = learner::DecodeChunk(frame.chunk, c.obs, c.actions,
-                                         learner::ChunkLimits{}, &wire_chunk);
+      wire_status = wire::DecodeChunk(frame.chunk, c.obs, c.actions,
+                                      wire::ChunkLimits{}, &wire_chunk);
     }
     t[9] = Clock::now();
     if (!wire_status.ok() || wire_chunk.obs != chunk->obs ||
-        wire.Length() != bytes.size()) {
+        zero_copy.Length() != bytes.size()) {
       Die("codec costs: the wire path disagrees");
     }
     if (!old_chunk.ok() || !chunk.ok() || !reuse.ok() ||
@@ -822,7 +822,7 @@ int Main(int argc, char** argv) {
                  "[--only VARIANT,...]\n");
     return 2;
   }
-  if (c.tune_malloc && !learner::TuneAllocatorForChunkTraffic()) {
+  if (c.tune_malloc && !wire::TuneAllocatorForChunkTraffic()) {
     Die("mallopt refused the chunk settings");
   }
   constexpr int kDistinctChunks = 4;
@@ -833,8 +833,8 @@ int Main(int argc, char** argv) {
     chunks.push_back(MakeChunk(c, static_cast<uint32_t>(k)));
     messages.push_back(ToProto(*chunks.back()));
     bytes.push_back(messages.back().SerializeAsString());
-    absl::StatusOr<learner::TrajectoryChunk> check = learner::ChunkFromProto(
-        messages.back().chunk(), c.obs, c.actions, learner::ChunkLimits{});
+    absl::StatusOr<learner::TrajectoryChunk> check = wire::ChunkFromProto(
+        messages.back().chunk(), c.obs, c.actions, wire::ChunkLimits{});
     if (!check.ok()) Die(std::string(check.status().message()));
   }
   const double chunk_mb = static_cast<double>(bytes[0].size()) / 1e6;

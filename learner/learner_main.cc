@@ -41,13 +41,13 @@
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
-#include "learner/grpc_options.h"
 #include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/device_memory.h"
+#include "wire/grpc_options.h"
 
 namespace ristretto::learner {
 namespace {
@@ -192,7 +192,7 @@ absl::Status ServeCoordinated(const cli::Args& args, const std::string& token,
 }
 
 absl::Status Main(int argc, char** argv) {
-  TuneAllocatorForChunkTraffic();  // before gRPC starts threads
+  wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 

@@ -4,18 +4,20 @@
 #include <fstream>
 #include <string>
 
+#include "wire/grpc_status.h"
+
 namespace ristretto::coordinator {
 namespace {
 
+// The reply for a scheduler result (wire::ToGrpcStatus), logging failures
+// other than the expected "no such member/run" and "not in that state".
 grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  if (s.code() != absl::StatusCode::kNotFound &&
+  if (!s.ok() && s.code() != absl::StatusCode::kNotFound &&
       s.code() != absl::StatusCode::kFailedPrecondition) {
     std::fprintf(stderr, "coordinator: call failed: %s\n",
                  s.ToString().c_str());
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
-                      std::string(s.message()));
+  return wire::ToGrpcStatus(s);
 }
 
 template <typename Response>

@@ -10,9 +10,10 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
-#include "learner/dataset_cache.h"
 #include "learner/run_options_json.h"
 #include "learner/torch/checkpoint.h"
+#include "wire/dataset_cache.h"
+#include "wire/grpc_status.h"
 
 namespace ristretto::learner {
 namespace {
@@ -230,22 +231,23 @@ void CoordinatorAgent::Reap(bool shutting_down) {
           c->set_sha256(*checkpoint_sha);
         }
         v1::CompleteRunResponse response;
-        const grpc::Status s =
-            stub_->CompleteRun(Context().get(), request, &response);
+        const absl::Status s = wire::FromGrpcStatus(
+            stub_->CompleteRun(Context().get(), request, &response));
         if (s.ok()) {
           Record(h, "completed");
           erase = true;
-        } else if (s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
-                   s.error_code() == grpc::StatusCode::NOT_FOUND) {
-          Record(h, absl::StrCat("dropped: ", s.error_message()));
+        } else if (s.code() == absl::StatusCode::kFailedPrecondition ||
+                   s.code() == absl::StatusCode::kNotFound) {
+          Record(h, absl::StrCat("dropped: ", s.message()));
           erase = true;
-        } else if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                   s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        } else if (s.code() == absl::StatusCode::kUnavailable ||
+                   s.code() == absl::StatusCode::kDeadlineExceeded) {
           std::fprintf(stderr, "learner: completing %s: %s; will retry\n",
-                       h.lease.run_name().c_str(), s.error_message().c_str());
+                       h.lease.run_name().c_str(),
+                       std::string(s.message()).c_str());
         } else {
           Fail(h, absl::StrCat("the coordinator refused the result: ",
-                               s.error_message()));
+                               s.message()));
           erase = true;
         }
       }
@@ -272,9 +274,10 @@ void CoordinatorAgent::HeartbeatOnce() {
                                        : 0);
   }
   v1::HeartbeatResponse response;
-  const grpc::Status s = stub_->Heartbeat(Context().get(), request, &response);
+  const absl::Status s = wire::FromGrpcStatus(
+      stub_->Heartbeat(Context().get(), request, &response));
   if (!s.ok()) {
-    if (s.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
+    if (absl::IsNotFound(s)) registered_ = false;
     return;
   }
   for (int64_t id : response.stop_run_ids()) {
@@ -303,7 +306,7 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
   if (it != markets_.end()) return it->second;
   std::string cached_path;
   ASSIGN_OR_RETURN(env::Dataset dataset,
-                   LoadOrFetchDataset(
+                   wire::LoadOrFetchDataset(
                        options_.cache_dir, dataset_id,
                        [this, &dataset_id](const std::string& path) {
                          v1::FetchDatasetRequest request;
@@ -312,8 +315,8 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
                          ctx->set_deadline(std::chrono::system_clock::now() +
                                            std::chrono::seconds(120));
                          auto reader = stub_->FetchDataset(ctx.get(), request);
-                         return ReceiveDatasetFile(reader.get(), ctx.get(),
-                                                   dataset_id, path);
+                         return wire::ReceiveDatasetFile(
+                             reader.get(), ctx.get(), dataset_id, path);
                        }));
   ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
                    env::MarketData::FromDataset(dataset));
@@ -398,9 +401,10 @@ void CoordinatorAgent::Admit() {
     v1::LeaseRunRequest request;
     request.set_member_id(options_.member_id);
     v1::LeaseRunResponse response;
-    const grpc::Status s = stub_->LeaseRun(Context().get(), request, &response);
+    const absl::Status s = wire::FromGrpcStatus(
+        stub_->LeaseRun(Context().get(), request, &response));
     if (!s.ok()) {
-      if (s.error_code() == grpc::StatusCode::NOT_FOUND) registered_ = false;
+      if (absl::IsNotFound(s)) registered_ = false;
       return;
     }
     if (!response.has_run()) return;

@@ -10,8 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/text_util.h"
-#include "learner/chunk_wire.h"
 #include "learner/service/learner_metrics.h"
+#include "wire/chunk_wire.h"
+#include "wire/grpc_status.h"
 
 namespace ristretto::learner {
 namespace {
@@ -23,7 +24,7 @@ using WeightsPtr = std::shared_ptr<const RunHost::PublishedWeights>;
 
 MessagePtr Serialised(const v1::LearnerMessage& message) {
   return std::make_shared<const grpc::ByteBuffer>(
-      SerializeToByteBuffer(message));
+      wire::SerializeToByteBuffer(message));
 }
 
 class ActorReactor;
@@ -73,7 +74,7 @@ class ActorReactor final
       FinishWhenDrained(grpc::Status::OK);
       return;
     }
-    const absl::Status parsed = ParseActorMessage(in_, &frame_);
+    const absl::Status parsed = wire::ParseActorMessage(in_, &frame_);
     if (!parsed.ok()) {
       if (frame_.chunk.sequence >= 0) {  // a chunk: reject it, go on
         Reject(frame_.chunk.sequence, parsed.code(), parsed.message(),
@@ -84,14 +85,13 @@ class ActorReactor final
       }
       // Nothing to acknowledge it with: end the call with the reason.
       service_->CountRejected(RejectReason::kProtocol);
-      FinishWhenDrained(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                     std::string(parsed.message())));
+      FinishWhenDrained(wire::ToGrpcStatus(parsed));
       return;
     }
-    if (frame_.kind == ActorFrame::Kind::kHello) {
+    if (frame_.kind == wire::ActorFrame::Kind::kHello) {
       HandleHello();
       ContinueReading();
-    } else if (frame_.kind == ActorFrame::Kind::kChunk) {
+    } else if (frame_.kind == wire::ActorFrame::Kind::kChunk) {
       HandleChunk();  // continues reading when the chunk is queued
     } else {
       Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage",
@@ -268,7 +268,7 @@ class ActorReactor final
   }
 
   void HandleChunk() {
-    const ChunkView& view = frame_.chunk;
+    const wire::ChunkView& view = frame_.chunk;
     const int64_t sequence = view.sequence;
     if (run_ == nullptr) {
       Reject(sequence, absl::StatusCode::kFailedPrecondition,
@@ -278,7 +278,8 @@ class ActorReactor final
     }
     // A sequence going backwards (or repeated) is a replay or a confused
     // client: its acks could not be told apart.
-    const absl::Status order = CheckChunkSequence(last_sequence_, sequence);
+    const absl::Status order =
+        wire::CheckChunkSequence(last_sequence_, sequence);
     if (!order.ok()) {
       frame_.slices.clear();
       in_.Clear();
@@ -298,8 +299,8 @@ class ActorReactor final
     }
     TrajectoryChunk chunk;
     const absl::Status decoded =
-        DecodeChunk(view, run_->obs_size(), run_->action_size(),
-                    service_->options().limits, &chunk);
+        wire::DecodeChunk(view, run_->obs_size(), run_->action_size(),
+                          service_->options().limits, &chunk);
     // The received buffers are no longer needed: drop both references to
     // them (frame and in_), or a parked chunk would pin them until the
     // next read.
@@ -333,7 +334,7 @@ class ActorReactor final
   LearnerService* const service_;
   const std::shared_ptr<ReactorLink> link_;
   grpc::ByteBuffer in_;
-  ActorFrame frame_;  // the parsed in_ (reactor thread only)
+  wire::ActorFrame frame_;  // the parsed in_ (reactor thread only)
   // Env steps (T × B) of this actor's latest decoded chunk; read when acks
   // are sent, also from the training thread (OnQueued).
   std::atomic<int64_t> chunk_steps_{0};

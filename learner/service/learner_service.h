@@ -20,9 +20,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "learner/chunk_codec.h"
 #include "learner/service/run_host.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "wire/chunk_codec.h"
 
 namespace ristretto::learner {
 
@@ -30,7 +30,7 @@ class LearnerMetrics;
 enum class RejectReason;  // learner_metrics.h
 
 struct LearnerServiceOptions {
-  ChunkLimits limits;  // largest chunk accepted (T, B)
+  wire::ChunkLimits limits;  // largest chunk accepted (T, B)
   // Most chunks an actor may have unacknowledged; each run sizes its
   // actors' credit below this to its max_policy_lag (RunHost::ActorCredits).
   int credits = 4;

@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "learner/chunk_wire.h"
 #include "learner/objective.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
+#include "wire/chunk_wire.h"
 
 namespace ristretto::learner {
 namespace {
@@ -259,7 +259,7 @@ absl::Status RunHost::Publish() {
   }
   auto published = std::make_shared<PublishedWeights>();
   published->version = w->version();
-  published->message = SerializeToByteBuffer(message);
+  published->message = wire::SerializeToByteBuffer(message);
   std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);

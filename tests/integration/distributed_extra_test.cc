@@ -24,7 +24,6 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "learner/chunk_codec.h"
 #include "learner/contract.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/ppo.h"
@@ -33,6 +32,7 @@
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
+#include "wire/chunk_codec.h"
 
 namespace ristretto {
 namespace {
@@ -116,7 +116,7 @@ class RawActor {
   // Sends `chunk` as sequence `sequence` and returns its ack.
   v1::ChunkAck Send(const learner::TrajectoryChunk& chunk, int64_t sequence) {
     v1::ActorMessage m;
-    learner::ChunkToProto(chunk, sequence, m.mutable_chunk());
+    wire::ChunkToProto(chunk, sequence, m.mutable_chunk());
     EXPECT_TRUE(stream_->Write(m));
     v1::LearnerMessage in;
     while (Read(&in)) {

@@ -18,12 +18,12 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "learner/chunk_codec.h"
-#include "learner/chunk_wire.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
+#include "wire/chunk_codec.h"
+#include "wire/chunk_wire.h"
 
 namespace ristretto {
 namespace {
@@ -278,7 +278,7 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   good.dones.assign(4, 0);
   auto send = [&](const learner::TrajectoryChunk& c, int64_t seq) {
     v1::ActorMessage m;
-    learner::ChunkToProto(c, seq, m.mutable_chunk());
+    wire::ChunkToProto(c, seq, m.mutable_chunk());
     EXPECT_TRUE(stream->Write(m));
     v1::LearnerMessage ack;
     while (stream->Read(&ack)) {
@@ -333,7 +333,7 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
     big.rewards.assign(8000, 0.0f);
     big.dones.assign(8000, 0);
     v1::ActorMessage m;
-    learner::ChunkToProto(big, 0, m.mutable_chunk());
+    wire::ChunkToProto(big, 0, m.mutable_chunk());
     ASSERT_GT(m.ByteSizeLong(), 1u << 20);
     big_stream->Write(m);
     big_stream->WritesDone();
@@ -349,10 +349,10 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   // rejected with an ack and the stream goes on; a message with nothing to
   // acknowledge ends the call with INVALID_ARGUMENT and the reason.
   {
-    learner::ActStub raw_stub(channel);
+    wire::ActStub raw_stub(channel);
     grpc::ClientContext raw_context;
     auto raw = raw_stub.Act(&raw_context);
-    ASSERT_TRUE(raw->Write(learner::SerializeToByteBuffer(hello)));
+    ASSERT_TRUE(raw->Write(wire::SerializeToByteBuffer(hello)));
     auto raw_ack = [&]() {
       v1::LearnerMessage m;
       while (raw->Read(&m)) {
@@ -362,11 +362,11 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
       return v1::ChunkAck();
     };
     auto shared = std::make_shared<learner::TrajectoryChunk>(good);
-    ASSERT_TRUE(raw->Write(learner::EncodeChunkMessage(shared, 10)));
+    ASSERT_TRUE(raw->Write(wire::EncodeChunkMessage(shared, 10)));
     EXPECT_EQ(raw_ack().code(), 0);
     // The same chunk with its rewards tensor given twice.
     v1::ActorMessage m;
-    learner::ChunkToProto(good, 11, m.mutable_chunk());
+    wire::ChunkToProto(good, 11, m.mutable_chunk());
     std::string chunk_bytes = m.chunk().SerializeAsString();
     const std::string rewards = m.chunk().rewards().SerializeAsString();
     chunk_bytes += '\x4a';  // field 9 (rewards), length-delimited

@@ -1,4 +1,4 @@
-#include "learner/chunk_codec.h"
+#include "wire/chunk_codec.h"
 
 #include <cmath>
 #include <limits>
@@ -7,9 +7,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 namespace {
 
+using learner::TrajectoryChunk;
 using ::testing::HasSubstr;
 
 // T = 3 steps, B = 2 copies, D = 4, A = 2, one done at (t=1, b=0).
@@ -291,4 +292,4 @@ TEST(ChunkCodecTest, EncodingIntoAReusedMessageReplacesEveryField) {
 }
 
 }  // namespace
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire

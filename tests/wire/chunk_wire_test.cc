@@ -1,4 +1,4 @@
-#include "learner/chunk_wire.h"
+#include "wire/chunk_wire.h"
 
 #include <cmath>
 #include <cstdint>
@@ -15,9 +15,10 @@
 #include "gtest/gtest.h"
 #include "proto/ristretto.grpc.pb.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 namespace {
 
+using learner::TrajectoryChunk;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -462,4 +463,4 @@ TEST(ChunkWireTest, CorruptedBytesNeverDisagreeWithProtobuf) {
 }
 
 }  // namespace
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire

@@ -7,8 +7,8 @@
 // payload, checks finiteness block by block while the copy is in cache and
 // never value-initialises the destination first; every tensor's dtype and
 // shape is checked before anything is copied. Encoding makes one copy.
-#ifndef RISTRETTO_LEARNER_CHUNK_CODEC_H_
-#define RISTRETTO_LEARNER_CHUNK_CODEC_H_
+#ifndef RISTRETTO_WIRE_CHUNK_CODEC_H_
+#define RISTRETTO_WIRE_CHUNK_CODEC_H_
 
 #include <cstdint>
 
@@ -19,7 +19,7 @@
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 // Limits a server enforces on decoded chunks.
 struct ChunkLimits {
@@ -28,7 +28,7 @@ struct ChunkLimits {
 };
 
 // Encodes `chunk` with the given per-actor `sequence` number.
-void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
+void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
                   v1::TrajectoryChunk* out);
 
 // Decodes and validates a chunk for a run with the given observation and
@@ -36,9 +36,9 @@ void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
 // shape, sizes over the limits, inconsistent T/B/D/A between tensors, a
 // final-observation count that differs from the number of dones, NaN/Inf
 // values, dones other than 0/1). A decoded chunk passes Validate().
-absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& proto,
-                                               int obs_size, int action_size,
-                                               const ChunkLimits& limits);
+absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
+    const v1::TrajectoryChunk& proto, int obs_size, int action_size,
+    const ChunkLimits& limits);
 
 // The same into `*out`, reusing the capacity of its arrays (for a caller
 // that recycles chunks: no allocation or page faults once they are large
@@ -46,11 +46,11 @@ absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& proto,
 // (partially decoded) contents.
 absl::Status ChunkFromProto(const v1::TrajectoryChunk& proto, int obs_size,
                             int action_size, const ChunkLimits& limits,
-                            TrajectoryChunk* out);
+                            learner::TrajectoryChunk* out);
 
 // A received chunk before decoding: its scalar fields and its tensors as
 // views of the bytes they arrived in (a parsed proto's strings, or the
-// network buffers themselves: learner/chunk_wire.h). The caller keeps
+// network buffers themselves: wire/chunk_wire.h). The caller keeps
 // those bytes alive while the view is used.
 struct ChunkView {
   absl::string_view run_id;
@@ -71,8 +71,9 @@ ChunkView ViewOf(const v1::TrajectoryChunk& proto);
 // Decodes and validates a viewed chunk into `*out`: exactly the checks,
 // errors and result of ChunkFromProto (which is this over ViewOf(proto)).
 absl::Status DecodeChunk(const ChunkView& view, int obs_size, int action_size,
-                         const ChunkLimits& limits, TrajectoryChunk* out);
+                         const ChunkLimits& limits,
+                         learner::TrajectoryChunk* out);
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire
 
-#endif  // RISTRETTO_LEARNER_CHUNK_CODEC_H_
+#endif  // RISTRETTO_WIRE_CHUNK_CODEC_H_

@@ -1,4 +1,4 @@
-#include "learner/dataset_cache.h"
+#include "wire/dataset_cache.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 absl::Status ReceiveDatasetFile(
     grpc::ClientReaderInterface<v1::DatasetPiece>* reader,
@@ -104,4 +104,4 @@ absl::StatusOr<env::Dataset> LoadOrFetchDataset(
           : dataset.status().ToString()));
 }
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire

@@ -16,12 +16,12 @@
 //    grpc_tuned variant) change neither CPU per chunk nor throughput
 //    measurably on loopback, so the binaries keep gRPC's defaults beside
 //    their message-size caps.
-#ifndef RISTRETTO_LEARNER_GRPC_OPTIONS_H_
-#define RISTRETTO_LEARNER_GRPC_OPTIONS_H_
+#ifndef RISTRETTO_WIRE_GRPC_OPTIONS_H_
+#define RISTRETTO_WIRE_GRPC_OPTIONS_H_
 
 #include <malloc.h>
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 // Blocks below this are served from malloc's arenas instead of their own
 // mmap (the largest value glibc accepts on 64-bit).
@@ -41,6 +41,6 @@ inline bool TuneAllocatorForChunkTraffic() {
   return mmap_ok && trim_ok;
 }
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire
 
-#endif  // RISTRETTO_LEARNER_GRPC_OPTIONS_H_
+#endif  // RISTRETTO_WIRE_GRPC_OPTIONS_H_

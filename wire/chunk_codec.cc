@@ -1,4 +1,4 @@
-#include "learner/chunk_codec.h"
+#include "wire/chunk_codec.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include "common/status_macros.h"
 #include "common/tensor_codec.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 namespace {
 
 // Copies a float tensor's data (whose size CheckTensor has verified) into
@@ -45,7 +45,7 @@ absl::Status CopyFinite(const TensorView& tensor, const char* field,
 
 }  // namespace
 
-void ChunkToProto(const TrajectoryChunk& chunk, int64_t sequence,
+void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
                   v1::TrajectoryChunk* out) {
   const int64_t T = chunk.steps, B = chunk.copies, D = chunk.obs_size,
                 A = chunk.action_size;
@@ -82,12 +82,13 @@ ChunkView ViewOf(const v1::TrajectoryChunk& p) {
 
 absl::Status ChunkFromProto(const v1::TrajectoryChunk& p, int obs_size,
                             int action_size, const ChunkLimits& limits,
-                            TrajectoryChunk* out) {
+                            learner::TrajectoryChunk* out) {
   return DecodeChunk(ViewOf(p), obs_size, action_size, limits, out);
 }
 
 absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
-                         const ChunkLimits& limits, TrajectoryChunk* out) {
+                         const ChunkLimits& limits,
+                         learner::TrajectoryChunk* out) {
   if (p.run_id.empty()) {
     return absl::InvalidArgumentError("chunk: run_id is empty");
   }
@@ -193,12 +194,12 @@ absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
       &out->final_obs);
 }
 
-absl::StatusOr<TrajectoryChunk> ChunkFromProto(const v1::TrajectoryChunk& p,
-                                               int obs_size, int action_size,
-                                               const ChunkLimits& limits) {
-  TrajectoryChunk c;
+absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
+    const v1::TrajectoryChunk& p, int obs_size, int action_size,
+    const ChunkLimits& limits) {
+  learner::TrajectoryChunk c;
   RETURN_IF_ERROR(ChunkFromProto(p, obs_size, action_size, limits, &c));
   return c;
 }
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire

@@ -1,4 +1,4 @@
-#include "learner/chunk_wire.h"
+#include "wire/chunk_wire.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +13,7 @@
 #include "grpcpp/impl/codegen/proto_utils.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 const char kActMethod[] = "/ristretto.v1.Learner/Act";
 
@@ -86,7 +86,7 @@ struct TensorOut {
 // large payloads (aliased), in order.
 class MessageBuilder {
  public:
-  explicit MessageBuilder(std::shared_ptr<const TrajectoryChunk> owner)
+  explicit MessageBuilder(std::shared_ptr<const learner::TrajectoryChunk> owner)
       : owner_(std::move(owner)) {}
 
   void Varint(uint64_t v) {
@@ -123,11 +123,12 @@ class MessageBuilder {
         continue;
       }
       // Each aliasing slice holds its own reference to the chunk.
-      auto* keep = new std::shared_ptr<const TrajectoryChunk>(owner_);
+      auto* keep = new std::shared_ptr<const learner::TrajectoryChunk>(owner_);
       slices.emplace_back(
           const_cast<char*>(p.alias), p.size,  // NOLINT: gRPC only reads
           +[](void* k) {
-            delete static_cast<std::shared_ptr<const TrajectoryChunk>*>(k);
+            delete static_cast<
+                std::shared_ptr<const learner::TrajectoryChunk>*>(k);
           },
           keep);
     }
@@ -141,7 +142,7 @@ class MessageBuilder {
     const char* alias;  // for a payload: the aliased bytes
     size_t size;
   };
-  std::shared_ptr<const TrajectoryChunk> owner_;
+  std::shared_ptr<const learner::TrajectoryChunk> owner_;
   std::string head_;
   std::vector<Piece> pieces_;
 };
@@ -517,8 +518,8 @@ int64_t SequenceOf(const Pieces& bytes) {
 }  // namespace
 
 grpc::ByteBuffer EncodeChunkMessage(
-    std::shared_ptr<const TrajectoryChunk> chunk, int64_t sequence) {
-  const TrajectoryChunk& c = *chunk;
+    std::shared_ptr<const learner::TrajectoryChunk> chunk, int64_t sequence) {
+  const learner::TrajectoryChunk& c = *chunk;
   const int64_t T = c.steps, B = c.copies, D = c.obs_size, A = c.action_size;
   auto floats = [](const std::vector<float>& v,
                    std::initializer_list<int64_t> shape) {
@@ -713,4 +714,4 @@ std::unique_ptr<ActStream> ActStub::Act(grpc::ClientContext* context) {
                                                         context));
 }
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire

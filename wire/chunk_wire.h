@@ -17,8 +17,8 @@
 // change. Refused, where protobuf would merge or skip: a chunk tensor, or
 // the hello/chunk itself, given twice in one message; group fields.
 // Thread-compatible.
-#ifndef RISTRETTO_LEARNER_CHUNK_WIRE_H_
-#define RISTRETTO_LEARNER_CHUNK_WIRE_H_
+#ifndef RISTRETTO_WIRE_CHUNK_WIRE_H_
+#define RISTRETTO_WIRE_CHUNK_WIRE_H_
 
 #include <cstdint>
 #include <memory>
@@ -32,11 +32,11 @@
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
-#include "learner/chunk_codec.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
+#include "wire/chunk_codec.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 // Payloads shorter than this are copied into the message's header slice
 // rather than aliased (a slice per tiny array costs more than the copy).
@@ -47,7 +47,7 @@ inline constexpr size_t kAliasMinBytes = 4096;
 // ActorMessage, with the tensor payloads aliasing `chunk`'s arrays, which
 // must not change until the last copy of the buffer is gone.
 grpc::ByteBuffer EncodeChunkMessage(
-    std::shared_ptr<const TrajectoryChunk> chunk, int64_t sequence);
+    std::shared_ptr<const learner::TrajectoryChunk> chunk, int64_t sequence);
 
 // Any message serialised into a byte buffer (one copy).
 grpc::ByteBuffer SerializeToByteBuffer(
@@ -121,6 +121,6 @@ class ActStub {
   grpc::internal::RpcMethod method_;
 };
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire
 
-#endif  // RISTRETTO_LEARNER_CHUNK_WIRE_H_
+#endif  // RISTRETTO_WIRE_CHUNK_WIRE_H_

@@ -3,8 +3,8 @@
 // learners: `<cache_dir>/<id>.rds`, written through a per-process temporary
 // and a rename, verified by re-hashing before use.
 // Thread-compatible; processes may share one cache directory.
-#ifndef RISTRETTO_LEARNER_DATASET_CACHE_H_
-#define RISTRETTO_LEARNER_DATASET_CACHE_H_
+#ifndef RISTRETTO_WIRE_DATASET_CACHE_H_
+#define RISTRETTO_WIRE_DATASET_CACHE_H_
 
 #include <functional>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "grpcpp/support/sync_stream.h"
 #include "proto/ristretto.pb.h"
 
-namespace ristretto::learner {
+namespace ristretto::wire {
 
 // Reads a piece stream (in order, offsets contiguous, `last` on the final
 // piece) into `path` atomically. Errors: kDataLoss for out-of-order or
@@ -34,6 +34,6 @@ absl::StatusOr<env::Dataset> LoadOrFetchDataset(
     const std::string& cache_dir, const std::string& id,
     const std::function<absl::Status(const std::string& path)>& fetch);
 
-}  // namespace ristretto::learner
+}  // namespace ristretto::wire
 
-#endif  // RISTRETTO_LEARNER_DATASET_CACHE_H_
+#endif  // RISTRETTO_WIRE_DATASET_CACHE_H_
