@@ -14,6 +14,8 @@
 #include "learner/objective.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
+#include "learner/torch/ppo.h"
+#include "learner/torch/trainer.h"
 #include "wire/chunk_wire.h"
 
 namespace ristretto::learner {

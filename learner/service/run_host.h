@@ -24,8 +24,9 @@
 #include "absl/synchronization/mutex.h"
 #include "env/market_data.h"
 #include "grpcpp/support/byte_buffer.h"
-#include "learner/torch/ppo.h"
-#include "learner/torch/trainer.h"
+#include "learner/contract.h"
+#include "learner/evaluation.h"
+#include "learner/run_options.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
 
@@ -33,6 +34,9 @@ namespace ristretto::learner {
 
 class LearnerMetrics;
 class RunMetrics;
+// The run's torch state lives behind this pointer (learner/torch/ppo.h is
+// included by run_host.cc only), so the service headers stay torch-free.
+class PpoLearner;
 
 struct RunSpec {
   std::string run_id;

@@ -14,6 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "common/file_util.h"
 #include "learner/evaluation.h"
+#include "learner/torch/actor_critic.h"
+#include "learner/torch/ppo.h"
 #include "nlohmann/json.hpp"
 
 namespace ristretto::learner {

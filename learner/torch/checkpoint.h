@@ -4,6 +4,8 @@
 // pointer file replaced by rename), so a crash never leaves a half-written
 // checkpoint that looks valid. Loading checks the PolicyContract first.
 // Thread-compatible; a learner writes its own run's checkpoints.
+// Torch-free: the model types are forward-declared (callers that pass a
+// learner or a model include learner/torch/ppo.h themselves).
 #ifndef RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
 #define RISTRETTO_LEARNER_TORCH_CHECKPOINT_H_
 
@@ -14,10 +16,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "learner/contract.h"
+#include "learner/evaluation.h"
 #include "learner/run_options.h"
-#include "learner/torch/ppo.h"
 
 namespace ristretto::learner {
+
+class ActorCritic;  // learner/torch/actor_critic.h
+class PpoLearner;   // learner/torch/ppo.h
 
 // Progress stored with the weights.
 struct CheckpointState {

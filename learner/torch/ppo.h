@@ -3,6 +3,8 @@
 // new policy version. Stale chunks (older than max_policy_lag versions) are
 // dropped and counted, so the same code is correct for asynchronous actors.
 // Not thread-safe; owned by the run's training thread.
+// Includes <torch/torch.h>: include it only from .cc files that run torch
+// code; headers name PpoLearner by forward declaration.
 #ifndef RISTRETTO_LEARNER_TORCH_PPO_H_
 #define RISTRETTO_LEARNER_TORCH_PPO_H_
 
@@ -17,25 +19,10 @@
 #include "common/rng.h"
 #include "learner/ppo_options.h"
 #include "learner/torch/actor_critic.h"
+#include "learner/torch/update_stats.h"
 #include "learner/trajectory.h"
 
 namespace ristretto::learner {
-
-struct UpdateStats {
-  double policy_loss = 0;    // mean clipped-surrogate loss (to minimise)
-  double value_loss = 0;     // mean value loss
-  double entropy = 0;        // mean policy entropy
-  double approx_kl = 0;      // mean (ratio − 1) − log ratio, last epoch
-  double clip_fraction = 0;  // share of samples with |ratio − 1| > ε
-  double grad_norm = 0;      // mean pre-clip gradient norm
-  double explained_variance = 0;
-  double learning_rate = 0;
-  int64_t samples_trained = 0;  // env steps used by this update
-  int64_t samples_dropped = 0;  // env steps in stale chunks
-  int64_t chunks_dropped = 0;
-  int64_t gradient_steps = 0;
-  int64_t policy_version = 0;  // version after the update
-};
 
 // One minibatch-ready batch of experience (all tensors on the device).
 struct PpoBatch {

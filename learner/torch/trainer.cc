@@ -13,7 +13,9 @@
 #include "common/status_macros.h"
 #include "env/vector_env.h"
 #include "learner/objective.h"
+#include "learner/torch/actor_critic.h"
 #include "learner/torch/checkpoint.h"
+#include "learner/torch/ppo.h"
 #include "learner/trajectory.h"
 
 namespace ristretto::learner {

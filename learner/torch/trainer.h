@@ -20,10 +20,12 @@
 #include "learner/evaluation.h"
 #include "learner/ppo_options.h"
 #include "learner/run_options.h"
-#include "learner/torch/actor_critic.h"
-#include "learner/torch/ppo.h"
+#include "learner/torch/update_stats.h"
 
 namespace ristretto::learner {
+
+class ActorCritic;  // learner/torch/actor_critic.h
+class PpoLearner;   // learner/torch/ppo.h
 
 struct TrainResult {
   int64_t env_steps = 0;

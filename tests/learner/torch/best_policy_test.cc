@@ -20,6 +20,7 @@
 #include "learner/evaluation.h"
 #include "learner/objective.h"
 #include "learner/service/run_host.h"
+#include "learner/torch/actor_critic.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/trainer.h"
 #include "learner_test_util.h"

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "learner/torch/checkpoint.h"
+#include "learner/torch/ppo.h"
 
 namespace ristretto::learner {
 namespace {
