@@ -303,10 +303,24 @@ TEST_F(SchedulerUnitTest, ExpiredLeasesAreReLeasedUpToMaxAttemptsThenFail) {
 }
 
 TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
-  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(2));
+  // Two runs leased at once; only kMember heartbeats. After more than a TTL
+  // the silent learner's run expires and the other does not (a heartbeat
+  // extends the lease from the moment it arrives).
+  Start(StudyText("concurrency: 2\nmax_trials: 2"), absl::Milliseconds(500));
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id("learner-silent");
+  reg.set_address("127.0.0.1:2");
+  reg.set_slots(1);
+  ASSERT_TRUE(scheduler_->RegisterLearner(reg).ok());
   Tick();
   const v1::LeaseRunResponse lease = Lease();
   ASSERT_TRUE(lease.has_run());
+  v1::LeaseRunRequest silent_request;
+  silent_request.set_member_id("learner-silent");
+  absl::StatusOr<v1::LeaseRunResponse> silent =
+      scheduler_->LeaseRun(silent_request);
+  ASSERT_TRUE(silent.ok() && silent->has_run());
+  absl::SleepFor(absl::Milliseconds(600));  // both leases are past their TTL
   v1::HeartbeatRequest beat;
   beat.set_member_id(kMember);
   v1::RunProgress* progress = beat.add_runs();
@@ -316,7 +330,10 @@ TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
   ASSERT_TRUE(heard.ok()) << heard.status();
   EXPECT_TRUE(heard->stop_run_ids().empty());
   Tick();
-  EXPECT_EQ(scheduler_->counters().leases_expired, 0);
+  EXPECT_EQ(scheduler_->counters().leases_expired, 1);
+  absl::StatusOr<RunRow> expired = store_->GetRun(silent->lease().run_id());
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(expired->state, kRunQueued);
   absl::StatusOr<RunRow> run = store_->GetRun(lease.lease().run_id());
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->state, kRunLeased);

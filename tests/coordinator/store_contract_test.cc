@@ -8,7 +8,9 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -102,8 +104,8 @@ class StoreContractTest : public ::testing::TestWithParam<Backend> {
 #if RISTRETTO_CONTRACT_WITH_POSTGRES
       testing::PgTestCluster& env = testing::PgTestCluster::Get();
       ASSERT_TRUE(env.status().ok()) << env.status();
-      ASSERT_OK_AND_ASSIGN(const std::string dsn, env.NewDatabase());
-      ASSERT_OK_AND_ASSIGN(store_, Store::Connect(dsn));
+      ASSERT_OK_AND_ASSIGN(dsn_, env.NewDatabase());
+      ASSERT_OK_AND_ASSIGN(store_, Store::Connect(dsn_));
 #else
       GTEST_SKIP() << "built without PostgreSQL";
 #endif
@@ -142,7 +144,18 @@ class StoreContractTest : public ::testing::TestWithParam<Backend> {
     return run.ok() && run->has_value() ? **run : RunRow{};
   }
 
+  // A Store for another thread: PgStore is thread-compatible (a connection
+  // each), InMemoryStore is thread-safe (the same instance, not owned).
+  absl::StatusOr<std::shared_ptr<Store>> StoreForThread() {
+    if (GetParam() == Backend::kInMemory) {
+      return std::shared_ptr<Store>(store_.get(), [](Store*) {});
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn_));
+    return std::shared_ptr<Store>(std::move(store));
+  }
+
   std::unique_ptr<Store> store_;
+  std::string dsn_;  // PgStore only
 };
 
 TEST_P(StoreContractTest, SchemaVersionIsTheLatestAfterMigrate) {
@@ -721,6 +734,64 @@ TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   EXPECT_EQ(result.value_or(""), "{\"v\":2}");
   EXPECT_EQ(store_->PutStudyResult(study.id + 100, "{}").code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_P(StoreContractTest, ConcurrentLeasersAndCompletersNeverShareARun) {
+  const StudyRow study = RunningStudy("race");
+  std::set<int64_t> trial_ids;
+  for (int t = 0; t < 6; ++t) trial_ids.insert(Trial(study.id, 3).id);
+  constexpr int kThreads = 4;
+  std::vector<std::shared_ptr<Store>> stores;
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<Store> store, StoreForThread());
+    stores.push_back(std::move(store));
+  }
+  // Per thread: (run id, "every run of its trial done?").
+  std::vector<std::vector<std::pair<int64_t, bool>>> completed(kThreads);
+  std::vector<absl::Status> errors(kThreads);
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string member = absl::StrCat("learner-", i);
+      for (;;) {
+        absl::StatusOr<std::optional<RunRow>> run =
+            stores[i]->LeaseRun(member, absl::Minutes(5));
+        if (!run.ok()) {
+          errors[i] = run.status();
+          return;
+        }
+        if (!run->has_value()) return;
+        absl::StatusOr<bool> all_done =
+            stores[i]->CompleteRun((*run)->id, member, Metrics(1, 10), {});
+        if (!all_done.ok()) {
+          errors[i] = all_done.status();
+          return;
+        }
+        completed[i].emplace_back((*run)->id, *all_done);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::set<int64_t> runs;
+  int trials_done = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_TRUE(errors[i].ok()) << errors[i];
+    for (const auto& [run_id, all_done] : completed[i]) {
+      EXPECT_TRUE(runs.insert(run_id).second) << "run " << run_id << " twice";
+      trials_done += all_done ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(runs.size(), 18U);
+  EXPECT_EQ(trials_done, 6);  // exactly one "all done" per trial
+  for (const int64_t trial_id : trial_ids) {
+    ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> rows,
+                         store_->ListRuns(trial_id));
+    for (const RunRow& r : rows) {
+      EXPECT_EQ(r.state, kRunDone);
+      EXPECT_EQ(r.attempts, 1);
+    }
+  }
 }
 
 // One backend per binary, so ctest names never collide.
