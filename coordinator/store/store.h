@@ -310,9 +310,12 @@ class Store {
       const std::vector<ArtifactRow>& artifacts) = 0;
   virtual absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) = 0;
-  // Runs of the study still queued or leased (final runs included).
+  // Runs of the study still queued or leased (final runs included); 0 for
+  // an unknown study (no kNotFound).
   virtual absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id) = 0;
-  // The study's statistics and verdict (JSON), replaced on every write.
+  // The study's statistics and verdict (JSON), replaced on every write
+  // (kNotFound for an unknown study); GetStudyResult: nullopt until the
+  // first write, also for an unknown study.
   virtual absl::Status PutStudyResult(int64_t study_id,
                                       const std::string& json) = 0;
   virtual absl::StatusOr<std::optional<std::string>> GetStudyResult(
