@@ -1,7 +1,7 @@
 #include "learner/ppo_options.h"
 
-#include <cmath>
 #include <cstddef>
+#include <string_view>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -9,39 +9,23 @@
 namespace ristretto::learner {
 namespace {
 
-constexpr double kInf = 1e300;
-constexpr int kMaxWidth = 65536;
-
-// kInvalidArgument "<kind> option <name> = <v> is outside [lo, hi)" (or
-// "must be >= lo" where hi is kInf) unless v is finite and in range.
-absl::Status Range(const char* kind, const char* name, double v, double lo,
-                   double hi, bool lo_open, bool hi_open) {
-  const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) &&
-                  (hi_open ? v < hi : v <= hi);
-  if (ok) return absl::OkStatus();
-  if (hi == kInf) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kind, " option ", name, " = ", v, " must be ",
-                     lo_open ? "> " : ">= ", lo, " and finite"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(kind, " option ", name, " = ", v, " is outside ",
-                   lo_open ? "(" : "[", lo, ", ", hi, hi_open ? ")" : "]"));
-}
-
-absl::Status AtLeast(const char* name, int v, int lo) {
-  if (v >= lo) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("ppo option ", name, " = ", v, " must be >= ", lo));
-}
+// The schema entry `name`; every name used here is in the schema (a test
+// validates every field, so a typo fails there, not in production).
+const OptionSpec& Spec(std::string_view name) { return *FindOption(name); }
 
 absl::Status CheckWidths(const char* name, const std::vector<int>& widths) {
+  const OptionSpec& layers = Spec("layers");
+  if (static_cast<double>(widths.size()) > layers.high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("network option ", name, " has ", widths.size(),
+                     " layers; at most ", FormatOptionNumber(layers.high)));
+  }
+  const OptionSpec& width = Spec("width");
   for (size_t i = 0; i < widths.size(); ++i) {
-    if (widths[i] < 1 || widths[i] > kMaxWidth) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("network option ", name, "[", i, "] = ", widths[i],
-                       " is outside [1, ", kMaxWidth, "]"));
-    }
+    absl::Status s =
+        CheckOptionRange("network", absl::StrCat(name, "[", i, "]"), width,
+                         static_cast<double>(widths[i]));
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -65,47 +49,49 @@ bool IsValidDevice(const std::string& device) {
 
 }  // namespace
 
+std::vector<int> DefaultHiddenLayers() {
+  return std::vector<int>(static_cast<size_t>(OptionDefault("layers")),
+                          static_cast<int>(OptionDefault("width")));
+}
+
 absl::Status NetworkOptions::Validate() const {
   // Empty hidden lists are allowed: the net is then a single linear layer.
   absl::Status s = CheckWidths("policy_hidden", policy_hidden);
   if (!s.ok()) return s;
   s = CheckWidths("value_hidden", value_hidden);
   if (!s.ok()) return s;
-  s = Range("network", "log_std_init", log_std_init, -20, 2, false, false);
+  s = CheckOptionRange("network", "log_std_init", Spec("log_std_init"),
+                       log_std_init);
   if (!s.ok()) return s;
-  return Range("network", "obs_clip", obs_clip, 0, kInf, true, false);
+  return CheckOptionRange("network", "obs_clip", Spec("obs_clip"), obs_clip);
 }
 
 absl::Status PpoOptions::Validate() const {
+  // {C++ field, schema name, value}: the ranges are the schema's.
   struct Check {
-    const char* name;
-    double v, lo, hi;
-    bool lo_open, hi_open;
+    const char* field;
+    const char* option;
+    double v;
   };
   const Check checks[] = {
-      {"learning_rate", learning_rate, 0, 1, true, false},
-      {"gamma", gamma, 0, 1, false, false},
-      {"gae_lambda", gae_lambda, 0, 1, false, false},
-      {"clip_ratio", clip_ratio, 0, 1, true, true},
-      {"value_clip", value_clip, 0, kInf, false, false},
-      {"value_coef", value_coef, 0, kInf, false, false},
-      {"entropy_coef", entropy_coef, 0, kInf, false, false},
-      {"max_grad_norm", max_grad_norm, 0, kInf, false, false},
-      {"adam_eps", adam_eps, 0, kInf, true, false},
+      {"learning_rate", "learning_rate", learning_rate},
+      {"gamma", "gamma", gamma},
+      {"gae_lambda", "gae_lambda", gae_lambda},
+      {"clip_ratio", "clip_ratio", clip_ratio},
+      {"value_clip", "value_clip", value_clip},
+      {"value_coef", "value_coef", value_coef},
+      {"entropy_coef", "entropy_coef", entropy_coef},
+      {"max_grad_norm", "max_grad_norm", max_grad_norm},
+      {"adam_eps", "adam_eps", adam_eps},
+      {"epochs", "epochs", static_cast<double>(epochs)},
+      {"minibatch_size", "batch_size", static_cast<double>(minibatch_size)},
+      {"max_policy_lag", "max_policy_lag", static_cast<double>(max_policy_lag)},
+      {"cpu_threads", "cpu_threads", static_cast<double>(cpu_threads)},
   };
   for (const Check& c : checks) {
-    absl::Status s =
-        Range("ppo", c.name, c.v, c.lo, c.hi, c.lo_open, c.hi_open);
+    absl::Status s = CheckOptionRange("ppo", c.field, Spec(c.option), c.v);
     if (!s.ok()) return s;
   }
-  absl::Status s = AtLeast("epochs", epochs, 1);
-  if (!s.ok()) return s;
-  s = AtLeast("minibatch_size", minibatch_size, 1);
-  if (!s.ok()) return s;
-  s = AtLeast("max_policy_lag", max_policy_lag, 0);
-  if (!s.ok()) return s;
-  s = AtLeast("cpu_threads", cpu_threads, 0);
-  if (!s.ok()) return s;
   if (!IsValidDevice(device)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ppo option device = '", device, "' is not cpu, cuda or cuda:N"));

@@ -2,15 +2,23 @@
 // fold) — env, network and PPO options, budget, seed, domains, evaluation
 // and checkpoint settings — and EvaluationResult, the validation outcome.
 // Plain structs without LibTorch so the coordinator, the CLI and the wire
-// code can build and inspect runs cheaply.
+// code can build and inspect runs cheaply. The defaults of every option in
+// the run-options schema (common/options_schema.h) come from the schema;
+// SetRunOption / GetRunOption read and write them by schema name, and
+// ApplyRunFlags turns process flags into options, so `ristretto train`, the
+// stand-alone learner and a study's runs share one description of a run.
 #ifndef RISTRETTO_LEARNER_RUN_OPTIONS_H_
 #define RISTRETTO_LEARNER_RUN_OPTIONS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/options_schema.h"
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/ppo_options.h"
@@ -21,11 +29,15 @@ struct TrainerOptions {
   env::EnvOptions env;
   NetworkOptions network;
   PpoOptions ppo;
-  int num_envs = 8;              // env copies stepping together (B)
-  int rollout_steps = 128;       // steps per copy per update (T); B·T samples
-  int64_t episode_steps = 1024;  // training episode length (random starts)
-  int64_t budget_env_steps = 100000;  // total env steps (all copies)
-  uint64_t seed = 1;
+  // Env copies stepping together (B); single-process trainer only.
+  int num_envs = static_cast<int>(OptionDefault("num_envs"));
+  // Steps per copy per update (T); B·T samples.
+  int rollout_steps = static_cast<int>(OptionDefault("rollout_steps"));
+  // Training episode length (random starts).
+  int64_t episode_steps = static_cast<int64_t>(OptionDefault("episode_steps"));
+  // Total env steps (all copies); the schema's `budget`.
+  int64_t budget_env_steps = static_cast<int64_t>(OptionDefault("budget"));
+  uint64_t seed = static_cast<uint64_t>(OptionDefault("seed"));
   std::vector<env::Domain> train_domains;       // empty = all market rows
   std::vector<env::Domain> validation_domains;  // empty = no evaluation
   int64_t eval_every_env_steps = 0;             // 0 = evaluate only at the end
@@ -48,6 +60,44 @@ struct TrainerOptions {
   int64_t lockbox_guard = -1;
   bool final_evaluation = false;
 };
+
+// Sets the schema option `name` in `o` from `value`, the option's text
+// (study-file spelling: "0.0003", "2048", "true", "relu"). Mappings that are
+// not one field:
+//   batch_size      -> ppo.minibatch_size
+//   gamma           -> ppo.gamma and env.gamma (one discount everywhere)
+//   width           -> every hidden layer of the policy and the value net
+//   layers          -> the number of hidden layers of both nets (new layers
+//                      take the current last width, the default width if
+//                      there was none), so `width` and `layers` commute
+//   norm_*_exp = k  -> env.norm_* = 2^-k
+//   budget          -> budget_env_steps, cpu_threads -> ppo.cpu_threads
+// Errors (kInvalidArgument; `o` unchanged), the message starting with the
+// option's name: an unknown name ("unknown run option 'X'"), text that is
+// not the option's type ("NAME = 'v' is not a whole number", "... is not a
+// finite number", "... is not one of a, b"), or a value outside the
+// schema's range ("NAME = v is outside [lo, hi]").
+absl::Status SetRunOption(absl::string_view name, absl::string_view value,
+                          TrainerOptions* o);
+
+// The canonical text of option `name` in `o` (the inverse of SetRunOption;
+// `width` reads the first policy layer, 0 if none). Numbers as
+// FormatOptionNumber / whole numbers. kInvalidArgument for an unknown name.
+absl::StatusOr<std::string> GetRunOption(absl::string_view name,
+                                         const TrainerOptions& o);
+
+// Applies process flags to `o`: `flags` maps a flag name without "--"
+// ("lr", "epochs") to its text. Every flag is the OptionSpec::flag of a
+// schema option, set with SetRunOption, plus two list flags:
+// "policy-hidden" and "value-hidden" ("512,512"; value-hidden defaults to
+// policy-hidden when only that is given). Options without a flag keep their
+// value in `o`. Errors (kInvalidArgument): "--FLAG: " + SetRunOption's
+// message, a bad width list, or a flag that no schema option declares.
+absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
+                           TrainerOptions* o);
+
+// The flag names ApplyRunFlags accepts, in schema order (list flags last).
+std::vector<std::string> RunFlagNames();
 
 // kInvalidArgument if the domains break the lockbox rule above (names the
 // domain and the rows). OK when lockbox_begin < 0.

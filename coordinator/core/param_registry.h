@@ -1,7 +1,9 @@
-// The parameter registry: THE list of names a study may search or fix, each
-// mapped to the TrainerOptions field(s) that the env or the learner reads.
-// A name that is not here, or whose option is not read in a study's
-// configuration, rejects the study (study_config.h).
+// The parameter registry: the names a study may search or fix — the
+// searchable entries of the run-options schema (common/options_schema.h),
+// which declares their types, ranges, defaults and docs — each mapped to
+// the TrainerOptions field(s) that the env or the learner reads
+// (learner::SetRunOption). A name that is not here, or whose option is not
+// read in a study's configuration, rejects the study (study_config.h).
 // Immutable tables and pure functions; thread-safe.
 #ifndef RISTRETTO_COORDINATOR_CORE_PARAM_REGISTRY_H_
 #define RISTRETTO_COORDINATOR_CORE_PARAM_REGISTRY_H_
@@ -43,19 +45,12 @@ const std::vector<ParamInfo>& AllParams();
 const ParamInfo* FindParam(const std::string& name);
 
 // Sets the option(s) behind `name` to `value` (canonical text, as in
-// Params). Mappings that are not one-to-one:
-//   batch_size      -> ppo.minibatch_size
-//   gamma           -> ppo.gamma and env.gamma (one discount everywhere)
-//   width           -> every hidden layer of the policy and the value net
-//   layers          -> the number of hidden layers of both nets (new layers
-//                      take the current last width, 512 if there was none),
-//                      so `width` and `layers` commute
-//   norm_*_exp = k  -> env.norm_* = 2^-k
-//   budget          -> budget_env_steps
-// Errors (kInvalidArgument, message naming the parameter): unknown name
-// (with the closest registered name as a hint), a value that does not parse
-// as the option's type, or one outside the option's valid range. On error
-// `o` is unchanged.
+// Params) with learner::SetRunOption (its header lists the mappings that
+// are not one-to-one, e.g. batch_size -> ppo.minibatch_size). Errors
+// (kInvalidArgument, message naming the parameter): unknown name (with the
+// closest registered name as a hint), a value that does not parse as the
+// option's type, or one outside the option's valid range. On error `o` is
+// unchanged.
 absl::Status ApplyParam(const std::string& name, const std::string& value,
                         learner::TrainerOptions* o);
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/options_schema.h"
 #include "common/status_macros.h"
 
 namespace ristretto::coordinator {
@@ -86,25 +87,7 @@ absl::Status CheckOne(const ParamSpec& p) {
 
 }  // namespace
 
-std::string FormatDouble(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // The fewest significant digits that read back to v, then Python's repr
-  // layout: positional for decimal exponents in [-4, 16), else scientific.
-  char buf[40];
-  int digits = 1;
-  for (; digits < 17; ++digits) {
-    std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::snprintf(buf, sizeof(buf), "%.*e", digits - 1, v);
-  const int exponent = std::atoi(std::strchr(buf, 'e') + 1);
-  if (exponent >= -4 && exponent < 16) {
-    std::snprintf(buf, sizeof(buf), "%.*f", std::max(0, digits - 1 - exponent),
-                  v);
-  }
-  return buf;
-}
+std::string FormatDouble(double v) { return FormatOptionNumber(v); }
 
 std::string FormatValue(const ParamSpec& spec, double v) {
   if (spec.kind == ParamKind::kInt) {

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
@@ -93,11 +94,19 @@ TEST(PpoOptionsTest, OutOfRangeIntegerOptionsAreRefusedNamingFieldAndValue) {
   };
   const Case cases[] = {
       {[](PpoOptions& o) { o.epochs = 0; },
-       "ppo option epochs = 0 must be >= 1"},
+       "ppo option epochs = 0 is outside [1, 1000]"},
+      // The upper bounds are the schema's (the study registry's before the
+      // schema; the learner used to accept any value).
+      {[](PpoOptions& o) { o.epochs = 1001; },
+       "ppo option epochs = 1001 is outside [1, 1000]"},
       {[](PpoOptions& o) { o.minibatch_size = 0; },
-       "ppo option minibatch_size = 0 must be >= 1"},
+       "ppo option minibatch_size = 0 is outside [1, 16777216]"},
+      {[](PpoOptions& o) { o.minibatch_size = (1 << 24) + 1; },
+       "ppo option minibatch_size = 16777217 is outside [1, 16777216]"},
       {[](PpoOptions& o) { o.max_policy_lag = -1; },
-       "ppo option max_policy_lag = -1 must be >= 0"},
+       "ppo option max_policy_lag = -1 is outside [0, 1000]"},
+      {[](PpoOptions& o) { o.max_policy_lag = 1001; },
+       "ppo option max_policy_lag = 1001 is outside [0, 1000]"},
       {[](PpoOptions& o) { o.cpu_threads = -2; },
        "ppo option cpu_threads = -2 must be >= 0"},
   };
@@ -140,6 +149,14 @@ TEST(NetworkOptionsTest, WidthsOutsideOneTo65536AreRefusedNamingTheLayer) {
   o.value_hidden = {65537, 64};
   ExpectRefused(o,
                 "network option value_hidden[0] = 65537 is outside [1, 65536]");
+}
+
+TEST(NetworkOptionsTest, MoreHiddenLayersThanTheSchemaAllowsAreRefused) {
+  NetworkOptions o;
+  o.policy_hidden = std::vector<int>(16, 8);
+  EXPECT_TRUE(o.Validate().ok());
+  o.policy_hidden = std::vector<int>(17, 8);
+  ExpectRefused(o, "network option policy_hidden has 17 layers; at most 16");
 }
 
 TEST(NetworkOptionsTest, LogStdInitMustLieInMinusTwentyToTwo) {
