@@ -14,17 +14,42 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "actor/actor.h"
-#include "cli/args.h"
+#include "common/flags.h"
 #include "common/grpc_process.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "wire/grpc_options.h"
+
+// Each flag once: name, type, default and meaning.
+ABSL_FLAG(std::string, learner, "", "learner address HOST:PORT");
+ABSL_FLAG(std::string, coordinator, "",
+          "coordinator address HOST:PORT: it names a learner before every "
+          "connection (then --learner is optional)");
+ABSL_FLAG(int64_t, envs, ristretto::actor::ActorOptions{}.num_envs,
+          "env copies stepped together, in [1, 1048576]");
+ABSL_FLAG(std::string, actor_id, "",
+          "unique id of this actor (empty: <hostname>-<pid>)");
+ABSL_FLAG(std::string, cache_dir, "",
+          "dataset cache directory (empty: $RISTRETTO_CACHE, else "
+          "~/.cache/ristretto/datasets)");
+ABSL_FLAG(int64_t, seed, 0,
+          "mixed into the env and noise seeds of every assignment (0: none)");
+ABSL_FLAG(int64_t, max_inflight, ristretto::actor::ActorOptions{}.max_inflight,
+          "chunks sent and not yet acknowledged, in [1, 1024]");
+ABSL_FLAG(bool, exit_when_idle, false,
+          "exit (status 0) once the learner's runs have finished and no new "
+          "assignment arrives");
+ABSL_FLAG(std::string, metrics_port, "0",
+          "Prometheus metrics port, 'auto' for any free one (0: off)");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
+          "address the metrics endpoint binds");
 
 namespace ristretto::actor {
 namespace {
@@ -43,31 +68,19 @@ struct Flags {
   std::string metrics_address;
 };
 
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  ASSIGN_OR_RETURN(cli::Args args,
-                   cli::Args::Parse(argc, argv, 1, {"exit-when-idle", "help"}));
-  RETURN_IF_ERROR(
-      args.CheckKnown({"learner", "coordinator", "envs", "actor-id",
-                       "cache-dir", "seed", "max-inflight", "exit-when-idle",
-                       "help", "metrics-port", "metrics-address"}));
-  if (args.Has("help")) return absl::CancelledError("help");
-  if (!args.positional().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument '", args.positional().front(), "'"));
-  }
+// The actor's options from the parsed flags, range-checked.
+absl::StatusOr<Flags> FlagsFromCommandLine() {
   ActorOptions options;
-  ASSIGN_OR_RETURN(options.coordinator_address, args.String("coordinator", ""));
-  if (options.coordinator_address.empty()) {
-    ASSIGN_OR_RETURN(options.learner_address, args.RequiredString("learner"));
-  } else {
-    ASSIGN_OR_RETURN(options.learner_address, args.String("learner", ""));
+  options.coordinator_address = absl::GetFlag(FLAGS_coordinator);
+  options.learner_address = absl::GetFlag(FLAGS_learner);
+  if (options.coordinator_address.empty() && options.learner_address.empty()) {
+    return absl::InvalidArgumentError("missing required --learner");
   }
-  ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", options.num_envs));
-  ASSIGN_OR_RETURN(options.actor_id, args.String("actor-id", ""));
-  ASSIGN_OR_RETURN(options.cache_dir, args.String("cache-dir", ""));
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 0));
-  ASSIGN_OR_RETURN(int64_t inflight,
-                   args.Int("max-inflight", options.max_inflight));
+  const int64_t envs = absl::GetFlag(FLAGS_envs);
+  options.actor_id = absl::GetFlag(FLAGS_actor_id);
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  const int64_t seed = absl::GetFlag(FLAGS_seed);
+  const int64_t inflight = absl::GetFlag(FLAGS_max_inflight);
   if (envs < 1 || envs > (1 << 20) || inflight < 1 || inflight > 1024) {
     return absl::InvalidArgumentError(
         "--envs must be in [1, 1048576] and --max-inflight in [1, 1024]");
@@ -75,13 +88,12 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   options.num_envs = static_cast<int>(envs);
   options.seed = static_cast<uint64_t>(seed);
   options.max_inflight = static_cast<int>(inflight);
-  options.exit_when_idle = args.Has("exit-when-idle");
+  options.exit_when_idle = absl::GetFlag(FLAGS_exit_when_idle);
   Flags flags;
   flags.options = options;
-  ASSIGN_OR_RETURN(flags.metrics_port, args.String("metrics-port", "0"));
+  flags.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   RETURN_IF_ERROR(ParseMetricsPort(flags.metrics_port).status());
-  ASSIGN_OR_RETURN(flags.metrics_address,
-                   args.String("metrics-address", "0.0.0.0"));
+  flags.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   return flags;
 }
 
@@ -93,14 +105,14 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok() && flags.status().code() == absl::StatusCode::kCancelled) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  if (const std::optional<int> exit_code =
+          HandleProcessCommandLine("ristretto-actor", kUsage, argc, argv)) {
+    return *exit_code;
   }
+  absl::StatusOr<Flags> flags = FlagsFromCommandLine();
   if (!flags.ok()) {
-    std::fprintf(stderr, "ristretto-actor: %s\n%s",
-                 flags.status().ToString().c_str(), kUsage);
+    std::fprintf(stderr, "ristretto-actor: %s (see --help)\n",
+                 std::string(flags.status().message()).c_str());
     return 2;
   }
   // Declared before the actor: destroyed after it.

@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
-#include "cli/run_flags.h"
 #include "common/status_macros.h"
 #include "env/cv_split.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
+#include "learner/run_flags.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/trainer.h"
 
@@ -68,7 +68,18 @@ absl::Status Train(const Args& args) {
                                    "log-prob",
                                    "max-grad-norm",
                                    "quiet"}));
-  ASSIGN_OR_RETURN(env::Dataset dataset, DatasetFromArgs(args, 8678, nullptr));
+  learner::DatasetSource source;
+  if (args.Has("dataset")) {
+    ASSIGN_OR_RETURN(source.file, args.RequiredString("dataset"));
+  }
+  ASSIGN_OR_RETURN(source.synthetic_rows, args.Int("synthetic-rows", 8678));
+  ASSIGN_OR_RETURN(source.synthetic_assets,
+                   args.Int("synthetic-assets", source.synthetic_assets));
+  ASSIGN_OR_RETURN(source.synthetic_seed,
+                   args.Int("synthetic-seed", source.synthetic_seed));
+  ASSIGN_OR_RETURN(source.predictability,
+                   args.Double("predictability", source.predictability));
+  ASSIGN_OR_RETURN(env::Dataset dataset, learner::LoadDataset(source));
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
   learner::TrainerOptions o;
@@ -82,10 +93,11 @@ absl::Status Train(const Args& args) {
   RETURN_IF_ERROR(env::ParseRewardMode(reward, &o.env.reward_mode));
   ASSIGN_OR_RETURN(std::string policy_hidden,
                    args.String("policy-hidden", "512,512"));
-  ASSIGN_OR_RETURN(o.network.policy_hidden, ParseWidths(policy_hidden));
+  ASSIGN_OR_RETURN(o.network.policy_hidden,
+                   learner::ParseWidths(policy_hidden));
   ASSIGN_OR_RETURN(std::string value_hidden,
                    args.String("value-hidden", policy_hidden));
-  ASSIGN_OR_RETURN(o.network.value_hidden, ParseWidths(value_hidden));
+  ASSIGN_OR_RETURN(o.network.value_hidden, learner::ParseWidths(value_hidden));
   ASSIGN_OR_RETURN(std::string log_prob,
                    args.String("log-prob", "tanh_corrected"));
   RETURN_IF_ERROR(learner::ParseLogProbMode(log_prob, &o.network.log_prob));

@@ -25,14 +25,14 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "cli/args.h"
-#include "cli/run_flags.h"
+#include "common/flags.h"
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
 #include "common/metrics.h"
@@ -40,7 +40,10 @@
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
+#include "env/env_options.h"
 #include "grpcpp/grpcpp.h"
+#include "learner/ppo_options.h"
+#include "learner/run_flags.h"
 #include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
@@ -48,6 +51,90 @@
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/device_memory.h"
 #include "wire/grpc_options.h"
+
+// Each flag once: name, type, default and meaning.
+// The process.
+ABSL_FLAG(std::string, address, "127.0.0.1", "address the gRPC server binds");
+ABSL_FLAG(int64_t, port, 0, "gRPC port (0: any free port)");
+ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or cuda:N");
+ABSL_FLAG(int64_t, threads, 1, "CPU threads of LibTorch per run");
+ABSL_FLAG(std::optional<int64_t>, memory_mb, std::nullopt,
+          "memory budget every run's estimate is admitted against, MiB "
+          "(empty: half the machine's RAM)");
+ABSL_FLAG(double, gpu_memory_fraction, 0,
+          "cap of LibTorch's CUDA caching allocator, fraction of the device "
+          "(0: no cap)");
+ABSL_FLAG(int64_t, max_message_mb, 64,
+          "largest gRPC message sent or received, MiB, in [1, 1024]");
+ABSL_FLAG(std::string, run_dir, "/tmp/ristretto-learner",
+          "where runs keep their checkpoints (and a synthetic dataset)");
+ABSL_FLAG(int64_t, queue, 2, "trajectory chunks queued per run");
+ABSL_FLAG(std::string, metrics_port, "0",
+          "Prometheus metrics port, 'auto' for any free one (0: off)");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
+          "address the metrics endpoint binds");
+// Leasing runs from a coordinator.
+ABSL_FLAG(std::string, coordinator, "",
+          "coordinator HOST:PORT to lease runs from (empty: the runs come "
+          "from the flags below)");
+ABSL_FLAG(int64_t, slots, 2, "runs leased at once, >= 1");
+ABSL_FLAG(std::string, member_id, "",
+          "id registered with the coordinator (empty: learner-HOST:PORT)");
+ABSL_FLAG(std::string, advertise, "",
+          "HOST:PORT actors are told to connect to (empty: the bound address)");
+ABSL_FLAG(std::string, cache_dir, "",
+          "dataset cache directory (empty: RUN_DIR/datasets)");
+ABSL_FLAG(std::string, token_file, "",
+          "file (mode 600) holding the registration token (or "
+          "$RISTRETTO_TOKEN)");
+ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
+          "refused: a token in argv is readable with ps; use --token-file or "
+          "$RISTRETTO_TOKEN");
+// Runs from the command line (without --coordinator).
+ABSL_FLAG(int64_t, runs, 1, "runs K, seeded seed..seed+K-1");
+ABSL_FLAG(int64_t, seed, 1, "seed of the first run");
+ABSL_FLAG(int64_t, budget, 100000, "env steps per run");
+ABSL_FLAG(std::string, dataset, "",
+          "dataset file (empty: a synthetic market from --synthetic-*)");
+ABSL_FLAG(int64_t, synthetic_rows, 4000, "rows of the synthetic market");
+ABSL_FLAG(int64_t, synthetic_assets,
+          ristretto::learner::DatasetSource{}.synthetic_assets,
+          "assets of the synthetic market");
+ABSL_FLAG(int64_t, synthetic_seed,
+          ristretto::learner::DatasetSource{}.synthetic_seed,
+          "seed of the synthetic market");
+ABSL_FLAG(double, predictability,
+          ristretto::learner::DatasetSource{}.predictability,
+          "how predictable the synthetic market's returns are (0: not)");
+ABSL_FLAG(int64_t, samples_per_update, 1024, "env steps per PPO update");
+ABSL_FLAG(int64_t, rollout, 128, "steps per env copy per chunk");
+ABSL_FLAG(int64_t, episode, 1024, "training episode length, steps");
+ABSL_FLAG(std::string, policy_hidden, "64,64",
+          "hidden layer widths of the policy and value networks");
+ABSL_FLAG(double, lr, 3e-4, "learning rate");
+ABSL_FLAG(int64_t, epochs, 4, "PPO epochs per update");
+ABSL_FLAG(int64_t, minibatch, 1024, "PPO minibatch size");
+ABSL_FLAG(int64_t, lookback, 1, "bars of features in an observation");
+ABSL_FLAG(double, validation_share, 0.5,
+          "share of the rows (the last ones) that validates");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "env steps between evaluations (0: only at the end)");
+ABSL_FLAG(double, norm_action, ristretto::env::EnvOptions{}.norm_action,
+          "action 1 trades 1/norm_action of the initial capital per asset");
+ABSL_FLAG(double, buy_fee, ristretto::env::EnvOptions{}.buy_fee,
+          "fee per unit bought");
+ABSL_FLAG(double, sell_fee, ristretto::env::EnvOptions{}.sell_fee,
+          "fee per unit sold");
+ABSL_FLAG(std::string, reward, "shaped", "reward mode: shaped or log_return");
+ABSL_FLAG(double, gamma, ristretto::learner::PpoOptions{}.gamma,
+          "discount per env step");
+ABSL_FLAG(double, lambda, ristretto::learner::PpoOptions{}.gae_lambda,
+          "GAE lambda");
+ABSL_FLAG(int64_t, max_policy_lag,
+          ristretto::learner::PpoOptions{}.max_policy_lag,
+          "policy versions a chunk may lag before it is dropped");
+ABSL_FLAG(bool, exit_when_done, false,
+          "exit once every run has reached its budget");
 
 namespace ristretto::learner {
 namespace {
@@ -79,10 +166,10 @@ struct Listening {
 
 // Starts the gRPC server (--address, --port; 0 = any free port) and prints
 // "listening on HOST:PORT".
-absl::StatusOr<Listening> Listen(const cli::Args& args, grpc::Service* service,
+absl::StatusOr<Listening> Listen(grpc::Service* service,
                                  int64_t max_message_bytes) {
-  ASSIGN_OR_RETURN(std::string address, args.String("address", "127.0.0.1"));
-  ASSIGN_OR_RETURN(int64_t port, args.Int("port", 0));
+  const std::string address = absl::GetFlag(FLAGS_address);
+  const int64_t port = absl::GetFlag(FLAGS_port);
   int bound_port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(address, ":", port),
@@ -146,37 +233,37 @@ int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
 }
 
 // Coordinator mode: lease runs from --coordinator until SIGTERM.
-absl::Status ServeCoordinated(const cli::Args& args, const std::string& token,
-                              int64_t budget_bytes, int64_t max_message_bytes,
+absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
+                              int64_t max_message_bytes,
                               LearnerMetrics* metrics) {
+  const int64_t slots = absl::GetFlag(FLAGS_slots);
+  if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   LearnerServiceOptions service_options;
   service_options.metrics = metrics;
   LearnerService service({}, service_options);
-  ASSIGN_OR_RETURN(Listening listening,
-                   Listen(args, &service, max_message_bytes));
+  ASSIGN_OR_RETURN(Listening listening, Listen(&service, max_message_bytes));
   AgentOptions options;
-  ASSIGN_OR_RETURN(options.coordinator_address, args.String("coordinator", ""));
-  ASSIGN_OR_RETURN(options.advertise_address,
-                   args.String("advertise", listening.address));
-  ASSIGN_OR_RETURN(
-      options.member_id,
-      args.String("member-id", absl::StrCat("learner-", listening.address)));
+  options.coordinator_address = absl::GetFlag(FLAGS_coordinator);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise);
+  if (options.advertise_address.empty()) {
+    options.advertise_address = listening.address;
+  }
+  options.member_id = absl::GetFlag(FLAGS_member_id);
+  if (options.member_id.empty()) {
+    options.member_id = absl::StrCat("learner-", listening.address);
+  }
   options.token = token;
-  ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", 2));
-  if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   options.slots = static_cast<int>(slots);
   options.memory_budget_bytes = budget_bytes;
-  ASSIGN_OR_RETURN(options.device, args.String("device", "cpu"));
-  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
-  options.cpu_threads = static_cast<int>(threads);
-  ASSIGN_OR_RETURN(std::string run_root,
-                   args.String("run-dir", "/tmp/ristretto-learner"));
-  ASSIGN_OR_RETURN(options.cache_dir,
-                   args.String("cache-dir", run_root + "/datasets"));
+  options.device = absl::GetFlag(FLAGS_device);
+  options.cpu_threads = static_cast<int>(absl::GetFlag(FLAGS_threads));
+  options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
+  if (options.cache_dir.empty()) {
+    options.cache_dir = absl::GetFlag(FLAGS_run_dir) + "/datasets";
+  }
   // Chunks are bounded by the message cap; assume the smallest observation.
   options.max_chunk_samples = MaxChunkSamples(max_message_bytes, 8, 1);
-  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 2));
-  options.queue_capacity = static_cast<int>(queue);
+  options.queue_capacity = static_cast<int>(absl::GetFlag(FLAGS_queue));
   options.metrics = metrics;
   CoordinatorAgent agent(options, &service);
   agent.Start();
@@ -191,89 +278,41 @@ absl::Status ServeCoordinated(const cli::Args& args, const std::string& token,
   return absl::OkStatus();
 }
 
-absl::Status Main(int argc, char** argv) {
+// Runs the learner with the parsed flags.
+absl::Status Main() {
   wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
-  ASSIGN_OR_RETURN(cli::Args args,
-                   cli::Args::Parse(argc, argv, 1, {"exit-when-done"}));
-  if (args.Has("help")) {
-    std::fputs(kUsage, stdout);
-    return absl::OkStatus();
-  }
-  RETURN_IF_ERROR(args.CheckKnown({"address",
-                                   "port",
-                                   "runs",
-                                   "dataset",
-                                   "synthetic-rows",
-                                   "synthetic-assets",
-                                   "synthetic-seed",
-                                   "predictability",
-                                   "budget",
-                                   "samples-per-update",
-                                   "rollout",
-                                   "episode",
-                                   "policy-hidden",
-                                   "lr",
-                                   "epochs",
-                                   "minibatch",
-                                   "lookback",
-                                   "run-dir",
-                                   "validation-share",
-                                   "eval-every",
-                                   "max-message-mb",
-                                   "norm-action",
-                                   "buy-fee",
-                                   "sell-fee",
-                                   "reward",
-                                   "gamma",
-                                   "lambda",
-                                   "seed",
-                                   "exit-when-done",
-                                   "queue",
-                                   "max-policy-lag",
-                                   "device",
-                                   "threads",
-                                   "coordinator",
-                                   "slots",
-                                   "member-id",
-                                   "advertise",
-                                   "token",
-                                   "token-file",
-                                   "cache-dir",
-                                   "memory-mb",
-                                   "gpu-memory-fraction",
-                                   "metrics-port",
-                                   "metrics-address"}));
   // Before anything starts: a refused secret leaves nothing behind.
-  ASSIGN_OR_RETURN(const std::string token_file, args.String("token-file", ""));
   ASSIGN_OR_RETURN(
       const std::string token,
-      ResolveToken(args.Has("token"), token_file, std::getenv(kTokenEnv)));
-  ASSIGN_OR_RETURN(int64_t default_mb, DefaultMemoryMb());
-  ASSIGN_OR_RETURN(int64_t memory_mb, args.Int("memory-mb", default_mb));
-  if (memory_mb < 1) {
+      ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
+                   absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
+  std::optional<int64_t> memory_mb = absl::GetFlag(FLAGS_memory_mb);
+  if (!memory_mb.has_value()) {
+    ASSIGN_OR_RETURN(const int64_t half_of_ram, DefaultMemoryMb());
+    memory_mb = half_of_ram;
+  }
+  if (*memory_mb < 1) {
     return absl::InvalidArgumentError("--memory-mb must be >= 1");
   }
-  const int64_t budget_bytes = memory_mb << 20;
-  ASSIGN_OR_RETURN(int64_t max_mb, args.Int("max-message-mb", 64));
+  const int64_t budget_bytes = *memory_mb << 20;
+  const int64_t max_mb = absl::GetFlag(FLAGS_max_message_mb);
   if (max_mb < 1 || max_mb > 1024) {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
   const int64_t max_message_bytes = max_mb << 20;
-  ASSIGN_OR_RETURN(double gpu_fraction, args.Double("gpu-memory-fraction", 0));
-  ASSIGN_OR_RETURN(std::string device, args.String("device", "cpu"));
-  RETURN_IF_ERROR(CapDeviceMemory(device, gpu_fraction));
+  const std::string device = absl::GetFlag(FLAGS_device);
+  RETURN_IF_ERROR(
+      CapDeviceMemory(device, absl::GetFlag(FLAGS_gpu_memory_fraction)));
 
   // Metrics first, so every run exports from its start. Declared before
   // the runs, the service and the agent: destroyed after them.
-  ASSIGN_OR_RETURN(std::string metrics_port, args.String("metrics-port", "0"));
-  ASSIGN_OR_RETURN(std::string metrics_address,
-                   args.String("metrics-address", "0.0.0.0"));
   ASSIGN_OR_RETURN(
       std::unique_ptr<MetricsServer> metrics_server,
-      StartMetricsServer(metrics_port, metrics_address, "learner"));
+      StartMetricsServer(absl::GetFlag(FLAGS_metrics_port),
+                         absl::GetFlag(FLAGS_metrics_address), "learner"));
   std::unique_ptr<LearnerMetrics> metrics;
   if (metrics_server != nullptr) {
     metrics = std::make_unique<LearnerMetrics>(metrics_server.get());
@@ -289,18 +328,22 @@ absl::Status Main(int argc, char** argv) {
     }
     metrics_server->AddCollectable(MakeGpuCollector(gpu));
   }
-  if (args.Has("coordinator")) {
-    return ServeCoordinated(args, token, budget_bytes, max_message_bytes,
+  if (!absl::GetFlag(FLAGS_coordinator).empty()) {
+    return ServeCoordinated(token, budget_bytes, max_message_bytes,
                             metrics.get());
   }
 
   // Dataset: a file, or a synthetic market written next to the runs so
   // actors can fetch it by id.
-  ASSIGN_OR_RETURN(std::string run_root,
-                   args.String("run-dir", "/tmp/ristretto-learner"));
-  std::string dataset_path;
-  ASSIGN_OR_RETURN(env::Dataset dataset,
-                   cli::DatasetFromArgs(args, 4000, &dataset_path));
+  const std::string run_root = absl::GetFlag(FLAGS_run_dir);
+  DatasetSource source;
+  source.file = absl::GetFlag(FLAGS_dataset);
+  source.synthetic_rows = absl::GetFlag(FLAGS_synthetic_rows);
+  source.synthetic_assets = absl::GetFlag(FLAGS_synthetic_assets);
+  source.synthetic_seed = absl::GetFlag(FLAGS_synthetic_seed);
+  source.predictability = absl::GetFlag(FLAGS_predictability);
+  std::string dataset_path = source.file;
+  ASSIGN_OR_RETURN(env::Dataset dataset, LoadDataset(source));
   if (dataset_path.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(run_root, ec);
@@ -311,49 +354,40 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
   TrainerOptions base;
-  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 1));
-  base.env.lookback = static_cast<int>(lookback);
-  ASSIGN_OR_RETURN(base.env.norm_action,
-                   args.Double("norm-action", base.env.norm_action));
-  ASSIGN_OR_RETURN(base.env.buy_fee, args.Double("buy-fee", base.env.buy_fee));
-  ASSIGN_OR_RETURN(base.env.sell_fee,
-                   args.Double("sell-fee", base.env.sell_fee));
-  ASSIGN_OR_RETURN(std::string reward, args.String("reward", "shaped"));
-  RETURN_IF_ERROR(env::ParseRewardMode(reward, &base.env.reward_mode));
-  ASSIGN_OR_RETURN(std::string hidden, args.String("policy-hidden", "64,64"));
-  ASSIGN_OR_RETURN(base.network.policy_hidden, cli::ParseWidths(hidden));
+  base.env.lookback = static_cast<int>(absl::GetFlag(FLAGS_lookback));
+  base.env.norm_action = absl::GetFlag(FLAGS_norm_action);
+  base.env.buy_fee = absl::GetFlag(FLAGS_buy_fee);
+  base.env.sell_fee = absl::GetFlag(FLAGS_sell_fee);
+  RETURN_IF_ERROR(
+      env::ParseRewardMode(absl::GetFlag(FLAGS_reward), &base.env.reward_mode));
+  ASSIGN_OR_RETURN(base.network.policy_hidden,
+                   ParseWidths(absl::GetFlag(FLAGS_policy_hidden)));
   base.network.value_hidden = base.network.policy_hidden;
-  ASSIGN_OR_RETURN(base.ppo.learning_rate, args.Double("lr", 3e-4));
-  ASSIGN_OR_RETURN(int64_t epochs, args.Int("epochs", 4));
-  base.ppo.epochs = static_cast<int>(epochs);
-  ASSIGN_OR_RETURN(int64_t minibatch, args.Int("minibatch", 1024));
-  base.ppo.minibatch_size = static_cast<int>(minibatch);
-  ASSIGN_OR_RETURN(base.ppo.gamma, args.Double("gamma", base.ppo.gamma));
-  ASSIGN_OR_RETURN(base.ppo.gae_lambda,
-                   args.Double("lambda", base.ppo.gae_lambda));
-  ASSIGN_OR_RETURN(int64_t lag,
-                   args.Int("max-policy-lag", base.ppo.max_policy_lag));
-  base.ppo.max_policy_lag = static_cast<int>(lag);
+  base.ppo.learning_rate = absl::GetFlag(FLAGS_lr);
+  base.ppo.epochs = static_cast<int>(absl::GetFlag(FLAGS_epochs));
+  base.ppo.minibatch_size = static_cast<int>(absl::GetFlag(FLAGS_minibatch));
+  base.ppo.gamma = absl::GetFlag(FLAGS_gamma);
+  base.ppo.gae_lambda = absl::GetFlag(FLAGS_lambda);
+  base.ppo.max_policy_lag =
+      static_cast<int>(absl::GetFlag(FLAGS_max_policy_lag));
   base.ppo.device = device;
-  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
-  base.ppo.cpu_threads = static_cast<int>(threads);
-  ASSIGN_OR_RETURN(base.budget_env_steps, args.Int("budget", 100000));
-  ASSIGN_OR_RETURN(base.episode_steps, args.Int("episode", 1024));
-  ASSIGN_OR_RETURN(base.eval_every_env_steps, args.Int("eval-every", 0));
+  base.ppo.cpu_threads = static_cast<int>(absl::GetFlag(FLAGS_threads));
+  base.budget_env_steps = absl::GetFlag(FLAGS_budget);
+  base.episode_steps = absl::GetFlag(FLAGS_episode);
+  base.eval_every_env_steps = absl::GetFlag(FLAGS_eval_every);
   base.dataset_id = dataset_id;
   base.feature_names = dataset.feature_names;
-  ASSIGN_OR_RETURN(double share, args.Double("validation-share", 0.5));
+  const double share = absl::GetFlag(FLAGS_validation_share);
   const int64_t T = market->num_rows;
   const int64_t split = T - static_cast<int64_t>(share * T);
   base.train_domains = {env::Domain{0, split}};
   base.validation_domains = {env::Domain{split, T}};
 
-  ASSIGN_OR_RETURN(int64_t rollout, args.Int("rollout", 128));
-  base.rollout_steps = static_cast<int>(rollout);
-  ASSIGN_OR_RETURN(int64_t num_runs, args.Int("runs", 1));
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
-  ASSIGN_OR_RETURN(int64_t samples, args.Int("samples-per-update", 1024));
-  ASSIGN_OR_RETURN(int64_t queue, args.Int("queue", 2));
+  base.rollout_steps = static_cast<int>(absl::GetFlag(FLAGS_rollout));
+  const int64_t num_runs = absl::GetFlag(FLAGS_runs);
+  const int64_t seed = absl::GetFlag(FLAGS_seed);
+  const int64_t samples = absl::GetFlag(FLAGS_samples_per_update);
+  const int64_t queue = absl::GetFlag(FLAGS_queue);
   std::vector<std::shared_ptr<RunHost>> runs;
   int64_t bytes_in_use = 0;
   for (int64_t k = 0; k < num_runs; ++k) {
@@ -376,7 +410,7 @@ absl::Status Main(int argc, char** argv) {
     if (bytes_in_use + bytes > budget_bytes) {
       return absl::ResourceExhaustedError(
           absl::StrCat("run ", spec.run_id, " needs about ", bytes >> 20,
-                       " MiB; the memory budget is ", memory_mb, " MiB with ",
+                       " MiB; the memory budget is ", *memory_mb, " MiB with ",
                        bytes_in_use >> 20, " MiB taken by ", k,
                        " run(s) (raise --memory-mb or host fewer --runs)"));
     }
@@ -388,7 +422,7 @@ absl::Status Main(int argc, char** argv) {
   std::fprintf(stderr, "learner: %lld run(s), ~%lld MiB of %lld MiB budget\n",
                static_cast<long long>(num_runs),
                static_cast<long long>(bytes_in_use >> 20),
-               static_cast<long long>(memory_mb));
+               static_cast<long long>(*memory_mb));
 
   LearnerServiceOptions service_options;
   service_options.dataset_path = dataset_path;
@@ -396,9 +430,8 @@ absl::Status Main(int argc, char** argv) {
   service_options.metrics = metrics.get();
   LearnerService service(runs, service_options);
 
-  ASSIGN_OR_RETURN(Listening listening,
-                   Listen(args, &service, max_message_bytes));
-  const bool exit_when_done = args.Has("exit-when-done");
+  ASSIGN_OR_RETURN(Listening listening, Listen(&service, max_message_bytes));
+  const bool exit_when_done = absl::GetFlag(FLAGS_exit_when_done);
   WaitForStop([&] {
     if (!exit_when_done) return false;
     bool all = true;
@@ -418,7 +451,11 @@ absl::Status Main(int argc, char** argv) {
 }  // namespace ristretto::learner
 
 int main(int argc, char** argv) {
-  absl::Status s = ristretto::learner::Main(argc, argv);
+  if (const std::optional<int> exit_code = ristretto::HandleProcessCommandLine(
+          "ristretto-learner", ristretto::learner::kUsage, argc, argv)) {
+    return *exit_code;
+  }
+  absl::Status s = ristretto::learner::Main();
   if (!s.ok()) {
     std::fprintf(stderr, "ristretto-learner: %s\n",
                  std::string(s.message()).c_str());

@@ -15,14 +15,17 @@
 // flight and exits 0. A restart resumes every study from the database.
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "cli/args.h"
+#include "common/flags.h"
 #include "common/grpc_process.h"
 #include "common/metrics.h"
 #include "common/secret_file.h"
@@ -33,6 +36,28 @@
 #include "coordinator/service/scheduler.h"
 #include "coordinator/store/store.h"
 #include "grpcpp/grpcpp.h"
+
+// Each flag once: name, type, default and meaning.
+ABSL_FLAG(std::string, db, "",
+          "PostgreSQL DSN, without a password (or $RISTRETTO_DB)");
+ABSL_FLAG(std::string, address, "127.0.0.1", "address the gRPC server binds");
+ABSL_FLAG(int64_t, port, 0, "gRPC port (0: any free port)");
+ABSL_FLAG(std::string, data_dir, "/tmp/ristretto-coordinator",
+          "where datasets and run outputs are kept (created if missing)");
+ABSL_FLAG(int64_t, lease_ttl_s, 30,
+          "seconds a learner's lease lives without a heartbeat (>= 1)");
+ABSL_FLAG(int64_t, tick_ms, 500, "milliseconds between scheduling passes");
+ABSL_FLAG(int64_t, max_message_mb, 16, "largest gRPC message received, MiB");
+ABSL_FLAG(std::string, token_file, "",
+          "file (mode 600) holding the registration token (or "
+          "$RISTRETTO_TOKEN)");
+ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
+          "refused: a token in argv is readable with ps; use --token-file or "
+          "$RISTRETTO_TOKEN");
+ABSL_FLAG(std::string, metrics_port, "0",
+          "Prometheus metrics port, 'auto' for any free one (0: off)");
+ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
+          "address the metrics endpoint binds");
 
 namespace ristretto::coordinator {
 namespace {
@@ -45,36 +70,28 @@ constexpr char kUsage[] =
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n";
 
-absl::Status Main(int argc, char** argv) {
+// Runs the coordinator with the parsed flags.
+absl::Status Main() {
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
-  ASSIGN_OR_RETURN(cli::Args args, cli::Args::Parse(argc, argv, 1, {}));
-  if (args.Has("help")) {
-    std::fputs(kUsage, stdout);
-    return absl::OkStatus();
+  std::string dsn = absl::GetFlag(FLAGS_db);
+  RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(dsn, "db"));
+  if (const char* env_dsn = std::getenv("RISTRETTO_DB");
+      dsn.empty() && env_dsn != nullptr) {
+    dsn = env_dsn;
   }
-  RETURN_IF_ERROR(args.CheckKnown(
-      {"db", "address", "port", "data-dir", "lease-ttl-s", "tick-ms", "token",
-       "token-file", "max-message-mb", "metrics-port", "metrics-address"}));
-  if (args.Has("db")) {
-    ASSIGN_OR_RETURN(const std::string flag_dsn, args.String("db", ""));
-    RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(flag_dsn, "db"));
-  }
-  const char* env_dsn = std::getenv("RISTRETTO_DB");
-  ASSIGN_OR_RETURN(std::string dsn,
-                   args.String("db", env_dsn != nullptr ? env_dsn : ""));
   if (dsn.empty()) {
     return absl::InvalidArgumentError(
         "no database: pass --db DSN or set RISTRETTO_DB");
   }
   SchedulerOptions options;
   // Before anything is created: a refused secret leaves nothing behind.
-  ASSIGN_OR_RETURN(const std::string token_file, args.String("token-file", ""));
-  ASSIGN_OR_RETURN(options.token, ResolveToken(args.Has("token"), token_file,
-                                               std::getenv(kTokenEnv)));
-  ASSIGN_OR_RETURN(options.data_dir,
-                   args.String("data-dir", "/tmp/ristretto-coordinator"));
+  ASSIGN_OR_RETURN(
+      options.token,
+      ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
+                   absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -82,18 +99,16 @@ absl::Status Main(int argc, char** argv) {
         "cannot create --data-dir ", options.data_dir, ": ", ec.message()));
   }
   options.data_dir = std::filesystem::absolute(options.data_dir).string();
-  ASSIGN_OR_RETURN(int64_t ttl_s, args.Int("lease-ttl-s", 30));
+  const int64_t ttl_s = absl::GetFlag(FLAGS_lease_ttl_s);
   if (ttl_s < 1)
     return absl::InvalidArgumentError("--lease-ttl-s must be >= 1");
   options.lease_ttl = absl::Seconds(ttl_s);
-  ASSIGN_OR_RETURN(int64_t tick_ms, args.Int("tick-ms", 500));
-  ASSIGN_OR_RETURN(std::string metrics_port, args.String("metrics-port", "0"));
-  ASSIGN_OR_RETURN(std::string metrics_address,
-                   args.String("metrics-address", "0.0.0.0"));
+  const int64_t tick_ms = absl::GetFlag(FLAGS_tick_ms);
   // Declared before the scheduler: destroyed after it.
   ASSIGN_OR_RETURN(
       std::unique_ptr<MetricsServer> metrics_server,
-      StartMetricsServer(metrics_port, metrics_address, "coordinator"));
+      StartMetricsServer(absl::GetFlag(FLAGS_metrics_port),
+                         absl::GetFlag(FLAGS_metrics_address), "coordinator"));
   std::unique_ptr<CoordinatorMetrics> metrics;
   if (metrics_server != nullptr) {
     metrics = std::make_unique<CoordinatorMetrics>(metrics_server->registry());
@@ -105,9 +120,12 @@ absl::Status Main(int argc, char** argv) {
   Scheduler scheduler(std::move(store), options);
   CoordinatorService service(&scheduler);
 
-  ASSIGN_OR_RETURN(std::string address, args.String("address", "127.0.0.1"));
-  ASSIGN_OR_RETURN(int64_t port, args.Int("port", 0));
-  ASSIGN_OR_RETURN(int64_t max_mb, args.Int("max-message-mb", 16));
+  const std::string address = absl::GetFlag(FLAGS_address);
+  const int64_t port = absl::GetFlag(FLAGS_port);
+  const int64_t max_mb = absl::GetFlag(FLAGS_max_message_mb);
+  if (max_mb < 1 || max_mb > 1024) {
+    return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
+  }
   int bound_port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(address, ":", port),
@@ -152,7 +170,12 @@ absl::Status Main(int argc, char** argv) {
 }  // namespace ristretto::coordinator
 
 int main(int argc, char** argv) {
-  absl::Status s = ristretto::coordinator::Main(argc, argv);
+  if (const std::optional<int> exit_code = ristretto::HandleProcessCommandLine(
+          "ristretto-coordinator", ristretto::coordinator::kUsage, argc,
+          argv)) {
+    return *exit_code;
+  }
+  absl::Status s = ristretto::coordinator::Main();
   if (!s.ok()) {
     std::fprintf(stderr, "ristretto-coordinator: %s\n",
                  std::string(s.message()).c_str());

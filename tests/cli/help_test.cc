@@ -4,6 +4,7 @@
 // Runs the built binaries as real processes.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -38,6 +39,8 @@ Result RunBinary(const std::string& binary, const std::string& args,
 struct Binary {
   const char* name;
   const char* path;
+  const char* bad_value_args;  // a known flag with a malformed value
+  const char* bad_value_flag;  // that flag, as the message must name it
 };
 
 // Names the binary in test listings (instead of its bytes).
@@ -61,6 +64,19 @@ TEST_P(HelpTest, UnknownOptionIsStillRefusedWithExitTwo) {
   EXPECT_THAT(r.out, HasSubstr("--no-such-option")) << r.out;
 }
 
+// A malformed value of a known flag: one line naming the flag and the value,
+// exit status 2, nothing on stdout.
+TEST_P(HelpTest, BadValueIsRefusedNamingTheFlag) {
+  const Binary& b = GetParam();
+  const Result err = RunBinary(b.path, b.bad_value_args, /*merge_stderr=*/true);
+  EXPECT_EQ(err.exit_code, 2) << err.out;
+  EXPECT_THAT(err.out, HasSubstr(absl::StrCat(b.bad_value_flag,
+                                              " expects an integer, got 'x9'")))
+      << err.out;
+  EXPECT_EQ(std::count(err.out.begin(), err.out.end(), '\n'), 1) << err.out;
+  EXPECT_EQ(RunBinary(b.path, b.bad_value_args).out, "");
+}
+
 // An argument with an escape sequence (it could repaint the terminal) is
 // echoed escaped, never raw.
 TEST_P(HelpTest, ControlCharactersInArgumentsAreEchoedEscaped) {
@@ -74,11 +90,14 @@ TEST_P(HelpTest, ControlCharactersInArgumentsAreEchoedEscaped) {
 
 INSTANTIATE_TEST_SUITE_P(
     EveryBinary, HelpTest,
-    ::testing::Values(Binary{"ristretto-learner", RISTRETTO_LEARNER_BINARY},
-                      Binary{"ristretto-actor", RISTRETTO_ACTOR_BINARY},
-                      Binary{"ristretto-coordinator",
-                             RISTRETTO_COORDINATOR_BINARY},
-                      Binary{"ristretto", RISTRETTO_BINARY}),
+    ::testing::Values(
+        Binary{"ristretto-learner", RISTRETTO_LEARNER_BINARY, "--budget x9",
+               "--budget"},
+        Binary{"ristretto-actor", RISTRETTO_ACTOR_BINARY,
+               "--learner 127.0.0.1:1 --envs=x9", "--envs"},
+        Binary{"ristretto-coordinator", RISTRETTO_COORDINATOR_BINARY,
+               "--tick-ms x9", "--tick-ms"},
+        Binary{"ristretto", RISTRETTO_BINARY, "train --budget x9", "--budget"}),
     [](const ::testing::TestParamInfo<Binary>& info) {
       std::string name;
       for (const char* c = info.param.name; *c != '\0'; ++c) {

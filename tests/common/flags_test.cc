@@ -1,0 +1,163 @@
+// ParseFlags over real ABSL_FLAGs defined here: dashed names, every value
+// form, and a one-line error naming the flag for an unknown flag or a bad
+// value.
+#include "common/flags.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/reflection.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+ABSL_FLAG(int64_t, test_count, 3, "a count");
+ABSL_FLAG(double, test_rate, 0.5, "a rate");
+ABSL_FLAG(bool, test_switch, false, "a switch");
+ABSL_FLAG(std::string, test_name, "", "a name");
+ABSL_FLAG(std::optional<std::string>, test_secret, std::nullopt, "refused");
+
+namespace ristretto {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class FlagsTest : public ::testing::Test {
+ protected:
+  // Every test starts from the defaults and leaves them behind.
+  absl::FlagSaver saver_;
+
+  absl::StatusOr<ParsedCommandLine> Parse(
+      std::vector<std::string> args, const FlagFilter& accepted = AnyFlag) {
+    args.insert(args.begin(), "binary");
+    std::vector<char*> argv;
+    argv.reserve(args.size());
+    for (std::string& a : args) argv.push_back(a.data());
+    return ParseFlags(static_cast<int>(argv.size()), argv.data(), 1, accepted);
+  }
+};
+
+TEST_F(FlagsTest, SetsFlagsInEveryFormWithDashedNames) {
+  absl::StatusOr<ParsedCommandLine> parsed =
+      Parse({"--test-count", "7", "--test-rate=0.25", "--test-switch",
+             "--test_name=x", "a", "--", "--test-count"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 7);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_rate), 0.25);
+  EXPECT_TRUE(absl::GetFlag(FLAGS_test_switch));
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_name), "x");
+  EXPECT_FALSE(parsed->help);
+  EXPECT_THAT(parsed->positional, ElementsAre("a", "--test-count"));
+}
+
+TEST_F(FlagsTest, BoolFlagNeverTakesTheNextArgumentAndCanBeCleared) {
+  absl::StatusOr<ParsedCommandLine> parsed = Parse({"--test-switch", "false"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(absl::GetFlag(FLAGS_test_switch));
+  EXPECT_THAT(parsed->positional, ElementsAre("false"));
+  ASSERT_TRUE(Parse({"--no-test-switch"}).ok());
+  EXPECT_FALSE(absl::GetFlag(FLAGS_test_switch));
+  ASSERT_TRUE(Parse({"--test-switch=true", "--notest-switch"}).ok());
+  EXPECT_FALSE(absl::GetFlag(FLAGS_test_switch));
+}
+
+TEST_F(FlagsTest, UnknownFlagIsRefusedByName) {
+  absl::StatusOr<ParsedCommandLine> parsed = Parse({"--test-cuont", "7"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message(), "unknown option --test-cuont");
+  // --no works on bool flags only.
+  EXPECT_FALSE(Parse({"--notest-count"}).ok());
+}
+
+TEST_F(FlagsTest, BadValueIsRefusedNamingFlagAndValue) {
+  absl::StatusOr<ParsedCommandLine> parsed = Parse({"--test-count", "7x"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "--test-count expects an integer, got '7x'");
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 3);
+
+  parsed = Parse({"--test-rate=inf"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(),
+            "--test-rate expects a finite number, got 'inf'");
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_rate), 0.5);
+
+  parsed = Parse({"--test-switch=maybe"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()),
+              HasSubstr("--test-switch expects true or false, got 'maybe'"));
+}
+
+TEST_F(FlagsTest, MissingValueIsRefused) {
+  absl::StatusOr<ParsedCommandLine> parsed = Parse({"--test-name"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "option --test-name needs a value");
+}
+
+TEST_F(FlagsTest, ControlCharactersAreEchoedEscaped) {
+  absl::StatusOr<ParsedCommandLine> parsed =
+      Parse({"--test-count=\x1b[2J", "--x"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(std::string(parsed.status().message()),
+              HasSubstr("got '\\x1b[2J'"));
+  EXPECT_THAT(std::string(parsed.status().message()), Not(HasSubstr("\x1b")));
+  parsed = Parse({"--bad\x1bname"});
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "unknown option --bad\\x1bname");
+}
+
+TEST_F(FlagsTest, OptionalFlagRecordsThatItWasGiven) {
+  ASSERT_TRUE(Parse({}).ok());
+  EXPECT_FALSE(absl::GetFlag(FLAGS_test_secret).has_value());
+  ASSERT_TRUE(Parse({"--test-secret", "s3"}).ok());
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_secret), "s3");
+}
+
+TEST_F(FlagsTest, HelpIsReportedAndParsingGoesOn) {
+  absl::StatusOr<ParsedCommandLine> parsed =
+      Parse({"--help", "--test-count=9"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->help);
+  EXPECT_FALSE(parsed->help_full);
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 9);
+  // A bad flag beside --help is still reported.
+  EXPECT_FALSE(Parse({"--help", "--nope"}).ok());
+  parsed = Parse({"--helpfull"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->help_full);
+}
+
+TEST_F(FlagsTest, FilterRestrictsWhatMayBeSet) {
+  const FlagFilter here = FlagsDefinedIn({"tests/common/flags_test.cc"});
+  EXPECT_TRUE(Parse({"--test-count=4"}, here).ok());
+  const FlagFilter elsewhere = FlagsDefinedIn({"cli/train_command.cc"});
+  absl::StatusOr<ParsedCommandLine> parsed =
+      Parse({"--test-count=4"}, elsewhere);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "unknown option --test-count");
+  // A suffix must start at a '/': "common/flags_test.cc" is in the path,
+  // "s_test.cc" is not a file name.
+  EXPECT_TRUE(
+      Parse({"--test-count=4"}, FlagsDefinedIn({"common/flags_test.cc"})).ok());
+  EXPECT_FALSE(Parse({"--test-count=4"}, FlagsDefinedIn({"s_test.cc"})).ok());
+}
+
+TEST_F(FlagsTest, HelpListsTheShownFlagsWithDefaults) {
+  const std::string help =
+      FlagsHelp("usage: binary\n", FlagsDefinedIn({"common/flags_test.cc"}));
+  EXPECT_THAT(help, ::testing::StartsWith("usage: binary\n"));
+  EXPECT_THAT(help, HasSubstr("  --test-count (default: 3)\n      a count\n"));
+  EXPECT_THAT(help, HasSubstr("  --test-name (default: unset)\n"));
+  EXPECT_LT(help.find("--test-count"), help.find("--test-rate"));
+  const std::string none =
+      FlagsHelp("usage: binary\n", FlagsDefinedIn({"no/such_file.cc"}));
+  EXPECT_EQ(none, "usage: binary\n");
+}
+
+}  // namespace
+}  // namespace ristretto
