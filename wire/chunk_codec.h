@@ -3,7 +3,7 @@
 // sizes), sizes must stay under the server's limits, and every value must
 // be finite. Thread-compatible (pure functions).
 //
-// Cost (issue 4, docs/performance.md): decoding makes one copy of the
+// Cost (docs/performance.md): decoding makes one copy of the
 // payload, checks finiteness block by block while the copy is in cache and
 // never value-initialises the destination first; every tensor's dtype and
 // shape is checked before anything is copied. Encoding makes one copy.

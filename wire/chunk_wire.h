@@ -1,5 +1,5 @@
 // The actor stream's ActorMessage as gRPC byte buffers, without protobuf's
-// intermediate copies (issue 4's transport target; docs/performance.md).
+// intermediate copies (the transport's copy budget: docs/performance.md).
 //
 // The protobuf path copies a chunk's 3.8 MB four times in user space:
 // TrajectoryChunk -> proto strings -> serialised bytes (actor), then

@@ -1,5 +1,5 @@
 // Process settings for binaries that move trajectory chunks through gRPC
-// (ristretto-learner, ristretto-actor; issue 4: ~3.8 MB per 128-step ×
+// (ristretto-learner, ristretto-actor; ~3.8 MB per 128-step ×
 // 64-copy chunk, hundreds per second). Header-only.
 //
 // Measured with bench/transport_bench (docs/performance.md, "Distributed
