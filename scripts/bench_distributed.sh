@@ -4,7 +4,7 @@
 #     vs a raw TCP socket moving the same bytes, interleaved in each
 #     process). glibc's allocator settings are per process, so the bench
 #     runs ROUNDS (4) times with `--malloc default` (what the binaries do
-#     without learner/grpc_options.h) and `--malloc chunks`
+#     without wire/grpc_options.h) and `--malloc chunks`
 #     (TuneAllocatorForChunkTraffic()), alternating, each with --reps 3;
 #     the summary gives medians over all repetitions per mode and variant
 #     (ratio: median of the per-repetition ratios to raw_tcp in the same

@@ -119,7 +119,7 @@ std::string SomeBytes(size_t n) {
   return s;
 }
 
-TEST(ReceiveDatasetFileTest, WritesThePiecesInOrderAndLeavesNoTemporary) {
+TEST(DatasetCacheReceiveTest, WritesThePiecesInOrderAndLeavesNoTemporary) {
   TempDir dir;
   const std::string bytes = SomeBytes(10000);
   FakePieceReader reader(Pieces(bytes, 4096), grpc::Status::OK);
@@ -132,7 +132,7 @@ TEST(ReceiveDatasetFileTest, WritesThePiecesInOrderAndLeavesNoTemporary) {
   EXPECT_THAT(dir.Entries(), ElementsAre("abc.rds"));
 }
 
-TEST(ReceiveDatasetFileTest, RefusesAPieceOutOfOrderAndWritesNothing) {
+TEST(DatasetCacheReceiveTest, RefusesAPieceOutOfOrderAndWritesNothing) {
   TempDir dir;
   std::vector<v1::DatasetPiece> pieces = Pieces(SomeBytes(10000), 4096);
   std::swap(pieces[1], pieces[2]);
@@ -146,7 +146,7 @@ TEST(ReceiveDatasetFileTest, RefusesAPieceOutOfOrderAndWritesNothing) {
   EXPECT_THAT(dir.Entries(), IsEmpty());
 }
 
-TEST(ReceiveDatasetFileTest, RefusesAStreamThatEndsEarlyAndWritesNothing) {
+TEST(DatasetCacheReceiveTest, RefusesAStreamThatEndsEarlyAndWritesNothing) {
   TempDir dir;
   std::vector<v1::DatasetPiece> pieces = Pieces(SomeBytes(10000), 4096);
   pieces.pop_back();
@@ -163,7 +163,7 @@ TEST(ReceiveDatasetFileTest, RefusesAStreamThatEndsEarlyAndWritesNothing) {
 // A failed call is kUnavailable whatever the server's code (the caller
 // retries a download; the server's code and message are in the text), not
 // the code mapped by grpc_status.h.
-TEST(ReceiveDatasetFileTest, AServerFailureIsUnavailableWithTheServersReason) {
+TEST(DatasetCacheReceiveTest, AServerFailureIsUnavailableWithTheServersReason) {
   TempDir dir;
   FakePieceReader reader({}, grpc::Status(grpc::StatusCode::NOT_FOUND,
                                           "dataset 'abc' is not served here"));
@@ -176,7 +176,7 @@ TEST(ReceiveDatasetFileTest, AServerFailureIsUnavailableWithTheServersReason) {
   EXPECT_THAT(dir.Entries(), IsEmpty());
 }
 
-class LoadOrFetchDatasetTest : public ::testing::Test {
+class DatasetCacheLoadTest : public ::testing::Test {
  protected:
   void SetUp() override {
     env::SyntheticMarketOptions o;
@@ -209,7 +209,7 @@ class LoadOrFetchDatasetTest : public ::testing::Test {
   int fetches_ = 0;
 };
 
-TEST_F(LoadOrFetchDatasetTest, FetchesOnceThenServesTheCache) {
+TEST_F(DatasetCacheLoadTest, FetchesOnceThenServesTheCache) {
   const std::string cache = dir_.Path("cache");  // created on demand
   absl::StatusOr<env::Dataset> first =
       LoadOrFetchDataset(cache, id_, FetchWriting(dataset_));
@@ -225,7 +225,7 @@ TEST_F(LoadOrFetchDatasetTest, FetchesOnceThenServesTheCache) {
   EXPECT_EQ(fetches_, 1);
 }
 
-TEST_F(LoadOrFetchDatasetTest, RefusesAFetchedFileWithAnotherIdAndRemovesIt) {
+TEST_F(DatasetCacheLoadTest, RefusesAFetchedFileWithAnotherIdAndRemovesIt) {
   absl::StatusOr<env::Dataset> got =
       LoadOrFetchDataset(dir_.path(), id_, FetchWriting(other_));
   EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
@@ -234,7 +234,7 @@ TEST_F(LoadOrFetchDatasetTest, RefusesAFetchedFileWithAnotherIdAndRemovesIt) {
   EXPECT_THAT(dir_.Entries(), IsEmpty());
 }
 
-TEST_F(LoadOrFetchDatasetTest, RefetchesACachedFileThatDoesNotVerify) {
+TEST_F(DatasetCacheLoadTest, RefetchesACachedFileThatDoesNotVerify) {
   const std::string path = dir_.Path(id_ + ".rds");
   {
     std::ofstream garbage(path, std::ios::binary);
@@ -248,7 +248,7 @@ TEST_F(LoadOrFetchDatasetTest, RefetchesACachedFileThatDoesNotVerify) {
   EXPECT_THAT(dir_.Entries(), ElementsAre(id_ + ".rds"));
 }
 
-TEST_F(LoadOrFetchDatasetTest, PassesTheFetchErrorOn) {
+TEST_F(DatasetCacheLoadTest, PassesTheFetchErrorOn) {
   const auto failing = [this](const std::string& /*path*/) {
     ++fetches_;
     return absl::UnavailableError("learner gone");
