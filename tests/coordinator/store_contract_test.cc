@@ -734,6 +734,12 @@ TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   EXPECT_EQ(result.value_or(""), "{\"v\":2}");
   EXPECT_EQ(store_->PutStudyResult(study.id + 100, "{}").code(),
             absl::StatusCode::kNotFound);
+  // Two reads that answer for an unknown study instead of kNotFound.
+  ASSERT_OK_AND_ASSIGN(result, store_->GetStudyResult(study.id + 100));
+  EXPECT_FALSE(result.has_value());
+  ASSERT_OK_AND_ASSIGN(const int64_t open,
+                       store_->CountOpenRuns(study.id + 100));
+  EXPECT_EQ(open, 0);
 }
 
 TEST_P(StoreContractTest, ConcurrentLeasersAndCompletersNeverShareARun) {
