@@ -88,8 +88,9 @@ FlagFilter FlagsDefinedIn(std::vector<std::string> files) {
   };
 }
 
-absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv, int first,
-                                             const FlagFilter& accepted) {
+absl::StatusOr<ParsedCommandLine> ParseFlags(
+    int argc, char** argv, int first, const FlagFilter& accepted,
+    const std::set<std::string>& pass_through) {
   ParsedCommandLine out;
   // The registered, accepted flag called `name`, or nullptr.
   auto find = [&accepted](absl::string_view name) -> absl::CommandLineFlag* {
@@ -138,6 +139,17 @@ absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv, int first,
         continue;
       }
     }
+    if (flag == nullptr && pass_through.count(std::string(name)) != 0) {
+      if (!value.has_value()) {
+        if (i + 1 >= argc) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "option --", EscapeForMessage(name), " needs a value"));
+        }
+        value = argv[++i];
+      }
+      out.passed_through[std::string(name)] = std::string(*value);
+      continue;
+    }
     if (flag == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown option --", EscapeForMessage(name)));
@@ -177,10 +189,12 @@ std::string FlagsHelp(absl::string_view usage, const FlagFilter& shown) {
   return text;
 }
 
-std::optional<int> HandleProcessCommandLine(absl::string_view program,
-                                            absl::string_view usage, int argc,
-                                            char** argv) {
-  absl::StatusOr<ParsedCommandLine> parsed = ParseFlags(argc, argv, 1, AnyFlag);
+std::optional<int> HandleProcessCommandLine(
+    absl::string_view program, absl::string_view usage, int argc, char** argv,
+    const std::set<std::string>& pass_through,
+    std::map<std::string, std::string>* passed_through) {
+  absl::StatusOr<ParsedCommandLine> parsed =
+      ParseFlags(argc, argv, 1, AnyFlag, pass_through);
   absl::Status error = parsed.status();
   if (error.ok() && !parsed->positional.empty()) {
     error = absl::InvalidArgumentError(
@@ -199,6 +213,9 @@ std::optional<int> HandleProcessCommandLine(absl::string_view program,
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return 0;
+  }
+  if (passed_through != nullptr) {
+    *passed_through = std::move(parsed->passed_through);
   }
   return std::nullopt;
 }

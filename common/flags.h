@@ -28,7 +28,9 @@
 #define RISTRETTO_COMMON_FLAGS_H_
 
 #include <functional>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,9 @@ struct ParsedCommandLine {
   bool help = false;       // --help: the caller prints FlagsHelp(accepted)
   bool help_full = false;  // --helpfull: FlagsHelp(AnyFlag)
   std::vector<std::string> positional;  // in order
+  // The pass-through flags given (name without "--" -> text, the last one
+  // wins), unparsed.
+  std::map<std::string, std::string> passed_through;
 };
 
 // Parses argv[first, argc) into the registered flags that `accepted` lets
@@ -65,8 +70,15 @@ struct ParsedCommandLine {
 //     (Abseil's own reason appended where it gives one).
 // --help and --helpfull set the fields above and parsing goes on, so a help
 // request with a bad flag still reports the bad flag.
-absl::StatusOr<ParsedCommandLine> ParseFlags(int argc, char** argv, int first,
-                                             const FlagFilter& accepted);
+//
+// `pass_through` names flags (as written, without "--") that are not
+// ABSL_FLAGs but another table's, e.g. the run-options schema's
+// (learner::RunFlagNames(), validated by learner::RunOptionsFromFlags): they
+// take a value like a non-bool flag and land in `passed_through`. A
+// registered ABSL_FLAG of the same name wins.
+absl::StatusOr<ParsedCommandLine> ParseFlags(
+    int argc, char** argv, int first, const FlagFilter& accepted,
+    const std::set<std::string>& pass_through = {});
 
 // `usage` (ends with a newline) followed by one entry per flag `shown`
 // (retired flags skipped), sorted by name:
@@ -80,9 +92,12 @@ std::string FlagsHelp(absl::string_view usage, const FlagFilter& shown);
 // --help/--helpfull, 2 after printing the one line "PROGRAM: MESSAGE (see
 // --help)" to stderr for a bad command line. std::nullopt: the flags are set,
 // go on.
-std::optional<int> HandleProcessCommandLine(absl::string_view program,
-                                            absl::string_view usage, int argc,
-                                            char** argv);
+// `pass_through` and `passed_through` (may be null when `pass_through` is
+// empty): as ParseFlags.
+std::optional<int> HandleProcessCommandLine(
+    absl::string_view program, absl::string_view usage, int argc, char** argv,
+    const std::set<std::string>& pass_through = {},
+    std::map<std::string, std::string>* passed_through = nullptr);
 
 }  // namespace ristretto
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Pair;
 
 class FlagsTest : public ::testing::Test {
  protected:
@@ -32,12 +34,14 @@ class FlagsTest : public ::testing::Test {
   absl::FlagSaver saver_;
 
   absl::StatusOr<ParsedCommandLine> Parse(
-      std::vector<std::string> args, const FlagFilter& accepted = AnyFlag) {
+      std::vector<std::string> args, const FlagFilter& accepted = AnyFlag,
+      const std::set<std::string>& pass_through = {}) {
     args.insert(args.begin(), "binary");
     std::vector<char*> argv;
     argv.reserve(args.size());
     for (std::string& a : args) argv.push_back(a.data());
-    return ParseFlags(static_cast<int>(argv.size()), argv.data(), 1, accepted);
+    return ParseFlags(static_cast<int>(argv.size()), argv.data(), 1, accepted,
+                      pass_through);
   }
 };
 
@@ -130,6 +134,24 @@ TEST_F(FlagsTest, HelpIsReportedAndParsingGoesOn) {
   parsed = Parse({"--helpfull"});
   ASSERT_TRUE(parsed.ok());
   EXPECT_TRUE(parsed->help_full);
+}
+
+TEST_F(FlagsTest, PassThroughFlagsAreCollectedUnparsed) {
+  const std::set<std::string> table = {"lr", "policy-hidden", "test-count"};
+  absl::StatusOr<ParsedCommandLine> parsed = Parse(
+      {"--lr", "1e-3", "--policy-hidden=8,8", "--test-count", "5", "--lr=2e-3"},
+      AnyFlag, table);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_THAT(parsed->passed_through,
+              ElementsAre(Pair("lr", "2e-3"), Pair("policy-hidden", "8,8")));
+  // The registered flag of the same name wins.
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_count), 5);
+  parsed = Parse({"--policy-hidden"}, AnyFlag, table);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "option --policy-hidden needs a value");
+  parsed = Parse({"--epochs=3"}, AnyFlag, table);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().message(), "unknown option --epochs");
 }
 
 TEST_F(FlagsTest, FilterRestrictsWhatMayBeSet) {
