@@ -1,7 +1,9 @@
 #include "cli/train_command.h"
 
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "env/dataset.h"
 #include "env/market_data.h"
 #include "learner/run_flags.h"
+#include "learner/run_options.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/trainer.h"
 
@@ -31,43 +34,25 @@ void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
 }
 
 absl::Status Train(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"dataset",
-                                   "synthetic-rows",
-                                   "synthetic-assets",
-                                   "synthetic-seed",
-                                   "predictability",
-                                   "validation-share",
-                                   "budget",
-                                   "seed",
-                                   "envs",
-                                   "rollout",
-                                   "episode",
-                                   "policy-hidden",
-                                   "value-hidden",
-                                   "lr",
-                                   "lr-schedule",
-                                   "epochs",
-                                   "minibatch",
-                                   "gamma",
-                                   "lambda",
-                                   "clip",
-                                   "entropy",
-                                   "lookback",
-                                   "eval-every",
-                                   "out",
-                                   "study",
-                                   "trial",
-                                   "fold",
-                                   "export",
-                                   "device",
-                                   "threads",
-                                   "buy-fee",
-                                   "sell-fee",
-                                   "norm-action",
-                                   "reward",
-                                   "log-prob",
-                                   "max-grad-norm",
-                                   "quiet"}));
+  // The run-option flags (--lr, --epochs, --lookback, ...) and their
+  // defaults are the run-options schema's (learner::RunOptionsFromFlags), the
+  // same as the stand-alone learner's and a study's runs.
+  std::set<std::string> known = {"dataset",
+                                 "synthetic-rows",
+                                 "synthetic-assets",
+                                 "synthetic-seed",
+                                 "predictability",
+                                 "validation-share",
+                                 "eval-every",
+                                 "out",
+                                 "study",
+                                 "trial",
+                                 "fold",
+                                 "export",
+                                 "device",
+                                 "quiet"};
+  for (const std::string& flag : learner::RunFlagNames()) known.insert(flag);
+  RETURN_IF_ERROR(args.CheckKnown(known));
   learner::DatasetSource source;
   if (args.Has("dataset")) {
     ASSIGN_OR_RETURN(source.file, args.RequiredString("dataset"));
@@ -82,50 +67,14 @@ absl::Status Train(const Args& args) {
   ASSIGN_OR_RETURN(env::Dataset dataset, learner::LoadDataset(source));
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
-  learner::TrainerOptions o;
-  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 2));
-  o.env.lookback = static_cast<int>(lookback);
-  ASSIGN_OR_RETURN(o.env.buy_fee, args.Double("buy-fee", o.env.buy_fee));
-  ASSIGN_OR_RETURN(o.env.sell_fee, args.Double("sell-fee", o.env.sell_fee));
-  ASSIGN_OR_RETURN(o.env.norm_action,
-                   args.Double("norm-action", o.env.norm_action));
-  ASSIGN_OR_RETURN(std::string reward, args.String("reward", "shaped"));
-  RETURN_IF_ERROR(env::ParseRewardMode(reward, &o.env.reward_mode));
-  ASSIGN_OR_RETURN(std::string policy_hidden,
-                   args.String("policy-hidden", "512,512"));
-  ASSIGN_OR_RETURN(o.network.policy_hidden,
-                   learner::ParseWidths(policy_hidden));
-  ASSIGN_OR_RETURN(std::string value_hidden,
-                   args.String("value-hidden", policy_hidden));
-  ASSIGN_OR_RETURN(o.network.value_hidden, learner::ParseWidths(value_hidden));
-  ASSIGN_OR_RETURN(std::string log_prob,
-                   args.String("log-prob", "tanh_corrected"));
-  RETURN_IF_ERROR(learner::ParseLogProbMode(log_prob, &o.network.log_prob));
-  ASSIGN_OR_RETURN(o.ppo.learning_rate, args.Double("lr", 3e-4));
-  ASSIGN_OR_RETURN(std::string schedule,
-                   args.String("lr-schedule", "constant"));
-  RETURN_IF_ERROR(learner::ParseLrSchedule(schedule, &o.ppo.lr_schedule));
-  ASSIGN_OR_RETURN(int64_t epochs, args.Int("epochs", 16));
-  o.ppo.epochs = static_cast<int>(epochs);
-  ASSIGN_OR_RETURN(int64_t minibatch, args.Int("minibatch", 2048));
-  o.ppo.minibatch_size = static_cast<int>(minibatch);
-  ASSIGN_OR_RETURN(o.ppo.gamma, args.Double("gamma", o.ppo.gamma));
-  ASSIGN_OR_RETURN(o.ppo.gae_lambda, args.Double("lambda", o.ppo.gae_lambda));
-  ASSIGN_OR_RETURN(o.ppo.clip_ratio, args.Double("clip", o.ppo.clip_ratio));
-  ASSIGN_OR_RETURN(o.ppo.entropy_coef, args.Double("entropy", 0.0));
-  ASSIGN_OR_RETURN(o.ppo.max_grad_norm,
-                   args.Double("max-grad-norm", o.ppo.max_grad_norm));
-  ASSIGN_OR_RETURN(o.ppo.device, args.String("device", "cpu"));
-  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
-  o.ppo.cpu_threads = static_cast<int>(threads);
-  ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", 8));
-  o.num_envs = static_cast<int>(envs);
-  ASSIGN_OR_RETURN(int64_t rollout, args.Int("rollout", 128));
-  o.rollout_steps = static_cast<int>(rollout);
-  ASSIGN_OR_RETURN(o.episode_steps, args.Int("episode", 1024));
-  ASSIGN_OR_RETURN(o.budget_env_steps, args.Int("budget", 30000));
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
-  o.seed = static_cast<uint64_t>(seed);
+  std::map<std::string, std::string> run_flags;
+  for (const std::string& flag : learner::RunFlagNames()) {
+    if (!args.Has(flag)) continue;
+    ASSIGN_OR_RETURN(run_flags[flag], args.RequiredString(flag));
+  }
+  ASSIGN_OR_RETURN(learner::TrainerOptions o,
+                   learner::RunOptionsFromFlags(run_flags));
+  ASSIGN_OR_RETURN(o.ppo.device, args.String("device", o.ppo.device));
   ASSIGN_OR_RETURN(o.eval_every_env_steps, args.Int("eval-every", 0));
   o.dataset_id = dataset.ComputeId();
   o.feature_names = dataset.feature_names;

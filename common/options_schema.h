@@ -189,12 +189,14 @@ inline constexpr OptionSpec kTable[] = {
         .Unit("samples")
         .Flag("minibatch"),
     Int("rollout_steps", kRun, "rollout_steps", 128, Closed(1, 1 << 20),
-        "steps per env copy per rollout chunk (T)")
+        "steps per env copy per rollout chunk (T); in a study also the "
+        "actors' chunk length")
         .Unit("env steps")
         .Flag("rollout"),
     Int("num_envs", kRun, "num_envs", 8, Closed(1, 1 << 16),
-        "env copies of the single-process trainer (`ristretto train`); "
-        "distributed actors bring their own --envs")
+        "env copies of `ristretto train` (B); in a study the learner updates "
+        "every num_envs × rollout_steps samples, whatever copies the actors "
+        "step (their own --envs)")
         .Flag("envs"),
     Float("gamma", kPpo, "ppo.gamma, env.gamma", 0.99, Closed(0, 1),
           "discount per env step (also the env's discounted-sum reward)")

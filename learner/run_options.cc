@@ -302,6 +302,17 @@ absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
   return absl::OkStatus();
 }
 
+absl::StatusOr<TrainerOptions> RunOptionsFromFlags(
+    const std::map<std::string, std::string>& flags) {
+  TrainerOptions o;
+  absl::Status s = ApplyRunFlags(flags, &o);
+  if (s.ok()) s = o.env.Validate();
+  if (s.ok()) s = o.network.Validate();
+  if (s.ok()) s = o.ppo.Validate();
+  if (!s.ok()) return s;
+  return o;
+}
+
 absl::Status CheckLockbox(const TrainerOptions& o) {
   if (o.lockbox_begin < 0) {
     if (o.final_evaluation) {

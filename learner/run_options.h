@@ -99,6 +99,15 @@ absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
 // The flag names ApplyRunFlags accepts, in schema order (list flags last).
 std::vector<std::string> RunFlagNames();
 
+// The options of a run started from process flags (`ristretto train`, the
+// stand-alone `ristretto-learner`): TrainerOptions{} — the schema defaults,
+// the same a study's runs start from — then ApplyRunFlags(flags), then the
+// env, network and PPO Validate(). Data, domains, run directory, device and
+// evaluation interval are the caller's. Errors: as ApplyRunFlags and
+// Validate().
+absl::StatusOr<TrainerOptions> RunOptionsFromFlags(
+    const std::map<std::string, std::string>& flags);
+
 // kInvalidArgument if the domains break the lockbox rule above (names the
 // domain and the rows). OK when lockbox_begin < 0.
 absl::Status CheckLockbox(const TrainerOptions& options);

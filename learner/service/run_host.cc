@@ -502,8 +502,10 @@ int RunHost::ActorCredits(int64_t chunk_steps, int max_credits) const {
                  "learner: run %s: %lld actors with chunks of %lld steps and "
                  "a queue of %d chunks are more than max_policy_lag %d "
                  "allows with %lld steps per update; chunks will be dropped "
-                 "as stale (raise --samples-per-update to %lld or more, or "
-                 "lower --queue or --rollout)\n",
+                 "as stale (raise the samples per update to %lld or more: "
+                 "--samples-per-update of a stand-alone learner, num_envs x "
+                 "rollout_steps of a study's run; or lower --queue or the "
+                 "chunk length)\n",
                  spec_.run_id.c_str(), static_cast<long long>(actors),
                  static_cast<long long>(chunk_steps), spec_.queue_capacity, lag,
                  static_cast<long long>(spu), static_cast<long long>(needed));
