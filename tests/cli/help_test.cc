@@ -70,9 +70,8 @@ TEST_P(HelpTest, BadValueIsRefusedNamingTheFlag) {
   const Binary& b = GetParam();
   const Result err = RunBinary(b.path, b.bad_value_args, /*merge_stderr=*/true);
   EXPECT_EQ(err.exit_code, 2) << err.out;
-  EXPECT_THAT(err.out, HasSubstr(absl::StrCat(b.bad_value_flag,
-                                              " expects an integer, got 'x9'")))
-      << err.out;
+  EXPECT_THAT(err.out, HasSubstr(b.bad_value_flag)) << err.out;
+  EXPECT_THAT(err.out, HasSubstr("'x9'")) << err.out;
   EXPECT_EQ(std::count(err.out.begin(), err.out.end(), '\n'), 1) << err.out;
   EXPECT_EQ(RunBinary(b.path, b.bad_value_args).out, "");
 }
