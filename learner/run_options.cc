@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/text_util.h"
 
 namespace ristretto::learner {
 namespace {
@@ -275,6 +276,20 @@ absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
     if (spec == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", flag, " is not a run option flag"));
+    }
+    // Malformed text reads like every other flag error of the ristretto
+    // tool (cli/args.h); the value is echoed escaped and capped.
+    const std::string shown = EscapeForMessage(value);
+    int64_t whole = 0;
+    double number = 0;
+    if (spec->type == OptionType::kInt && !absl::SimpleAtoi(value, &whole)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " expects an integer, got '", shown, "'"));
+    }
+    if (spec->type == OptionType::kFloat &&
+        (!absl::SimpleAtod(value, &number) || !std::isfinite(number))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " expects a finite number, got '", shown, "'"));
     }
     absl::Status s = SetRunOption(View(spec->name), value, &out);
     if (!s.ok()) {

@@ -91,8 +91,10 @@ absl::StatusOr<std::string> GetRunOption(absl::string_view name,
 // schema option, set with SetRunOption, plus two list flags:
 // "policy-hidden" and "value-hidden" ("512,512"; value-hidden defaults to
 // policy-hidden when only that is given). Options without a flag keep their
-// value in `o`. Errors (kInvalidArgument): "--FLAG: " + SetRunOption's
-// message, a bad width list, or a flag that no schema option declares.
+// value in `o`. Errors (kInvalidArgument, `o` unchanged): "--FLAG expects
+// an integer, got 'V'" / "... a finite number ..." for malformed numbers
+// (V escaped, as cli/args.h does), otherwise "--FLAG: " + SetRunOption's
+// message; a bad width list; a flag that no schema option declares.
 absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
                            TrainerOptions* o);
 

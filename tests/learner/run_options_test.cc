@@ -118,6 +118,12 @@ TEST(RunOptionsTest, FlagsSetTheSchemaOptions) {
   const TrainerOptions before = o;
   EXPECT_EQ(ApplyRunFlags({{"epochs", "0"}}, &o).message(),
             "--epochs: epochs = 0 is outside [1, 1000]");
+  EXPECT_EQ(ApplyRunFlags({{"budget", "x9"}}, &o).message(),
+            "--budget expects an integer, got 'x9'");
+  EXPECT_EQ(ApplyRunFlags({{"lr", "\x1b[2J"}}, &o).message(),
+            "--lr expects a finite number, got '\\x1b[2J'");
+  EXPECT_EQ(ApplyRunFlags({{"reward", "x"}}, &o).message(),
+            "--reward: reward_mode = 'x' is not one of shaped, log_return");
   EXPECT_EQ(ApplyRunFlags({{"no-such", "1"}}, &o).message(),
             "--no-such is not a run option flag");
   EXPECT_EQ(ApplyRunFlags({{"policy-hidden", "8,x"}}, &o).message(),
