@@ -13,7 +13,6 @@
 #include "learner/run_options_json.h"
 #include "learner/torch/checkpoint.h"
 #include "wire/dataset_cache.h"
-#include "wire/grpc_status.h"
 
 namespace ristretto::learner {
 namespace {
@@ -40,15 +39,18 @@ int64_t Mib(int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
 
 }  // namespace
 
-CoordinatorAgent::CoordinatorAgent(AgentOptions options,
+CoordinatorAgent::CoordinatorAgent(const AgentOptions& options,
                                    LearnerService* service)
-    : options_(std::move(options)), service_(service) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  stub_ = v1::Coordinator::NewStub(grpc::CreateCustomChannel(
-      options_.coordinator_address, grpc::InsecureChannelCredentials(), args));
-}
+    : CoordinatorAgent(options, service,
+                       NewGrpcCoordinatorClient(options.coordinator_address,
+                                                options.rpc_deadline)) {}
+
+CoordinatorAgent::CoordinatorAgent(AgentOptions options,
+                                   LearnerService* service,
+                                   std::unique_ptr<CoordinatorClient> client)
+    : options_(std::move(options)),
+      service_(service),
+      client_(std::move(client)) {}
 
 CoordinatorAgent::~CoordinatorAgent() { Stop(); }
 
@@ -64,13 +66,6 @@ void CoordinatorAgent::Stop() {
 std::vector<AgentRunSummary> CoordinatorAgent::summaries() const {
   absl::MutexLock lock(&mu_);
   return summaries_;
-}
-
-std::unique_ptr<grpc::ClientContext> CoordinatorAgent::Context() const {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() +
-                    absl::ToChronoMilliseconds(options_.rpc_deadline));
-  return ctx;
 }
 
 void CoordinatorAgent::Loop() {
@@ -97,8 +92,7 @@ void CoordinatorAgent::Loop() {
   Reap(/*shutting_down=*/true);
   v1::ReleaseRequest request;
   request.set_member_id(options_.member_id);
-  v1::ReleaseResponse response;
-  (void)stub_->Release(Context().get(), request, &response);
+  (void)client_->Release(request);
 }
 
 bool CoordinatorAgent::Register() {
@@ -109,17 +103,16 @@ bool CoordinatorAgent::Register() {
   request.set_memory_budget_mb(options_.memory_budget_bytes >> 20);
   request.set_device(options_.device);
   request.set_token(options_.token);
-  v1::RegisterLearnerResponse response;
-  const grpc::Status s =
-      stub_->RegisterLearner(Context().get(), request, &response);
-  if (!s.ok()) {
+  const absl::StatusOr<v1::RegisterLearnerResponse> response =
+      client_->RegisterLearner(request);
+  if (!response.ok()) {
     std::fprintf(stderr, "learner: cannot register with %s: %s\n",
                  options_.coordinator_address.c_str(),
-                 s.error_message().c_str());
+                 std::string(response.status().message()).c_str());
     return false;
   }
-  if (response.lease_ttl_ms() > 0) {
-    lease_ttl_ = absl::Milliseconds(response.lease_ttl_ms());
+  if (response->lease_ttl_ms() > 0) {
+    lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
   }
   registered_ = true;
   std::fprintf(stderr, "learner: registered with %s as %s (%d slots)\n",
@@ -139,11 +132,10 @@ void CoordinatorAgent::SendReports() {
     request.set_member_id(options_.member_id);
     request.set_run_id(run_id);
     ToProto(eval, request.mutable_evaluation());
-    v1::ReportEvaluationResponse response;
-    const grpc::Status s =
-        stub_->ReportEvaluation(Context().get(), request, &response);
+    const absl::StatusOr<v1::ReportEvaluationResponse> response =
+        client_->ReportEvaluation(request);
     auto it = runs_.find(run_id);
-    if (s.ok() && response.prune() && it != runs_.end())
+    if (response.ok() && response->prune() && it != runs_.end())
       it->second.prune = true;
   }
 }
@@ -164,8 +156,7 @@ void CoordinatorAgent::Fail(const Hosted& h, const std::string& reason) {
   request.set_member_id(options_.member_id);
   request.set_run_id(h.lease.run_id());
   request.set_reason(reason);
-  v1::FailRunResponse response;
-  (void)stub_->FailRun(Context().get(), request, &response);
+  (void)client_->FailRun(request);
   Record(h, absl::StrCat("failed: ", reason));
 }
 
@@ -230,9 +221,7 @@ void CoordinatorAgent::Reap(bool shutting_down) {
           c->set_path(std::filesystem::absolute(*checkpoint).string());
           c->set_sha256(*checkpoint_sha);
         }
-        v1::CompleteRunResponse response;
-        const absl::Status s = wire::FromGrpcStatus(
-            stub_->CompleteRun(Context().get(), request, &response));
+        const absl::Status s = client_->CompleteRun(request);
         if (s.ok()) {
           Record(h, "completed");
           erase = true;
@@ -273,14 +262,13 @@ void CoordinatorAgent::HeartbeatOnce() {
     p->set_env_steps(h.host != nullptr ? h.host->counters().env_steps_trained
                                        : 0);
   }
-  v1::HeartbeatResponse response;
-  const absl::Status s = wire::FromGrpcStatus(
-      stub_->Heartbeat(Context().get(), request, &response));
-  if (!s.ok()) {
-    if (absl::IsNotFound(s)) registered_ = false;
+  const absl::StatusOr<v1::HeartbeatResponse> response =
+      client_->Heartbeat(request);
+  if (!response.ok()) {
+    if (absl::IsNotFound(response.status())) registered_ = false;
     return;
   }
-  for (int64_t id : response.stop_run_ids()) {
+  for (int64_t id : response->stop_run_ids()) {
     auto it = runs_.find(id);
     if (it == runs_.end()) continue;
     if (it->second.host != nullptr) {
@@ -305,19 +293,12 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
   auto it = markets_.find(dataset_id);
   if (it != markets_.end()) return it->second;
   std::string cached_path;
-  ASSIGN_OR_RETURN(env::Dataset dataset,
-                   wire::LoadOrFetchDataset(
-                       options_.cache_dir, dataset_id,
-                       [this, &dataset_id](const std::string& path) {
-                         v1::FetchDatasetRequest request;
-                         request.set_dataset_id(dataset_id);
-                         auto ctx = std::make_unique<grpc::ClientContext>();
-                         ctx->set_deadline(std::chrono::system_clock::now() +
-                                           std::chrono::seconds(120));
-                         auto reader = stub_->FetchDataset(ctx.get(), request);
-                         return wire::ReceiveDatasetFile(
-                             reader.get(), ctx.get(), dataset_id, path);
-                       }));
+  ASSIGN_OR_RETURN(
+      env::Dataset dataset,
+      wire::LoadOrFetchDataset(options_.cache_dir, dataset_id,
+                               [this, &dataset_id](const std::string& path) {
+                                 return client_->FetchDataset(dataset_id, path);
+                               }));
   ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
                    env::MarketData::FromDataset(dataset));
   service_->AddDataset(
@@ -400,16 +381,15 @@ void CoordinatorAgent::Admit() {
          !stop_.HasBeenNotified()) {
     v1::LeaseRunRequest request;
     request.set_member_id(options_.member_id);
-    v1::LeaseRunResponse response;
-    const absl::Status s = wire::FromGrpcStatus(
-        stub_->LeaseRun(Context().get(), request, &response));
-    if (!s.ok()) {
-      if (absl::IsNotFound(s)) registered_ = false;
+    const absl::StatusOr<v1::LeaseRunResponse> response =
+        client_->LeaseRun(request);
+    if (!response.ok()) {
+      if (absl::IsNotFound(response.status())) registered_ = false;
       return;
     }
-    if (!response.has_run()) return;
+    if (!response->has_run()) return;
     Hosted h;
-    h.lease = response.lease();
+    h.lease = response->lease();
     absl::Status built = Build(h);
     if (!built.ok()) {
       Fail(h, std::string(built.message()));

@@ -32,9 +32,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "env/market_data.h"
+#include "learner/service/coordinator_client.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
-#include "proto/coordinator.grpc.pb.h"
+#include "proto/coordinator.pb.h"
 
 namespace ristretto::learner {
 
@@ -65,7 +66,14 @@ struct AgentRunSummary {
 
 class CoordinatorAgent {
  public:
-  CoordinatorAgent(AgentOptions options, LearnerService* service);
+  // Talks to options.coordinator_address over gRPC.
+  CoordinatorAgent(const AgentOptions& options, LearnerService* service);
+  // Talks to the coordinator through `client` (a fake in unit tests);
+  // options.coordinator_address only names it in log lines and
+  // options.rpc_deadline is the client's business. `service` is not owned
+  // and must outlive the agent.
+  CoordinatorAgent(AgentOptions options, LearnerService* service,
+                   std::unique_ptr<CoordinatorClient> client);
   ~CoordinatorAgent();  // Stop()
 
   void Start();
@@ -98,13 +106,12 @@ class CoordinatorAgent {
   void Fail(const Hosted& h, const std::string& reason);
   absl::StatusOr<std::shared_ptr<const env::MarketData>> Market(
       const std::string& dataset_id);
-  std::unique_ptr<grpc::ClientContext> Context() const;
   int64_t BytesInUse() const;
   void Record(const Hosted& h, const std::string& outcome);
 
   const AgentOptions options_;
   LearnerService* const service_;
-  std::unique_ptr<v1::Coordinator::Stub> stub_;
+  const std::unique_ptr<CoordinatorClient> client_;
   absl::Notification stop_;
   std::thread thread_;
   bool registered_ = false;  // agent thread only
