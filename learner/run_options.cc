@@ -195,6 +195,8 @@ absl::Status SetRunOption(absl::string_view name, absl::string_view value,
     return absl::InvalidArgumentError(
         absl::StrCat("unknown run option '", name, "'"));
   }
+  // Values come from study files and command lines: echoed escaped.
+  const std::string shown = EscapeForMessage(value);
   double v = 0;
   if (spec->type == OptionType::kBool || spec->type == OptionType::kChoice) {
     const std::vector<std::string_view> choices = OptionChoices(*spec);
@@ -202,7 +204,7 @@ absl::Status SetRunOption(absl::string_view name, absl::string_view value,
     while (i < choices.size() && View(choices[i]) != value) ++i;
     if (i == choices.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          name, " = '", value, "' is not one of ",
+          name, " = '", shown, "' is not one of ",
           absl::StrReplaceAll(View(spec->choices), {{"|", ", "}})));
     }
     // kBool: "true" is choice 0 and stored as 1.
@@ -213,16 +215,16 @@ absl::Status SetRunOption(absl::string_view name, absl::string_view value,
       int64_t i = 0;
       if (!absl::SimpleAtoi(value, &i)) {
         return absl::InvalidArgumentError(
-            absl::StrCat(name, " = '", value, "' is not a whole number"));
+            absl::StrCat(name, " = '", shown, "' is not a whole number"));
       }
       v = static_cast<double>(i);
     } else if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(name, " = '", value, "' is not a finite number"));
+          absl::StrCat(name, " = '", shown, "' is not a finite number"));
     }
     if (!InOptionRange(*spec, v)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          name, " = ", value, " is outside ", OptionRangeText(*spec)));
+          name, " = ", shown, " is outside ", OptionRangeText(*spec)));
     }
   }
   access->set(o, v);

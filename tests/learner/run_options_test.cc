@@ -89,6 +89,8 @@ TEST(RunOptionsTest, SetRunOptionRefusesBadTextAndRangesNamingTheOption) {
             "learning_rate = 'abc' is not a finite number");
   EXPECT_EQ(SetRunOption("activation", "gelu", &o).message(),
             "activation = 'gelu' is not one of tanh, relu");
+  EXPECT_EQ(SetRunOption("activation", "re\x1b[2Jlu", &o).message(),
+            "activation = 're\\x1b[2Jlu' is not one of tanh, relu");
   EXPECT_EQ(SetRunOption("dropout", "0.5", &o).message(),
             "unknown run option 'dropout'");
   EXPECT_EQ(o.ppo.epochs, TrainerOptions().ppo.epochs);  // unchanged
