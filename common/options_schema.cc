@@ -89,6 +89,12 @@ std::string FormatOptionNumber(double v) {
   return buf;
 }
 
+void DieUnknownRunOption(std::string_view name) {
+  std::fprintf(stderr, "ristretto: unknown run option '%.*s' (a bug)\n",
+               static_cast<int>(name.size()), name.data());
+  std::abort();
+}
+
 std::string OptionDefaultText(const OptionSpec& spec) {
   if (spec.type == OptionType::kBool || spec.type == OptionType::kChoice) {
     const std::vector<std::string_view> choices = OptionChoices(spec);

@@ -22,7 +22,6 @@
 
 #include <cstddef>
 #include <limits>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -362,12 +361,18 @@ constexpr const OptionSpec* FindOption(std::string_view name) {
   return nullptr;
 }
 
+// Reports an unknown option name on stderr and aborts (a programming error,
+// never user input). Not constexpr, so reaching it while constant-evaluating
+// is a compile error.
+[[noreturn]] void DieUnknownRunOption(std::string_view name);
+
 // The default of `name` (OptionSpec::default_value), for the struct
 // initializers that derive from the schema. An unknown name is a programming
-// error: std::logic_error (a compile error where constant-evaluated).
+// error: a compile error where constant-evaluated, an abort otherwise (no
+// exception, so no main() has one escaping).
 constexpr double OptionDefault(std::string_view name) {
   const OptionSpec* s = FindOption(name);
-  if (s == nullptr) throw std::logic_error("unknown run option");
+  if (s == nullptr) DieUnknownRunOption(name);
   return s->default_value;
 }
 

@@ -39,7 +39,9 @@ TEST(OptionsSchemaTest, NamesAndFlagsAreUniqueAndDefaultsValid) {
   for (const OptionSpec& s : kOptionSchema) {
     SCOPED_TRACE(std::string(s.name));
     EXPECT_TRUE(names.insert(s.name).second);
-    if (!s.flag.empty()) EXPECT_TRUE(flags.insert(s.flag).second);
+    if (!s.flag.empty()) {
+      EXPECT_TRUE(flags.insert(s.flag).second);
+    }
     EXPECT_FALSE(s.doc.empty());
     EXPECT_FALSE(s.target.empty());
     switch (s.type) {

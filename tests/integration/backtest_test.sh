@@ -191,9 +191,10 @@ done
   { cat import.log >&2; fail "import of the gapped CSVs"; }
 "$ristretto" dataset info gap.rds > gap.info
 grep -q '^domains         2$' gap.info || { cat gap.info >&2; fail "the gapped data is not two domains"; }
+# S − 2·lookback + 1 bars per domain of S rows (lookback 2, given below).
 gap_bars=$(awk '/^  \[[0-9]+, [0-9]+\) [0-9]+ rows/ { sum += $3 - 3 } END { print sum }' gap.info)
 "$ristretto" train --dataset gap.rds --budget 512 --envs 2 --rollout 64 --episode 100 \
-  --policy-hidden 16 --epochs 1 --minibatch 128 --export gap_policy --quiet > gap_train.log 2>&1 ||
+  --policy-hidden 16 --epochs 1 --minibatch 128 --lookback 2 --export gap_policy --quiet > gap_train.log 2>&1 ||
   { cat gap_train.log >&2; fail "train on the gapped data"; }
 "$ristretto" backtest gap_policy --dataset gap.rds --out gap_results --random-seeds 3 \
   > gap.out 2>&1 || { cat gap.out >&2; fail "backtest on two domains"; }
