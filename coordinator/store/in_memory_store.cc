@@ -5,7 +5,6 @@
 #include "coordinator/store/in_memory_store.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "coordinator/store/migrations.h"
+#include "coordinator/store/store_checks.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -38,33 +38,6 @@ std::vector<double> RoundReturns(const std::vector<double>& values) {
     out.push_back(std::strtod(buf, nullptr));
   }
   return out;
-}
-
-bool IsLowerHex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-absl::Status CheckArtifacts(int64_t run_id,
-                            const std::vector<ArtifactRow>& artifacts) {
-  for (const ArtifactRow& a : artifacts) {
-    if (a.kind != "checkpoint" && a.kind != "policy") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
-                       "' is not \"checkpoint\" or \"policy\""));
-    }
-    if (a.path.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact with an empty path"));
-    }
-    if (!IsLowerHex64(a.sha256)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
-                       a.sha256, "', not 64 lowercase hex digits"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 std::string HolderMismatch(const RunRow& run, const std::string& member_id) {
@@ -181,11 +154,7 @@ absl::StatusOr<int> InMemoryStore::SchemaVersion() {
 // -------------------------------------------------------------- datasets
 
 absl::Status InMemoryStore::PutDataset(const DatasetRow& row) {
-  if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
-  if (row.rows < 0 || row.interval_seconds < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", row.id, ": negative rows or interval"));
-  }
+  RETURN_IF_ERROR(CheckPutDataset(row));
   absl::MutexLock lock(&mu_);
   auto [it, added] = datasets_.emplace(row.id, row);
   const absl::Time created = added ? NowMicros() : it->second.created_at;
@@ -218,7 +187,7 @@ absl::StatusOr<std::vector<DatasetRow>> InMemoryStore::ListDatasets() {
 
 absl::StatusOr<StudyRow> InMemoryStore::CreateStudy(
     const std::string& name, const std::string& config_text) {
-  if (name.empty()) return absl::InvalidArgumentError("study name is empty");
+  RETURN_IF_ERROR(CheckCreateStudy(name));
   absl::MutexLock lock(&mu_);
   for (const auto& [id, study] : studies_) {
     if (study.name == name) {
@@ -262,11 +231,7 @@ absl::StatusOr<std::vector<StudyRow>> InMemoryStore::ListStudies() {
 
 absl::Status InMemoryStore::SetStudyState(int64_t study_id,
                                           const std::string& state) {
-  if (state != kStudyCreated && state != kStudyRunning &&
-      state != kStudyStopped && state != kStudyDone) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown study state '", state, "'"));
-  }
+  RETURN_IF_ERROR(CheckSetStudyState(state));
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(study_id);
   if (it == studies_.end()) {
@@ -289,9 +254,7 @@ absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
     int64_t study_id, const std::vector<ParamRow>& params,
     const std::vector<std::string>& run_configs,
     const std::string& checkpoint_root) {
-  if (run_configs.empty()) {
-    return absl::InvalidArgumentError("a trial needs at least one run (fold)");
-  }
+  RETURN_IF_ERROR(CheckCreateTrial(run_configs));
   absl::MutexLock lock(&mu_);
   auto study = studies_.find(study_id);
   if (study == studies_.end()) {
@@ -301,16 +264,7 @@ absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
     return absl::FailedPreconditionError(
         absl::StrCat("study '", study->second.name, "' is done"));
   }
-  std::set<std::string> names;
-  for (const ParamRow& p : params) {
-    if (p.name.empty()) {
-      return absl::InvalidArgumentError("parameter name is empty");
-    }
-    if (!names.insert(p.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter '", p.name, "' given twice"));
-    }
-  }
+  RETURN_IF_ERROR(CheckTrialParams(params));
   int64_t number = 0;
   for (const auto& [id, t] : trials_) {
     if (t.study_id == study_id) number = std::max(number, t.number + 1);
@@ -403,9 +357,7 @@ absl::Status InMemoryStore::PruneTrial(int64_t trial_id) {
 
 absl::Status InMemoryStore::FailTrial(int64_t trial_id,
                                       const std::string& reason) {
-  if (reason.empty()) {
-    return absl::InvalidArgumentError("a failed trial needs a reason");
-  }
+  RETURN_IF_ERROR(CheckFailTrial(reason));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
   if (trial->state == kTrialFailed) return absl::OkStatus();
@@ -421,10 +373,7 @@ absl::Status InMemoryStore::FailTrial(int64_t trial_id,
 
 absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
     const std::string& member_id, absl::Duration ttl) {
-  if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("lease ttl must be positive");
-  }
+  RETURN_IF_ERROR(CheckLeaseRun(member_id, ttl));
   absl::MutexLock lock(&mu_);
   const absl::Time now = absl::Now();
   // A member leasing before it registered is recorded as a learner.
@@ -456,15 +405,7 @@ absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
 absl::StatusOr<std::vector<int64_t>> InMemoryStore::Heartbeat(
     const std::string& member_id, absl::Duration ttl,
     const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("lease ttl must be positive");
-  }
-  for (const auto& [run_id, steps] : run_steps) {
-    if (steps < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": negative env steps ", steps));
-    }
-  }
+  RETURN_IF_ERROR(CheckHeartbeat(ttl, run_steps));
   absl::MutexLock lock(&mu_);
   auto member = members_.find(member_id);
   if (member != members_.end()) member->second.last_seen = NowMicros();
@@ -490,15 +431,8 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::Heartbeat(
 absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
     absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
     int default_max_attempts) {
-  if (default_max_attempts < 1) {
-    return absl::InvalidArgumentError("max_attempts must be at least 1");
-  }
-  for (const auto& [study_id, limit] : max_attempts_by_study) {
-    if (limit < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "max_attempts of study ", study_id, " must be at least 1"));
-    }
-  }
+  RETURN_IF_ERROR(
+      CheckExpireLeases(max_attempts_by_study, default_max_attempts));
   absl::MutexLock lock(&mu_);
   // The expired runs by trial, then by run id (PgStore's lock order), so a
   // trial failed by its first exhausted run cancels its later ones.
@@ -571,10 +505,7 @@ absl::StatusOr<std::vector<RunRow>> InMemoryStore::ListRuns(int64_t trial_id) {
 absl::Status InMemoryStore::ReportIntermediate(int64_t run_id,
                                                const std::string& member_id,
                                                int64_t step, double value) {
-  if (step < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run_id, ": negative step ", step));
-  }
+  RETURN_IF_ERROR(CheckReportIntermediate(run_id, step));
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(HeldRun(run_id, member_id).status());
   intermediates_[{run_id, step}] = value;
@@ -608,11 +539,7 @@ absl::StatusOr<std::vector<IntermediateRow>> InMemoryStore::ListIntermediates(
 absl::StatusOr<bool> InMemoryStore::CompleteRun(
     int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
     const std::vector<ArtifactRow>& artifacts) {
-  if (metrics.trades < 0 || metrics.env_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run_id, ": negative trades or env steps"));
-  }
-  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  RETURN_IF_ERROR(CheckCompleteRun(run_id, metrics, artifacts));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
   if (run->fold == kLockboxFold) {
@@ -716,26 +643,7 @@ absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
 absl::Status InMemoryStore::CompleteFinalRun(
     int64_t run_id, const std::string& member_id, LockboxRow result,
     const std::vector<ArtifactRow>& artifacts) {
-  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
-  if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
-      result.bars < 0 || result.random_seeds < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run ", run_id, ": negative trades, env steps, bars or seeds"));
-  }
-  for (const double v :
-       {result.policy.sharpe, result.sharpe_se, result.policy.sortino,
-        result.policy.calmar, result.policy.total_return,
-        result.policy.max_drawdown, result.policy.turnover, result.policy.fees,
-        result.policy.exposure, result.bh_sharpe, result.bh_sharpe_se,
-        result.bh_sortino, result.bh_return, result.bh_max_drawdown,
-        result.random_sharpe_mean, result.random_sharpe_std,
-        result.random_return_mean, result.random_return_std}) {
-    if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": a lockbox metric is not finite (", v,
-                       "); nothing was stored"));
-    }
-  }
+  RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, result, artifacts));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
   if (run->fold != kLockboxFold) {
@@ -835,12 +743,7 @@ absl::StatusOr<std::vector<ArtifactRow>> InMemoryStore::ListArtifacts(
 // --------------------------------------------------------------- members
 
 absl::Status InMemoryStore::UpsertMember(const MemberRow& row) {
-  if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
-  if (row.kind != "learner" && row.kind != "actor") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("member ", row.id, ": kind '", row.kind,
-                     "' is not \"learner\" or \"actor\""));
-  }
+  RETURN_IF_ERROR(CheckUpsertMember(row));
   absl::MutexLock lock(&mu_);
   const absl::Time now = NowMicros();
   auto [it, added] = members_.emplace(row.id, MemberRow());

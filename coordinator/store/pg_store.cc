@@ -18,7 +18,6 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -36,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "coordinator/store/migrations.h"
+#include "coordinator/store/store_checks.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -225,17 +225,6 @@ bool IsPermanentConnectError(absl::string_view message) {
 
 std::string Message(const std::exception& e) {
   return std::string(absl::StripTrailingAsciiWhitespace(e.what()));
-}
-
-bool IsLowerHex64(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-bool IsOneOf(const std::string& value,
-             std::initializer_list<absl::string_view> options) {
-  return std::find(options.begin(), options.end(), value) != options.end();
 }
 
 struct ParsedDsn {
@@ -600,27 +589,6 @@ absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
   return r;
 }
 
-absl::Status CheckArtifacts(int64_t run_id,
-                            const std::vector<ArtifactRow>& artifacts) {
-  for (const ArtifactRow& a : artifacts) {
-    if (!IsOneOf(a.kind, {"checkpoint", "policy"})) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
-                       "' is not \"checkpoint\" or \"policy\""));
-    }
-    if (a.path.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact with an empty path"));
-    }
-    if (!IsLowerHex64(a.sha256)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
-                       a.sha256, "', not 64 lowercase hex digits"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Records the artifacts, closes the lease and marks the run done. The caller
 // holds the trial lock and has checked that `member_id` holds the run.
 void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
@@ -753,11 +721,7 @@ absl::StatusOr<int> PgStore::SchemaVersion() {
 // -------------------------------------------------------------- datasets
 
 absl::Status PgStore::PutDataset(const DatasetRow& row) {
-  if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
-  if (row.rows < 0 || row.interval_seconds < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset ", row.id, ": negative rows or interval"));
-  }
+  RETURN_IF_ERROR(CheckPutDataset(row));
   return impl_->TransactStatus("PutDataset", [&](pqxx::work& txn) {
     txn.exec_params(
         "INSERT INTO datasets (id, path, symbols, rows, interval_seconds) "
@@ -802,7 +766,7 @@ absl::StatusOr<std::vector<DatasetRow>> PgStore::ListDatasets() {
 
 absl::StatusOr<StudyRow> PgStore::CreateStudy(const std::string& name,
                                               const std::string& config_text) {
-  if (name.empty()) return absl::InvalidArgumentError("study name is empty");
+  RETURN_IF_ERROR(CheckCreateStudy(name));
   return impl_->Transact<StudyRow>(
       "CreateStudy", true, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r = txn.exec_params(
@@ -863,11 +827,7 @@ absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
 
 absl::Status PgStore::SetStudyState(int64_t study_id,
                                     const std::string& state) {
-  if (!IsOneOf(state,
-               {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone})) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown study state '", state, "'"));
-  }
+  RETURN_IF_ERROR(CheckSetStudyState(state));
   return impl_->TransactStatus("SetStudyState", [&](pqxx::work& txn) {
     const pqxx::result r = txn.exec_params(
         "SELECT state FROM studies WHERE id = $1 FOR NO KEY UPDATE", study_id);
@@ -893,9 +853,7 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
     int64_t study_id, const std::vector<ParamRow>& params,
     const std::vector<std::string>& run_configs,
     const std::string& checkpoint_root) {
-  if (run_configs.empty()) {
-    return absl::InvalidArgumentError("a trial needs at least one run (fold)");
-  }
+  RETURN_IF_ERROR(CheckCreateTrial(run_configs));
   return impl_->Transact<TrialRow>(
       "CreateTrial", true, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
         // The study lock serialises numbering within the study.
@@ -912,6 +870,7 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
           return absl::FailedPreconditionError(
               absl::StrCat("study '", study_name, "' is done"));
         }
+        RETURN_IF_ERROR(CheckTrialParams(params));
         const pqxx::row inserted = txn.exec_params1(
             absl::StrCat("INSERT INTO trials AS t (study_id, number) "
                          "SELECT $1, COALESCE(MAX(number) + 1, 0) FROM trials "
@@ -920,18 +879,10 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
             study_id);
         TrialRow trial = ParseTrial(inserted);
         for (size_t i = 0; i < params.size(); ++i) {
-          if (params[i].name.empty()) {
-            return absl::InvalidArgumentError("parameter name is empty");
-          }
-          try {
-            txn.exec_params(
-                "INSERT INTO params (trial_id, position, name, value) "
-                "VALUES ($1, $2, $3, $4)",
-                trial.id, static_cast<int>(i), params[i].name, params[i].value);
-          } catch (const pqxx::unique_violation&) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("parameter '", params[i].name, "' given twice"));
-          }
+          txn.exec_params(
+              "INSERT INTO params (trial_id, position, name, value) "
+              "VALUES ($1, $2, $3, $4)",
+              trial.id, static_cast<int>(i), params[i].name, params[i].value);
         }
         trial.params = params;
         const std::filesystem::path trial_dir =
@@ -1046,9 +997,7 @@ absl::Status PgStore::PruneTrial(int64_t trial_id) {
 }
 
 absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
-  if (reason.empty()) {
-    return absl::InvalidArgumentError("a failed trial needs a reason");
-  }
+  RETURN_IF_ERROR(CheckFailTrial(reason));
   return impl_->TransactStatus("FailTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
     if (state == kTrialFailed) return absl::OkStatus();  // keeps 1st reason
@@ -1065,10 +1014,7 @@ absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
 
 absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
     const std::string& member_id, absl::Duration ttl) {
-  if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("lease ttl must be positive");
-  }
+  RETURN_IF_ERROR(CheckLeaseRun(member_id, ttl));
   return impl_->Transact<std::optional<RunRow>>(
       "LeaseRun", true,
       [&](pqxx::work& txn) -> absl::StatusOr<std::optional<RunRow>> {
@@ -1109,15 +1055,7 @@ absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
 absl::StatusOr<std::vector<int64_t>> PgStore::Heartbeat(
     const std::string& member_id, absl::Duration ttl,
     const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
-  if (ttl <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("lease ttl must be positive");
-  }
-  for (const auto& [run_id, steps] : run_steps) {
-    if (steps < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": negative env steps ", steps));
-    }
-  }
+  RETURN_IF_ERROR(CheckHeartbeat(ttl, run_steps));
   return impl_->Transact<std::vector<int64_t>>(
       "Heartbeat", true,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
@@ -1158,15 +1096,8 @@ absl::StatusOr<std::vector<int64_t>> PgStore::Heartbeat(
 absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
     absl::Time now, const std::map<int64_t, int>& max_attempts_by_study,
     int default_max_attempts) {
-  if (default_max_attempts < 1) {
-    return absl::InvalidArgumentError("max_attempts must be at least 1");
-  }
-  for (const auto& [study_id, limit] : max_attempts_by_study) {
-    if (limit < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "max_attempts of study ", study_id, " must be at least 1"));
-    }
-  }
+  RETURN_IF_ERROR(
+      CheckExpireLeases(max_attempts_by_study, default_max_attempts));
   return impl_->Transact<std::vector<int64_t>>(
       "ExpireLeases", true,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
@@ -1292,10 +1223,7 @@ absl::StatusOr<std::vector<RunRow>> PgStore::ListRuns(int64_t trial_id) {
 absl::Status PgStore::ReportIntermediate(int64_t run_id,
                                          const std::string& member_id,
                                          int64_t step, double value) {
-  if (step < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run_id, ": negative step ", step));
-  }
+  RETURN_IF_ERROR(CheckReportIntermediate(run_id, step));
   return impl_->TransactStatus("ReportIntermediate", [&](pqxx::work& txn) {
     const pqxx::result r = txn.exec_params(
         "SELECT state, COALESCE(member_id, ''), trial_id, study_id "
@@ -1347,11 +1275,7 @@ absl::StatusOr<std::vector<IntermediateRow>> PgStore::ListIntermediates(
 absl::StatusOr<bool> PgStore::CompleteRun(
     int64_t run_id, const std::string& member_id, const FoldMetrics& metrics,
     const std::vector<ArtifactRow>& artifacts) {
-  if (metrics.trades < 0 || metrics.env_steps < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", run_id, ": negative trades or env steps"));
-  }
-  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  RETURN_IF_ERROR(CheckCompleteRun(run_id, metrics, artifacts));
   return impl_->Transact<bool>(
       "CompleteRun", true, [&](pqxx::work& txn) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
@@ -1499,26 +1423,7 @@ absl::StatusOr<RunRow> PgStore::AddFinalRun(
 absl::Status PgStore::CompleteFinalRun(
     int64_t run_id, const std::string& member_id, LockboxRow result,
     const std::vector<ArtifactRow>& artifacts) {
-  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
-  if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
-      result.bars < 0 || result.random_seeds < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run ", run_id, ": negative trades, env steps, bars or seeds"));
-  }
-  for (const double v :
-       {result.policy.sharpe, result.sharpe_se, result.policy.sortino,
-        result.policy.calmar, result.policy.total_return,
-        result.policy.max_drawdown, result.policy.turnover, result.policy.fees,
-        result.policy.exposure, result.bh_sharpe, result.bh_sharpe_se,
-        result.bh_sortino, result.bh_return, result.bh_max_drawdown,
-        result.random_sharpe_mean, result.random_sharpe_std,
-        result.random_return_mean, result.random_return_std}) {
-    if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", run_id, ": a lockbox metric is not finite (", v,
-                       "); nothing was stored"));
-    }
-  }
+  RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, result, artifacts));
   return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
@@ -1667,12 +1572,7 @@ absl::StatusOr<std::vector<ArtifactRow>> PgStore::ListArtifacts(
 // --------------------------------------------------------------- members
 
 absl::Status PgStore::UpsertMember(const MemberRow& row) {
-  if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
-  if (!IsOneOf(row.kind, {"learner", "actor"})) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("member ", row.id, ": kind '", row.kind,
-                     "' is not \"learner\" or \"actor\""));
-  }
+  RETURN_IF_ERROR(CheckUpsertMember(row));
   return impl_->TransactStatus("UpsertMember", [&](pqxx::work& txn) {
     txn.exec_params(
         "INSERT INTO members (id, kind, address, capacity_json) "

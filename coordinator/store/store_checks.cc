@@ -1,0 +1,194 @@
+#include "coordinator/store/store_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+bool IsLowerHex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool IsOneOf(const std::string& value,
+             std::initializer_list<absl::string_view> options) {
+  return std::find(options.begin(), options.end(), value) != options.end();
+}
+
+absl::Status CheckPositiveTtl(absl::Duration ttl) {
+  if (ttl <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("lease ttl must be positive");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckPutDataset(const DatasetRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("dataset id is empty");
+  if (row.rows < 0 || row.interval_seconds < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset ", row.id, ": negative rows or interval"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCreateStudy(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("study name is empty");
+  return absl::OkStatus();
+}
+
+absl::Status CheckSetStudyState(const std::string& state) {
+  if (!IsOneOf(state,
+               {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone})) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown study state '", state, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCreateTrial(const std::vector<std::string>& run_configs) {
+  if (run_configs.empty()) {
+    return absl::InvalidArgumentError("a trial needs at least one run (fold)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTrialParams(const std::vector<ParamRow>& params) {
+  std::set<std::string> names;
+  for (const ParamRow& p : params) {
+    if (p.name.empty()) {
+      return absl::InvalidArgumentError("parameter name is empty");
+    }
+    if (!names.insert(p.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter '", p.name, "' given twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFailTrial(const std::string& reason) {
+  if (reason.empty()) {
+    return absl::InvalidArgumentError("a failed trial needs a reason");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLeaseRun(const std::string& member_id, absl::Duration ttl) {
+  if (member_id.empty()) return absl::InvalidArgumentError("empty member id");
+  return CheckPositiveTtl(ttl);
+}
+
+absl::Status CheckHeartbeat(
+    absl::Duration ttl,
+    const std::vector<std::pair<int64_t, int64_t>>& run_steps) {
+  RETURN_IF_ERROR(CheckPositiveTtl(ttl));
+  for (const auto& [run_id, steps] : run_steps) {
+    if (steps < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": negative env steps ", steps));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckExpireLeases(
+    const std::map<int64_t, int>& max_attempts_by_study,
+    int default_max_attempts) {
+  if (default_max_attempts < 1) {
+    return absl::InvalidArgumentError("max_attempts must be at least 1");
+  }
+  for (const auto& [study_id, limit] : max_attempts_by_study) {
+    if (limit < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_attempts of study ", study_id, " must be at least 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReportIntermediate(int64_t run_id, int64_t step) {
+  if (step < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative step ", step));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCompleteRun(int64_t run_id, const FoldMetrics& metrics,
+                              const std::vector<ArtifactRow>& artifacts) {
+  if (metrics.trades < 0 || metrics.env_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": negative trades or env steps"));
+  }
+  return CheckArtifacts(run_id, artifacts);
+}
+
+absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
+                                   const std::vector<ArtifactRow>& artifacts) {
+  RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
+      result.bars < 0 || result.random_seeds < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", run_id, ": negative trades, env steps, bars or seeds"));
+  }
+  // A non-finite metric cannot be compared with the baselines, so the whole
+  // result is refused rather than stored in part.
+  for (const double v :
+       {result.policy.sharpe, result.sharpe_se, result.policy.sortino,
+        result.policy.calmar, result.policy.total_return,
+        result.policy.max_drawdown, result.policy.turnover, result.policy.fees,
+        result.policy.exposure, result.bh_sharpe, result.bh_sharpe_se,
+        result.bh_sortino, result.bh_return, result.bh_max_drawdown,
+        result.random_sharpe_mean, result.random_sharpe_std,
+        result.random_return_mean, result.random_return_std}) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": a lockbox metric is not finite (", v,
+                       "); nothing was stored"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckArtifacts(int64_t run_id,
+                            const std::vector<ArtifactRow>& artifacts) {
+  for (const ArtifactRow& a : artifacts) {
+    if (!IsOneOf(a.kind, {"checkpoint", "policy"})) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact kind '", a.kind,
+                       "' is not \"checkpoint\" or \"policy\""));
+    }
+    if (a.path.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact with an empty path"));
+    }
+    if (!IsLowerHex64(a.sha256)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", run_id, ": artifact ", a.path, " has sha256 '",
+                       a.sha256, "', not 64 lowercase hex digits"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUpsertMember(const MemberRow& row) {
+  if (row.id.empty()) return absl::InvalidArgumentError("empty member id");
+  if (!IsOneOf(row.kind, {"learner", "actor"})) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("member ", row.id, ": kind '", row.kind,
+                     "' is not \"learner\" or \"actor\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ristretto::coordinator

@@ -1,0 +1,85 @@
+// The argument checks every Store implementation runs before it touches its
+// state, one function per Store method that has any. They live here, not in
+// each implementation, so that PgStore and InMemoryStore cannot drift apart
+// in which arguments they refuse or in the messages they give (the contract
+// suite, tests/coordinator/store_contract_test.cc, compares both).
+//
+// Every function is pure (no store state, no I/O), returns OkStatus or
+// kInvalidArgument with a one-line message naming the offending field and
+// value, and is safe to call from any thread. Checks that need the stored
+// state (unknown ids, holders, state transitions) stay in the
+// implementations.
+#ifndef RISTRETTO_COORDINATOR_STORE_STORE_CHECKS_H_
+#define RISTRETTO_COORDINATOR_STORE_STORE_CHECKS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "coordinator/store/store.h"
+
+namespace ristretto::coordinator {
+
+// PutDataset: a non-empty id, rows and interval_seconds not negative.
+absl::Status CheckPutDataset(const DatasetRow& row);
+
+// CreateStudy: a non-empty name.
+absl::Status CheckCreateStudy(const std::string& name);
+
+// SetStudyState: one of kStudyCreated/Running/Stopped/Done.
+absl::Status CheckSetStudyState(const std::string& state);
+
+// CreateTrial, before the study is looked up: at least one run config.
+absl::Status CheckCreateTrial(const std::vector<std::string>& run_configs);
+
+// CreateTrial, after the study is found and not done: every parameter name
+// non-empty and given once. Checked in that order, parameter by parameter,
+// so the first bad parameter is the one named.
+absl::Status CheckTrialParams(const std::vector<ParamRow>& params);
+
+// FailTrial: a non-empty reason.
+absl::Status CheckFailTrial(const std::string& reason);
+
+// LeaseRun: a non-empty member id and a positive ttl.
+absl::Status CheckLeaseRun(const std::string& member_id, absl::Duration ttl);
+
+// Heartbeat: a positive ttl and no negative step count in run_steps
+// ((run id, env steps) pairs).
+absl::Status CheckHeartbeat(
+    absl::Duration ttl,
+    const std::vector<std::pair<int64_t, int64_t>>& run_steps);
+
+// ExpireLeases: the default and every per-study max_attempts at least 1.
+absl::Status CheckExpireLeases(
+    const std::map<int64_t, int>& max_attempts_by_study,
+    int default_max_attempts);
+
+// ReportIntermediate: a step that is not negative.
+absl::Status CheckReportIntermediate(int64_t run_id, int64_t step);
+
+// CompleteRun: trades and env steps not negative, then every artifact as
+// CheckArtifacts says.
+absl::Status CheckCompleteRun(int64_t run_id, const FoldMetrics& metrics,
+                              const std::vector<ArtifactRow>& artifacts);
+
+// CompleteFinalRun: every artifact as CheckArtifacts says, then trades, env
+// steps, bars and random seeds not negative, then every lockbox metric
+// (policy, buy & hold and random-policy statistics) finite.
+absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
+                                   const std::vector<ArtifactRow>& artifacts);
+
+// The artifacts of a completed run: kind "checkpoint" or "policy", a
+// non-empty path and a sha256 of 64 lowercase hex digits.
+absl::Status CheckArtifacts(int64_t run_id,
+                            const std::vector<ArtifactRow>& artifacts);
+
+// UpsertMember: a non-empty id and kind "learner" or "actor".
+absl::Status CheckUpsertMember(const MemberRow& row);
+
+}  // namespace ristretto::coordinator
+
+#endif  // RISTRETTO_COORDINATOR_STORE_STORE_CHECKS_H_
