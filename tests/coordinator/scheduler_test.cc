@@ -12,6 +12,7 @@
 #include "coordinator/core/verdict.h"
 #include "gtest/gtest.h"
 #include "learner/run_options_json.h"
+#include "tests/coordinator/scheduler_test_helpers.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
 namespace ristretto::coordinator {
@@ -138,18 +139,6 @@ max_trials: 2
 space:
   learning_rate: {type: float, low: 1.0e-4, high: 3.0e-3, log: true}
 )";
-
-v1::Evaluation Eval(double sharpe, int64_t steps, int bars) {
-  v1::Evaluation e;
-  e.set_sharpe(sharpe);
-  e.set_benchmark_sharpe(0.5);
-  e.set_total_return(0.01);
-  e.set_env_steps(steps);
-  for (int i = 0; i < bars; ++i) {
-    e.add_log_returns(0.001 * ((i * 7919) % 13 - 6) + 0.0001 * sharpe);
-  }
-  return e;
-}
 
 TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
   absl::StatusOr<StudyRow> study =

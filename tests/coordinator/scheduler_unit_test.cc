@@ -26,6 +26,7 @@
 #include "grpcpp/server_context.h"
 #include "gtest/gtest.h"
 #include "learner/run_options_json.h"
+#include "tests/coordinator/scheduler_test_helpers.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -56,18 +57,6 @@ std::string StudyText(const std::string& limits,
                       const std::string& pruner = "pruner: {type: none}") {
   return absl::StrReplaceAll(kStudyTemplate,
                              {{"PRUNER", pruner}, {"LIMITS", limits}});
-}
-
-v1::Evaluation Eval(double sharpe, int64_t steps, int bars) {
-  v1::Evaluation e;
-  e.set_sharpe(sharpe);
-  e.set_benchmark_sharpe(0.5);
-  e.set_total_return(0.01);
-  e.set_env_steps(steps);
-  for (int i = 0; i < bars; ++i) {
-    e.add_log_returns(0.001 * ((i * 7919) % 13 - 6) + 0.0001 * sharpe);
-  }
-  return e;
 }
 
 class SchedulerUnitTest : public ::testing::Test {

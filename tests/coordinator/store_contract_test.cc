@@ -22,6 +22,7 @@
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/store_test_helpers.h"
 #if RISTRETTO_CONTRACT_WITH_POSTGRES
 #include "tests/coordinator_store/pg_test_env.h"
 #endif
@@ -31,21 +32,6 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const absl::Status& assert_ok_status = (expr);          \
-    ASSERT_TRUE(assert_ok_status.ok()) << assert_ok_status; \
-  } while (false)
-
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
-  ASSERT_OK_AND_ASSIGN_IMPL_(RISTRETTO_CONCAT_(statusor_, __LINE__), lhs, rexpr)
-#define ASSERT_OK_AND_ASSIGN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                               \
-  ASSERT_TRUE(statusor.ok()) << statusor.status();       \
-  lhs = std::move(statusor).value()
-// NOLINTEND(bugprone-macro-parentheses)
 
 enum class Backend { kInMemory, kPostgres };
 
@@ -59,16 +45,7 @@ constexpr char kOther[] = "learner-b";
 const absl::Duration kTtl = absl::Seconds(30);
 
 FoldMetrics Metrics(double sharpe, int64_t steps) {
-  FoldMetrics m;
-  m.sharpe = sharpe;
-  m.benchmark_sharpe = 0.5;
-  m.sortino = 1.5;
-  m.max_drawdown = 0.2;
-  m.calmar = 3;
-  m.total_return = 0.1;
-  m.benchmark_return = 0.05;
-  m.trades = 42;
-  m.env_steps = steps;
+  FoldMetrics m = BaseMetrics(sharpe, steps);
   m.fees = 0.01;
   m.turnover = 2;
   m.exposure = 0.5;
@@ -115,12 +92,7 @@ class StoreContractTest : public ::testing::TestWithParam<Backend> {
 
   // A study in state running.
   StudyRow RunningStudy(const std::string& name) {
-    absl::StatusOr<StudyRow> study = store_->CreateStudy(name, "space: {}");
-    EXPECT_TRUE(study.ok()) << study.status();
-    if (!study.ok()) return {};
-    EXPECT_TRUE(store_->SetStudyState(study->id, kStudyRunning).ok());
-    study->state = kStudyRunning;
-    return *study;
+    return MakeRunningStudy(*store_, name);
   }
 
   // A trial with `folds` queued runs.

@@ -23,6 +23,7 @@
 #include "coordinator/store/migrations.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/store_test_helpers.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
 namespace ristretto::coordinator {
@@ -33,36 +34,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
-// NOLINTBEGIN(bugprone-macro-parentheses): `lhs` is a declaration.
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const absl::Status& assert_ok_status = (expr);          \
-    ASSERT_TRUE(assert_ok_status.ok()) << assert_ok_status; \
-  } while (false)
-
-#define ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
-  ASSERT_OK_AND_ASSIGN_IMPL_(RISTRETTO_CONCAT_(statusor_, __LINE__), lhs, rexpr)
-#define ASSERT_OK_AND_ASSIGN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                               \
-  ASSERT_TRUE(statusor.ok()) << statusor.status();       \
-  lhs = std::move(statusor).value()
-// NOLINTEND(bugprone-macro-parentheses)
-
 const std::string kSha(64, 'a');
-
-FoldMetrics Metrics(double sharpe, int64_t steps) {
-  FoldMetrics m;
-  m.sharpe = sharpe;
-  m.benchmark_sharpe = 0.5;
-  m.sortino = 1.5;
-  m.max_drawdown = 0.2;
-  m.calmar = 3;
-  m.total_return = 0.1;
-  m.benchmark_return = 0.05;
-  m.trades = 42;
-  m.env_steps = steps;
-  return m;
-}
 
 // A TCP proxy in front of the server that can cut one connection at the
 // moment the client sends COMMIT: either after forwarding it (the server
@@ -197,12 +169,7 @@ class StoreTest : public testing::PgDatabaseTest {
 
   // A study in state running.
   StudyRow RunningStudy(const std::string& name) {
-    absl::StatusOr<StudyRow> study = store_->CreateStudy(name, "space: {}");
-    EXPECT_TRUE(study.ok()) << study.status();
-    if (!study.ok()) return {};
-    EXPECT_TRUE(store_->SetStudyState(study->id, kStudyRunning).ok());
-    study->state = kStudyRunning;
-    return *study;
+    return MakeRunningStudy(*store_, name);
   }
 
   // A trial with `folds` runs.
@@ -552,9 +519,10 @@ TEST_F(StoreTest, ExpireLeasesRequeuesThenFailsTheTrialAfterMaxAttempts) {
   EXPECT_EQ(run.member_id, "");
   EXPECT_FALSE(run.lease_expires_at.has_value());
   EXPECT_EQ(run.attempts, 1);
-  EXPECT_EQ(
-      store_->CompleteRun(first->id, "l1", Metrics(1, 10), {}).status().code(),
-      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->CompleteRun(first->id, "l1", BaseMetrics(1, 10), {})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
 
   // Second lease of the same run (the oldest queued), expires again: the
   // run fails, the trial fails naming the fold, the sibling is cancelled.
@@ -589,7 +557,7 @@ TEST_F(StoreTest, CompleteRunOnlyByTheHolderAndOnlyOnce) {
 
   // Not the holder: refused, nothing written.
   const absl::StatusOr<bool> stranger =
-      store_->CompleteRun(r0->id, "l2", Metrics(1, 100), {});
+      store_->CompleteRun(r0->id, "l2", BaseMetrics(1, 100), {});
   EXPECT_EQ(stranger.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(stranger.status().message(), HasSubstr("leased to 'l1'"));
   EXPECT_EQ(Count("SELECT COUNT(*) FROM fold_metrics"), 0);
@@ -597,25 +565,25 @@ TEST_F(StoreTest, CompleteRunOnlyByTheHolderAndOnlyOnce) {
   const ArtifactRow ckpt{0, 0, 0, 0, "checkpoint", "/ckpt/c0.pt", kSha};
   ASSERT_OK_AND_ASSIGN(
       bool all_done,
-      store_->CompleteRun(r0->id, "l1", Metrics(1.25, 100), {ckpt}));
+      store_->CompleteRun(r0->id, "l1", BaseMetrics(1.25, 100), {ckpt}));
   EXPECT_FALSE(all_done);
   // Twice: refused, no duplicate rows.
   const absl::StatusOr<bool> twice =
-      store_->CompleteRun(r0->id, "l1", Metrics(9, 100), {ckpt});
+      store_->CompleteRun(r0->id, "l1", BaseMetrics(9, 100), {ckpt});
   EXPECT_EQ(twice.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(Count(absl::StrCat(
                 "SELECT COUNT(*) FROM fold_metrics WHERE run_id = ", r0->id)),
             1);
 
   EXPECT_EQ(store_
-                ->CompleteRun(r1->id, "l2", Metrics(1, 1),
+                ->CompleteRun(r1->id, "l2", BaseMetrics(1, 1),
                               {{0, 0, 0, 0, "checkpoint", "/x", "zz"}})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
   ASSERT_OK_AND_ASSIGN(
       all_done,
-      store_->CompleteRun(r1->id, "l2", Metrics(0.75, 200),
+      store_->CompleteRun(r1->id, "l2", BaseMetrics(0.75, 200),
                           {{0, 0, 0, 0, "policy", "/ckpt/p1.pt", kSha}}));
   EXPECT_TRUE(all_done);
 
@@ -674,7 +642,7 @@ TEST_F(StoreTest, ConcurrentCompletionsOfSiblingFoldsSayAllDoneExactlyOnce) {
       while (ready.load() < 2 * (i + 1)) std::this_thread::yield();
       const int64_t run = which == 0 ? pairs[i].first : pairs[i].second;
       absl::StatusOr<bool> all_done = (*store)->CompleteRun(
-          run, absl::StrCat("l", which), Metrics(1, 1), {});
+          run, absl::StrCat("l", which), BaseMetrics(1, 1), {});
       if (!all_done.ok()) {
         errors[which] = all_done.status();
         return;
@@ -706,9 +674,10 @@ TEST_F(StoreTest, FormerHolderCannotCompleteOrReportAfterReLease) {
 
   EXPECT_EQ(store_->ReportIntermediate(mine->id, "old", 200, 0.2).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(
-      store_->CompleteRun(mine->id, "old", Metrics(1, 1), {}).status().code(),
-      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->CompleteRun(mine->id, "old", BaseMetrics(1, 1), {})
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_->FailRun(mine->id, "old", "boom").code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM fold_metrics"), 0);
@@ -768,7 +737,7 @@ TEST_F(StoreTest, FailRunFailsTheTrialAndCancelsItsSiblings) {
       auto lost, store_->Heartbeat("l1", absl::Minutes(1), {{r0->id, 5}}));
   EXPECT_THAT(lost, ElementsAre(r0->id));
   EXPECT_EQ(
-      store_->CompleteRun(r0->id, "l1", Metrics(1, 1), {}).status().code(),
+      store_->CompleteRun(r0->id, "l1", BaseMetrics(1, 1), {}).status().code(),
       absl::StatusCode::kFailedPrecondition);
   ASSERT_OK(store_->FailTrial(trial.id, "again"));  // already failed: no-op
   ASSERT_OK_AND_ASSIGN(const TrialRow still, store_->GetTrial(trial.id));
@@ -928,7 +897,7 @@ TEST_F(StoreTest, SurvivesPostgresRestartsWithNothingLostOrDuplicated) {
           s = store.Heartbeat("learner", absl::Minutes(5), {{id, 10}}).status();
         }
         absl::StatusOr<bool> all_done =
-            s.ok() ? store.CompleteRun(id, "learner", Metrics(1, 10), {})
+            s.ok() ? store.CompleteRun(id, "learner", BaseMetrics(1, 10), {})
                    : absl::StatusOr<bool>(s);
         if (all_done.ok() && *all_done != (k == 1)) {
           all_done = absl::InternalError("wrong all-done answer");
@@ -1044,8 +1013,9 @@ TEST_F(StoreTest, CommitLostWithTheConnectionIsResolvedNotRepeated) {
   ASSERT_OK_AND_ASSIGN(auto run, store->LeaseRun("l1", absl::Minutes(1)));
   ASSERT_TRUE(run.has_value());
   proxy.ArmOnce(CommitCuttingProxy::Cut::kAfterForwarding);
-  ASSERT_OK_AND_ASSIGN(const bool all_done,
-                       store->CompleteRun(run->id, "l1", Metrics(1, 5), {}));
+  ASSERT_OK_AND_ASSIGN(
+      const bool all_done,
+      store->CompleteRun(run->id, "l1", BaseMetrics(1, 5), {}));
   EXPECT_EQ(proxy.cuts(), 3);
   EXPECT_TRUE(all_done);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM fold_metrics"), 1);
