@@ -40,15 +40,6 @@ std::vector<double> RoundReturns(const std::vector<double>& values) {
   return out;
 }
 
-std::string HolderMismatch(const RunRow& run, const std::string& member_id) {
-  if (run.state == kRunLeased) {
-    return absl::StrCat("run ", run.id, " is leased to '", run.member_id,
-                        "', not to '", member_id, "'");
-  }
-  return absl::StrCat("run ", run.id, " is ", run.state, ", not leased to '",
-                      member_id, "'");
-}
-
 void ClearLease(RunRow* run) {
   run->member_id.clear();
   run->lease_expires_at.reset();
@@ -84,9 +75,8 @@ absl::StatusOr<RunRow*> InMemoryStore::FindRun(int64_t run_id) {
 absl::StatusOr<RunRow*> InMemoryStore::HeldRun(int64_t run_id,
                                                const std::string& member_id) {
   ASSIGN_OR_RETURN(RunRow * run, FindRun(run_id));
-  if (run->state != kRunLeased || run->member_id != member_id) {
-    return absl::FailedPreconditionError(HolderMismatch(*run, member_id));
-  }
+  RETURN_IF_ERROR(
+      CheckRunHolder(run_id, run->state, run->member_id, member_id));
   return run;
 }
 
@@ -239,10 +229,7 @@ absl::Status InMemoryStore::SetStudyState(int64_t study_id,
   }
   StudyRow& study = it->second;
   if (study.state == state) return absl::OkStatus();
-  if (study.state == kStudyDone || state == kStudyCreated) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "study ", study_id, " cannot go from ", study.state, " to ", state));
-  }
+  RETURN_IF_ERROR(CheckStudyTransition(study_id, study.state, state));
   study.state = state;
   study.updated_at = NowMicros();
   return absl::OkStatus();
@@ -260,10 +247,7 @@ absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
   if (study == studies_.end()) {
     return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
   }
-  if (study->second.state == kStudyDone) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("study '", study->second.name, "' is done"));
-  }
+  RETURN_IF_ERROR(CheckStudyNotDone(study->second.name, study->second.state));
   RETURN_IF_ERROR(CheckTrialParams(params));
   int64_t number = 0;
   for (const auto& [id, t] : trials_) {
@@ -331,10 +315,7 @@ absl::StatusOr<TrialCounts> InMemoryStore::CountTrials(int64_t study_id) {
 absl::Status InMemoryStore::CompleteTrial(int64_t trial_id, double score) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
-  if (trial->state != kTrialRunning) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "trial ", trial_id, " is ", trial->state, ", not running"));
-  }
+  RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
   trial->state = kTrialComplete;
   trial->score = score;
   trial->finished_at = NowMicros();
@@ -345,10 +326,7 @@ absl::Status InMemoryStore::PruneTrial(int64_t trial_id) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
   if (trial->state == kTrialPruned) return absl::OkStatus();
-  if (trial->state != kTrialRunning) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "trial ", trial_id, " is ", trial->state, ", not running"));
-  }
+  RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
   trial->state = kTrialPruned;
   trial->finished_at = NowMicros();
   CancelRuns(trial_id, "trial pruned");
@@ -361,10 +339,7 @@ absl::Status InMemoryStore::FailTrial(int64_t trial_id,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
   if (trial->state == kTrialFailed) return absl::OkStatus();
-  if (trial->state != kTrialRunning) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "trial ", trial_id, " is ", trial->state, ", not running"));
-  }
+  RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
   FailTrialLocked(trial, reason);
   return absl::OkStatus();
 }
@@ -542,11 +517,7 @@ absl::StatusOr<bool> InMemoryStore::CompleteRun(
   RETURN_IF_ERROR(CheckCompleteRun(run_id, metrics, artifacts));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
-  if (run->fold == kLockboxFold) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run ", run_id,
-        " is a final (lockbox) run: complete it with CompleteFinalRun"));
-  }
+  RETURN_IF_ERROR(CheckCvFoldRun(run_id, run->fold));
   FoldMetrics stored = metrics;
   stored.fold = run->fold;  // the run's fold, whatever the caller said
   stored.log_returns = RoundReturns(metrics.log_returns);
@@ -646,10 +617,7 @@ absl::Status InMemoryStore::CompleteFinalRun(
   RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, result, artifacts));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
-  if (run->fold != kLockboxFold) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
-  }
+  RETURN_IF_ERROR(CheckFinalRun(run_id, run->fold));
   // What PgStore's lockbox_results keeps, read back as ListLockbox builds
   // it: the policy's benchmark is buy and hold, its objective score is not
   // stored.

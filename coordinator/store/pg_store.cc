@@ -292,17 +292,6 @@ absl::StatusOr<ParsedDsn> ParseDsn(const std::string& dsn,
   return parsed;
 }
 
-std::string HolderMismatch(int64_t run_id, const std::string& state,
-                           const std::string& holder,
-                           const std::string& member_id) {
-  if (state == kRunLeased) {
-    return absl::StrCat("run ", run_id, " is leased to '", holder,
-                        "', not to '", member_id, "'");
-  }
-  return absl::StrCat("run ", run_id, " is ", state, ", not leased to '",
-                      member_id, "'");
-}
-
 }  // namespace
 
 class PgStore::Impl {
@@ -582,10 +571,7 @@ absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
       run_id);
   const std::string state = r[0].as<std::string>();
   const std::string holder = r[1].as<std::string>();
-  if (state != kRunLeased || holder != member_id) {
-    return absl::FailedPreconditionError(
-        HolderMismatch(run_id, state, holder, member_id));
-  }
+  RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
   return r;
 }
 
@@ -836,10 +822,7 @@ absl::Status PgStore::SetStudyState(int64_t study_id,
     }
     const std::string current = r[0][0].as<std::string>();
     if (current == state) return absl::OkStatus();
-    if (current == kStudyDone || state == kStudyCreated) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "study ", study_id, " cannot go from ", current, " to ", state));
-    }
+    RETURN_IF_ERROR(CheckStudyTransition(study_id, current, state));
     txn.exec_params(
         "UPDATE studies SET state = $2, updated_at = now() WHERE id = $1",
         study_id, state);
@@ -866,10 +849,8 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
               absl::StrCat("no study with id ", study_id));
         }
         const std::string study_name = study[0][0].as<std::string>();
-        if (study[0][1].as<std::string>() == kStudyDone) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("study '", study_name, "' is done"));
-        }
+        RETURN_IF_ERROR(
+            CheckStudyNotDone(study_name, study[0][1].as<std::string>()));
         RETURN_IF_ERROR(CheckTrialParams(params));
         const pqxx::row inserted = txn.exec_params1(
             absl::StrCat("INSERT INTO trials AS t (study_id, number) "
@@ -967,10 +948,7 @@ absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
 absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
   return impl_->TransactStatus("CompleteTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
-    if (state != kTrialRunning) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
-    }
+    RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     txn.exec_params(
         "UPDATE trials SET state = 'complete', score = $2, "
         "finished_at = now() WHERE id = $1",
@@ -983,10 +961,7 @@ absl::Status PgStore::PruneTrial(int64_t trial_id) {
   return impl_->TransactStatus("PruneTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
     if (state == kTrialPruned) return absl::OkStatus();
-    if (state != kTrialRunning) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
-    }
+    RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     txn.exec_params(
         "UPDATE trials SET state = 'pruned', finished_at = now() "
         "WHERE id = $1",
@@ -1001,10 +976,7 @@ absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
   return impl_->TransactStatus("FailTrial", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
     if (state == kTrialFailed) return absl::OkStatus();  // keeps 1st reason
-    if (state != kTrialRunning) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
-    }
+    RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     FailTrialLocked(txn, trial_id, reason);
     return absl::OkStatus();
   });
@@ -1234,10 +1206,7 @@ absl::Status PgStore::ReportIntermediate(int64_t run_id,
     }
     const std::string state = r[0][0].as<std::string>();
     const std::string holder = r[0][1].as<std::string>();
-    if (state != kRunLeased || holder != member_id) {
-      return absl::FailedPreconditionError(
-          HolderMismatch(run_id, state, holder, member_id));
-    }
+    RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
     txn.exec_params(
         "INSERT INTO intermediate_values (run_id, trial_id, study_id, step, "
         "value) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, step) "
@@ -1286,11 +1255,7 @@ absl::StatusOr<bool> PgStore::CompleteRun(
                          LockHeldRun(txn, run_id, member_id));
         const int64_t study_id = r[2].as<int64_t>();
         const int fold = r[3].as<int>();
-        if (fold == kLockboxFold) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "run ", run_id,
-              " is a final (lockbox) run: complete it with CompleteFinalRun"));
-        }
+        RETURN_IF_ERROR(CheckCvFoldRun(run_id, fold));
         txn.exec_params(
             "INSERT INTO fold_metrics (run_id, trial_id, fold, sharpe, "
             "benchmark_sharpe, sortino, max_drawdown, calmar, total_return, "
@@ -1324,10 +1289,7 @@ absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
         run_id);
     const std::string state = r[0].as<std::string>();
     const std::string holder = r[1].as<std::string>();
-    if (state != kRunLeased || holder != member_id) {
-      return absl::FailedPreconditionError(
-          HolderMismatch(run_id, state, holder, member_id));
-    }
+    RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
     const std::string why = reason.empty() ? "unknown error" : reason;
     txn.exec_params(
         "UPDATE leases SET released_at = now(), outcome = 'failed' "
@@ -1428,10 +1390,7 @@ absl::Status PgStore::CompleteFinalRun(
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
     ASSIGN_OR_RETURN(const pqxx::row r, LockHeldRun(txn, run_id, member_id));
-    if (r[3].as<int>() != kLockboxFold) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
-    }
+    RETURN_IF_ERROR(CheckFinalRun(run_id, r[3].as<int>()));
     const int64_t study_id = r[2].as<int64_t>();
     const FoldMetrics& p = result.policy;
     txn.exec_params(

@@ -191,4 +191,60 @@ absl::Status CheckUpsertMember(const MemberRow& row) {
   return absl::OkStatus();
 }
 
+absl::Status CheckStudyTransition(int64_t study_id, const std::string& from,
+                                  const std::string& to) {
+  if (from == kStudyDone || to == kStudyCreated) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("study ", study_id, " cannot go from ", from, " to ", to));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStudyNotDone(const std::string& name,
+                               const std::string& state) {
+  if (state == kStudyDone) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("study '", name, "' is done"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTrialRunning(int64_t trial_id, const std::string& state) {
+  if (state != kTrialRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRunHolder(int64_t run_id, const std::string& state,
+                            const std::string& holder,
+                            const std::string& member_id) {
+  if (state == kRunLeased && holder == member_id) return absl::OkStatus();
+  if (state == kRunLeased) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is leased to '", holder, "', not to '",
+                     member_id, "'"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "run ", run_id, " is ", state, ", not leased to '", member_id, "'"));
+}
+
+absl::Status CheckCvFoldRun(int64_t run_id, int fold) {
+  if (fold == kLockboxFold) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run ", run_id,
+        " is a final (lockbox) run: complete it with CompleteFinalRun"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFinalRun(int64_t run_id, int fold) {
+  if (fold != kLockboxFold) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ristretto::coordinator

@@ -4,11 +4,12 @@
 // in which arguments they refuse or in the messages they give (the contract
 // suite, tests/coordinator/store_contract_test.cc, compares both).
 //
-// Every function is pure (no store state, no I/O), returns OkStatus or
-// kInvalidArgument with a one-line message naming the offending field and
-// value, and is safe to call from any thread. Checks that need the stored
-// state (unknown ids, holders, state transitions) stay in the
-// implementations.
+// Every function is pure (no I/O, no access to the store) and safe to call
+// from any thread. The argument checks return OkStatus or kInvalidArgument
+// with a one-line message naming the offending field and value. The state
+// checks at the end take the state an implementation has just read (under
+// its lock or transaction) and return OkStatus or kFailedPrecondition.
+// Lookups (unknown ids → kNotFound) stay in the implementations.
 #ifndef RISTRETTO_COORDINATOR_STORE_STORE_CHECKS_H_
 #define RISTRETTO_COORDINATOR_STORE_STORE_CHECKS_H_
 
@@ -79,6 +80,33 @@ absl::Status CheckArtifacts(int64_t run_id,
 
 // UpsertMember: a non-empty id and kind "learner" or "actor".
 absl::Status CheckUpsertMember(const MemberRow& row);
+
+// ---------------------------------------------------------- state checks
+
+// SetStudyState from `from` to a different state `to` (the caller answers
+// OkStatus itself when they are equal): refused out of done and into created.
+absl::Status CheckStudyTransition(int64_t study_id, const std::string& from,
+                                  const std::string& to);
+
+// CreateTrial: the study (named `name`, in `state`) is not done.
+absl::Status CheckStudyNotDone(const std::string& name,
+                               const std::string& state);
+
+// CompleteTrial, PruneTrial, FailTrial: the trial is running. (Pruning a
+// pruned or failing a failed trial is answered OkStatus by the caller first.)
+absl::Status CheckTrialRunning(int64_t trial_id, const std::string& state);
+
+// Reports, completions and failures of a run: the run (in `state`, leased to
+// `holder`, empty when none) is leased to `member_id`.
+absl::Status CheckRunHolder(int64_t run_id, const std::string& state,
+                            const std::string& holder,
+                            const std::string& member_id);
+
+// CompleteRun: the run is a CV fold, not the final (lockbox) run.
+absl::Status CheckCvFoldRun(int64_t run_id, int fold);
+
+// CompleteFinalRun: the run is the final (lockbox) run.
+absl::Status CheckFinalRun(int64_t run_id, int fold);
 
 }  // namespace ristretto::coordinator
 

@@ -1,6 +1,7 @@
 // The Store argument checks (coordinator/store/store_checks.h) on their own:
 // valid arguments pass, and each bad field is refused with kInvalidArgument
-// and a message that names it. The contract suite (store_contract_test.cc)
+// and a message that names it; the state checks refuse with
+// kFailedPrecondition. The contract suite (store_contract_test.cc)
 // checks that both backends give these answers through the Store methods.
 #include "coordinator/store/store_checks.h"
 
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -220,6 +222,53 @@ TEST(StoreChecksTest, MembersNeedAnIdAndAKnownKind) {
   row.kind = "actor";
   row.id.clear();
   ExpectInvalid(CheckUpsertMember(row), "empty member id");
+}
+
+TEST(StoreChecksTest, StudyTransitionsOutOfDoneAndIntoCreatedAreRefused) {
+  EXPECT_TRUE(CheckStudyTransition(1, kStudyCreated, kStudyRunning).ok());
+  EXPECT_TRUE(CheckStudyTransition(1, kStudyRunning, kStudyStopped).ok());
+  EXPECT_TRUE(CheckStudyTransition(1, kStudyStopped, kStudyRunning).ok());
+  EXPECT_TRUE(CheckStudyTransition(1, kStudyRunning, kStudyDone).ok());
+  const absl::Status out_of_done =
+      CheckStudyTransition(4, kStudyDone, kStudyRunning);
+  EXPECT_EQ(out_of_done.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(out_of_done.message(), "study 4 cannot go from done to running");
+  EXPECT_EQ(CheckStudyTransition(4, kStudyRunning, kStudyCreated).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  EXPECT_TRUE(CheckStudyNotDone("s", kStudyRunning).ok());
+  EXPECT_EQ(CheckStudyNotDone("s", kStudyDone).message(), "study 's' is done");
+}
+
+TEST(StoreChecksTest, TrialMustBeRunning) {
+  EXPECT_TRUE(CheckTrialRunning(2, kTrialRunning).ok());
+  for (const char* state : {kTrialComplete, kTrialPruned, kTrialFailed}) {
+    const absl::Status s = CheckTrialRunning(2, state);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << state;
+    EXPECT_EQ(s.message(), absl::StrCat("trial 2 is ", state, ", not running"));
+  }
+}
+
+TEST(StoreChecksTest, OnlyTheHolderOfALeasedRunMayActOnIt) {
+  EXPECT_TRUE(CheckRunHolder(5, kRunLeased, "a", "a").ok());
+  const absl::Status other = CheckRunHolder(5, kRunLeased, "a", "b");
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(other.message(), "run 5 is leased to 'a', not to 'b'");
+  // A run that is not leased is refused even to the member that last held it.
+  const absl::Status done = CheckRunHolder(5, kRunDone, "a", "a");
+  EXPECT_EQ(done.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(done.message(), "run 5 is done, not leased to 'a'");
+}
+
+TEST(StoreChecksTest, CvFoldAndFinalRunsAreCompletedByTheirOwnMethod) {
+  EXPECT_TRUE(CheckCvFoldRun(6, 0).ok());
+  EXPECT_TRUE(CheckFinalRun(6, kLockboxFold).ok());
+  const absl::Status final_as_fold = CheckCvFoldRun(6, kLockboxFold);
+  EXPECT_EQ(final_as_fold.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(final_as_fold.message(), HasSubstr("run 6 is a final (lockbox)"));
+  const absl::Status fold_as_final = CheckFinalRun(6, 2);
+  EXPECT_EQ(fold_as_final.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(fold_as_final.message(), "run 6 is a CV fold, not a final run");
 }
 
 }  // namespace
