@@ -478,7 +478,13 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   // The leaderboard ranks complete trials only, best first. `--wait` ends
   // on the coordinator's word only (counts that look final can precede the
   // queuing of a final run), so a stand-in coordinator on its own
-  // connection marks the study done once `study start` has set it running.
+  // connection marks the study done once `study start` has set it running
+  // (it is stopped first: the trials above left it running).
+  const Result stop = Cli("study stop gamma");
+  ASSERT_EQ(stop.exit_code, 0) << stop.output;
+  absl::StatusOr<coordinator::StudyRow> stopped = store_->GetStudy("gamma");
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  ASSERT_EQ(stopped->state, coordinator::kStudyStopped);
   std::thread coordinator([this] {
     absl::StatusOr<std::unique_ptr<Store>> own = Store::Connect(dsn());
     ASSERT_TRUE(own.ok()) << own.status();
