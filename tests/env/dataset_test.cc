@@ -28,6 +28,7 @@
 #include "common/sha256.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/temp_dir.h"
 
 namespace ristretto::env {
 namespace {
@@ -44,40 +45,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // ---- Helpers ---------------------------------------------------------------
 
-// A fresh directory from mkdtemp, removed with everything in it at the end.
-class TempDir {
+// This file's temporary directories (tests/common/temp_dir.h).
+class TempDir : public ristretto::tests::TempDir {
  public:
-  TempDir() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') base += '/';
-    std::string pattern = base + "ristretto_dataset_test_XXXXXX";
-    std::vector<char> buf(pattern.begin(), pattern.end());
-    buf.push_back('\0');
-    const char* made = mkdtemp(buf.data());
-    EXPECT_NE(made, nullptr) << "mkdtemp failed for " << pattern;
-    if (made != nullptr) dir_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!dir_.empty()) fs::remove_all(dir_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  // Names of the directory's entries, sorted.
-  std::vector<std::string> Entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) {
-      names.push_back(e.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  std::string dir_;
+  TempDir() : ristretto::tests::TempDir("ristretto_dataset_test_") {}
 };
 
 std::string ReadBytes(const std::string& path) {
