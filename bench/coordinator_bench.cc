@@ -351,13 +351,15 @@ TrialPayload MakePayload(Server& server, const std::string& study_text,
   co::StudyRow study = Value(
       store->CreateStudy("payload", RewriteStudy(study_text, "payload", 10)),
       "CreateStudy");
-  Check(store->SetStudyState(study.id, co::kStudyRunning), "SetStudyState");
+  Check(store->SetStudyState(study.id, co::StudyState::kRunning),
+        "SetStudyState");
   co::SchedulerOptions options;
   options.data_dir = data_dir;
   co::Scheduler scheduler(std::move(store), options);
   Check(scheduler.Tick(), "payload Tick");
   auto reader = Value(co::Store::Connect(server.cluster->dsn()), "connect");
-  Check(reader->SetStudyState(study.id, co::kStudyStopped), "SetStudyState");
+  Check(reader->SetStudyState(study.id, co::StudyState::kStopped),
+        "SetStudyState");
   const std::vector<co::TrialRow> trials =
       Value(reader->ListTrials(study.id), "ListTrials");
   if (trials.empty()) Die("the payload study created no trial");
@@ -440,7 +442,8 @@ void RunStorePath(Server& s, const Config& config, const TrialPayload& payload,
   const std::string name = absl::StrCat("store-", rep);
   const co::StudyRow study =
       Value(store.CreateStudy(name, "store path"), "CreateStudy");
-  Check(store.SetStudyState(study.id, co::kStudyRunning), "SetStudyState");
+  Check(store.SetStudyState(study.id, co::StudyState::kRunning),
+        "SetStudyState");
   const std::string& L = s.label;
   for (int k = 0; k < config.trials; ++k) {
     double ask = 0;
@@ -496,7 +499,8 @@ void RunStorePath(Server& s, const Config& config, const TrialPayload& payload,
     });
     r->Add(L, "store.complete", rep, 1, complete);
   }
-  Check(store.SetStudyState(study.id, co::kStudyStopped), "SetStudyState");
+  Check(store.SetStudyState(study.id, co::StudyState::kStopped),
+        "SetStudyState");
 }
 
 v1::Evaluation Evaluation(int trial, int64_t step) {
@@ -523,7 +527,8 @@ void RunSchedulerPath(Server& s, const Config& config,
   auto admin = Value(co::Store::Connect(s.sched_dsn), "connect");
   const co::StudyRow study =
       Value(admin->CreateStudy(name, text), "CreateStudy");
-  Check(admin->SetStudyState(study.id, co::kStudyRunning), "SetStudyState");
+  Check(admin->SetStudyState(study.id, co::StudyState::kRunning),
+        "SetStudyState");
   co::SchedulerOptions options;
   options.data_dir = root + "/scheduler";
   co::Scheduler scheduler(
@@ -635,7 +640,8 @@ void RunSchedulerPath(Server& s, const Config& config,
                    [&] { return pruner->ShouldPrune(last_trial, values); });
   }
   if (pruned) Die("the pruner would prune the best trial");
-  Check(admin->SetStudyState(study.id, co::kStudyStopped), "SetStudyState");
+  Check(admin->SetStudyState(study.id, co::StudyState::kStopped),
+        "SetStudyState");
 }
 
 absl::StatusOr<std::string> MakeTempDir() {

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   info.feature_names = dataset.feature_names;
   const co::StudyRow study =
       Check(store->CreateStudy(config.name, text), "creating the study");
-  Check(store->SetStudyState(study.id, co::kStudyRunning), "starting");
+  Check(store->SetStudyState(study.id, co::StudyState::kRunning), "starting");
 
   // ---- fill (untimed)
   const auto fill_start = std::chrono::steady_clock::now();
@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
           "CompleteFinalRun");
     ++lockbox;
   }
-  Check(store->SetStudyState(study.id, co::kStudyDone), "done");
+  Check(store->SetStudyState(study.id, co::StudyState::kDone), "done");
   const co::StudyRow done =
       Check(store->GetStudyById(study.id), "reading the study");
   const co::StudyStatistics stats =

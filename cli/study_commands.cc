@@ -206,7 +206,7 @@ std::string FormatParams(const std::vector<coordinator::ParamRow>& params) {
 std::vector<TrialRow> RankedTrials(const std::vector<TrialRow>& trials) {
   std::vector<TrialRow> ranked;
   for (const TrialRow& t : trials) {
-    if (t.state == coordinator::kTrialComplete && t.score.has_value()) {
+    if (t.state == coordinator::TrialState::kComplete && t.score.has_value()) {
       ranked.push_back(t);
     }
   }
@@ -256,7 +256,7 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
   ASSIGN_OR_RETURN(const coordinator::StudyStatistics s,
                    coordinator::LoadOrComputeStudyResult(store, study));
   std::fprintf(out, "\nstatistics%s\n",
-               study.state == coordinator::kStudyDone
+               study.state == coordinator::StudyState::kDone
                    ? ""
                    : " (so far: the study is not done)");
   if (s.best_trial.has_value() && s.cv_bars < 2) {
@@ -543,7 +543,8 @@ absl::Status StudyCreate(const Args& args) {
   }
   RETURN_IF_ERROR(study.status());
   std::printf("created study %s (id %lld, state %s)\n", study->name.c_str(),
-              static_cast<long long>(study->id), study->state.c_str());
+              static_cast<long long>(study->id),
+              std::string(coordinator::ToString(study->state)).c_str());
   std::printf("start it with: ristretto study start %s\n", study->name.c_str());
   return absl::OkStatus();
 }
@@ -562,16 +563,18 @@ absl::Status StudyStart(const Args& args) {
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
-  if (study.state == coordinator::kStudyDone) {
+  if (study.state == coordinator::StudyState::kDone) {
     return absl::FailedPreconditionError(absl::StrCat(
         "study '", name, "' is done (ristretto study best ", name, ")"));
   }
-  if (study.state == coordinator::kStudyRunning) {
+  if (study.state == coordinator::StudyState::kRunning) {
     std::printf("study %s is already running\n", name.c_str());
   } else {
-    RETURN_IF_ERROR(store->SetStudyState(study.id, coordinator::kStudyRunning));
+    RETURN_IF_ERROR(
+        store->SetStudyState(study.id, coordinator::StudyState::kRunning));
     std::printf("study %s: %s -> running (the coordinator picks it up)\n",
-                name.c_str(), study.state.c_str());
+                name.c_str(),
+                std::string(coordinator::ToString(study.state)).c_str());
   }
   if (!args.Has("wait")) return absl::OkStatus();
   std::fflush(stdout);
@@ -594,19 +597,21 @@ absl::Status StudyStop(const Args& args) {
   const std::string& name = args.positional()[1];
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
-  if (study.state == coordinator::kStudyDone) {
+  if (study.state == coordinator::StudyState::kDone) {
     return absl::FailedPreconditionError(
         absl::StrCat("study '", name, "' is already done"));
   }
-  if (study.state == coordinator::kStudyStopped) {
+  if (study.state == coordinator::StudyState::kStopped) {
     std::printf("study %s is already stopped\n", name.c_str());
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(store->SetStudyState(study.id, coordinator::kStudyStopped));
+  RETURN_IF_ERROR(
+      store->SetStudyState(study.id, coordinator::StudyState::kStopped));
   std::printf(
       "study %s: %s -> stopped (running trials finish their current step; "
       "resume with: ristretto study start %s)\n",
-      name.c_str(), study.state.c_str(), name.c_str());
+      name.c_str(), std::string(coordinator::ToString(study.state)).c_str(),
+      name.c_str());
   return absl::OkStatus();
 }
 
@@ -627,9 +632,9 @@ absl::Status StudyLs(const Args& args) {
     ASSIGN_OR_RETURN(TrialCounts counts, store->CountTrials(s.id));
     ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(s.id));
     const std::optional<TrialRow> best = BestTrial(trials);
-    table.AddRow({s.name, s.state, absl::StrCat(counts.complete),
-                  absl::StrCat(counts.running), absl::StrCat(counts.pruned),
-                  absl::StrCat(counts.failed),
+    table.AddRow({s.name, std::string(coordinator::ToString(s.state)),
+                  absl::StrCat(counts.complete), absl::StrCat(counts.running),
+                  absl::StrCat(counts.pruned), absl::StrCat(counts.failed),
                   FormatScore(best.has_value() ? best->score : std::nullopt),
                   FormatLocalTime(s.created_at)});
   }
@@ -648,7 +653,8 @@ absl::Status StudyShow(const Args& args) {
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   std::printf("study        %s (id %lld)\n", study.name.c_str(),
               static_cast<long long>(study.id));
-  std::printf("state        %s\n", study.state.c_str());
+  std::printf("state        %s\n",
+              std::string(coordinator::ToString(study.state)).c_str());
   std::printf("created      %s\n", FormatLocalTime(study.created_at).c_str());
   absl::StatusOr<coordinator::StudyConfig> config =
       coordinator::ParseStudyConfig(study.config_text);
@@ -687,9 +693,10 @@ absl::Status StudyShow(const Args& args) {
   Table table({"trial", "state", "score", "lockbox sharpe (not ranked)",
                "params", "reason"});
   for (const TrialRow& t : trials) {
-    table.AddRow({absl::StrCat(t.number), t.state, FormatScore(t.score),
-                  FormatLockbox(lockbox, t.id), FormatParams(t.params),
-                  t.fail_reason});
+    table.AddRow({absl::StrCat(t.number),
+                  std::string(coordinator::ToString(t.state)),
+                  FormatScore(t.score), FormatLockbox(lockbox, t.id),
+                  FormatParams(t.params), t.fail_reason});
   }
   std::fputs(table.Render().c_str(), stdout);
   return PrintStudyStatistics(*store, study, stdout);
@@ -966,10 +973,10 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     TrialCounts c;
     std::optional<absl::Time> first_created;
     for (const TrialRow& t : trials) {
-      if (t.state == coordinator::kTrialRunning) ++c.running;
-      if (t.state == coordinator::kTrialComplete) ++c.complete;
-      if (t.state == coordinator::kTrialPruned) ++c.pruned;
-      if (t.state == coordinator::kTrialFailed) ++c.failed;
+      if (t.state == coordinator::TrialState::kRunning) ++c.running;
+      if (t.state == coordinator::TrialState::kComplete) ++c.complete;
+      if (t.state == coordinator::TrialState::kPruned) ++c.pruned;
+      if (t.state == coordinator::TrialState::kFailed) ++c.failed;
       if (!first_created.has_value() || t.created_at < *first_created) {
         first_created = t.created_at;
       }
@@ -1006,11 +1013,11 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
         }
       }
     }
-    const std::string key =
-        absl::StrCat(study.state, " ", counts, " ", best_text);
+    const std::string key = absl::StrCat(coordinator::ToString(study.state),
+                                         " ", counts, " ", best_text);
     const std::string line =
-        absl::StrCat("[", study.state, "] ", counts, " | ", best_text, " | ",
-                     rate_text, " | ", eta_text);
+        absl::StrCat("[", coordinator::ToString(study.state), "] ", counts,
+                     " | ", best_text, " | ", rate_text, " | ", eta_text);
     if (tty) {
       // Pad with blanks so a shorter line erases the previous one.
       const size_t width = DisplayWidth(line);
@@ -1028,9 +1035,9 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     // final run being queued, every count here looks finished; the
     // coordinator marks the study done once the final runs are over and
     // the study's result is stored.
-    if (study.state == coordinator::kStudyDone) {
+    if (study.state == coordinator::StudyState::kDone) {
       why = absl::StrCat("study ", study_name, " is done");
-    } else if (study.state == coordinator::kStudyStopped) {
+    } else if (study.state == coordinator::StudyState::kStopped) {
       why = absl::StrCat("study ", study_name,
                          " is stopped (resume: ristretto study start ",
                          study_name, ")");

@@ -377,7 +377,7 @@ absl::Status Up(const Args& args) {
           " with another file; rename the study or use another --data-dir"));
     }
     std::printf("up: resuming study %s (%s)\n", config->name.c_str(),
-                study->state.c_str());
+                std::string(coordinator::ToString(study->state)).c_str());
   } else if (study.status().code() == absl::StatusCode::kNotFound) {
     ASSIGN_OR_RETURN(study, store->CreateStudy(config->name, text));
     std::printf("up: created study %s from %s\n", config->name.c_str(),
@@ -385,9 +385,9 @@ absl::Status Up(const Args& args) {
   } else {
     return study.status();
   }
-  if (study->state != coordinator::kStudyDone) {
+  if (study->state != coordinator::StudyState::kDone) {
     RETURN_IF_ERROR(
-        store->SetStudyState(study->id, coordinator::kStudyRunning));
+        store->SetStudyState(study->id, coordinator::StudyState::kRunning));
   }
 
   // A fresh registration token per run, handed to the coordinator and the

@@ -184,7 +184,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
 
   StudyReportData d;
   d.study_name = study.name;
-  d.state = study.state;
+  d.state = std::string(coordinator::ToString(study.state));
   d.objective = config->objective;
   d.dataset = DescribeDataset(store, config->dataset);
   d.cv = DescribeCv(config->cv);
@@ -229,7 +229,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
   for (const TrialRow& t : trials) {
     ReportTrial r;
     r.number = t.number;
-    r.state = t.state;
+    r.state = std::string(coordinator::ToString(t.state));
     for (const coordinator::ParamRow& p : t.params) {
       r.params.emplace_back(p.name, p.value);
     }

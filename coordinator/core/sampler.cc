@@ -240,10 +240,10 @@ struct Split {
 Split SplitHistory(const std::vector<TrialHistory>& history) {
   std::vector<const TrialHistory*> complete, pruned;
   for (const TrialHistory& t : history) {
-    if (t.state == "complete" && t.score.has_value() &&
+    if (t.state == TrialState::kComplete && t.score.has_value() &&
         std::isfinite(*t.score)) {
       complete.push_back(&t);
-    } else if (t.state == "pruned") {
+    } else if (t.state == TrialState::kPruned) {
       pruned.push_back(&t);
     }
   }

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "coordinator/core/search_space.h"
+#include "coordinator/store/states.h"
 
 namespace ristretto::coordinator {
 
@@ -40,7 +41,7 @@ struct SamplerSpec {
 struct TrialHistory {
   int64_t number = 0;  // 0, 1, 2, … within the study
   Params params;
-  std::string state;            // "running" | "complete" | "pruned" | "failed"
+  TrialState state = TrialState::kRunning;
   std::optional<double> score;  // complete trials: the objective (maximised)
 };
 

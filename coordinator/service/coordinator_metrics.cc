@@ -95,13 +95,15 @@ void CoordinatorMetrics::SetTrials(const std::string& study,
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(study);
   if (it == studies_.end()) {
-    auto gauge = [&](const char* state) {
-      return &trials_.Add({{"study", study}, {"state", state}});
+    auto gauge = [&](TrialState state) {
+      return &trials_.Add(
+          {{"study", study}, {"state", std::string(ToString(state))}});
     };
     it = studies_
-             .emplace(study,
-                      StudyGauges{gauge(kTrialRunning), gauge(kTrialComplete),
-                                  gauge(kTrialPruned), gauge(kTrialFailed)})
+             .emplace(study, StudyGauges{gauge(TrialState::kRunning),
+                                         gauge(TrialState::kComplete),
+                                         gauge(TrialState::kPruned),
+                                         gauge(TrialState::kFailed)})
              .first;
   }
   it->second.running->Set(static_cast<double>(counts.running));

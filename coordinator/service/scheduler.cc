@@ -193,7 +193,7 @@ absl::Status Scheduler::Tick() {
                  static_cast<long long>(run_id));
   }
   for (const StudyRow& row : studies) {
-    if (row.state != kStudyRunning) continue;
+    if (row.state != StudyState::kRunning) continue;
     absl::Status s = AdvanceStudy(row);
     if (!s.ok()) {
       if (s.code() == absl::StatusCode::kUnavailable) return s;
@@ -202,8 +202,8 @@ absl::Status Scheduler::Tick() {
                      row.name.c_str(), std::string(s.message()).c_str());
         broken_[row.id] = std::string(s.message());
       }
-      RETURN_IF_ERROR(
-          Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyStopped));
+      RETURN_IF_ERROR(Db(DbOp::kSetStudyState)
+                          ->SetStudyState(row.id, StudyState::kStopped));
     }
   }
   if (options_.metrics != nullptr) return ExportTrialCounts(studies);
@@ -215,7 +215,8 @@ absl::Status Scheduler::ExportTrialCounts(
   for (const StudyRow& row : studies) {
     // `row` was read at the start of the pass: a study that finished during
     // it is still counted (and once more next pass, then no longer).
-    if (row.state == kStudyDone && !counted_done_.insert(row.id).second) {
+    if (row.state == StudyState::kDone &&
+        !counted_done_.insert(row.id).second) {
       continue;
     }
     ASSIGN_OR_RETURN(TrialCounts counts,
@@ -233,15 +234,15 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
   // away (or between two transactions) is completed now.
   int running = 0;
   for (const TrialRow& t : trials) {
-    if (t.state == kTrialComplete) {
+    if (t.state == TrialState::kComplete) {
       RETURN_IF_ERROR(QueueFinalRun(study, t));
       continue;
     }
-    if (t.state != kTrialRunning) continue;
+    if (t.state != TrialState::kRunning) continue;
     RETURN_IF_ERROR(MaybeCompleteTrial(t.id));
     ASSIGN_OR_RETURN(TrialRow now, Db(DbOp::kGetTrial)->GetTrial(t.id));
-    if (now.state == kTrialRunning) ++running;
-    if (now.state == kTrialComplete) {
+    if (now.state == TrialState::kRunning) ++running;
+    if (now.state == TrialState::kComplete) {
       RETURN_IF_ERROR(QueueFinalRun(study, now));
     }
   }
@@ -291,7 +292,7 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
         Db(DbOp::kPutStudyResult)
             ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
     RETURN_IF_ERROR(
-        Db(DbOp::kSetStudyState)->SetStudyState(row.id, kStudyDone));
+        Db(DbOp::kSetStudyState)->SetStudyState(row.id, StudyState::kDone));
     std::fprintf(stderr, "coordinator: study %s done: %s\n", row.name.c_str(),
                  result.verdict.c_str());
   }
@@ -352,7 +353,7 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
           ->AddFinalRun(trial.id, learner::TrainerOptionsToJson(*options),
                         options_.data_dir + "/runs"));
   study->final_queued.insert(trial.id);
-  if (run.state == kRunQueued && run.attempts == 0) {
+  if (run.state == RunState::kQueued && run.attempts == 0) {
     std::fprintf(stderr,
                  "coordinator: trial %lld final run queued (%lld env steps on "
                  "rows before %lld, then the lockbox)\n",
@@ -411,7 +412,7 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   ASSIGN_OR_RETURN(std::vector<RunRow> runs,
                    Db(DbOp::kListRuns)->ListRuns(trial_id));
   for (const RunRow& r : runs) {
-    if (r.state != kRunDone) return absl::OkStatus();
+    if (r.state != RunState::kDone) return absl::OkStatus();
   }
   if (runs.empty()) return absl::OkStatus();
   ASSIGN_OR_RETURN(std::vector<FoldMetrics> folds,

@@ -83,8 +83,9 @@ absl::StatusOr<RunRow*> InMemoryStore::HeldRun(int64_t run_id,
 void InMemoryStore::CancelRuns(int64_t trial_id, const std::string& why) {
   for (auto& [id, run] : runs_) {
     if (run.trial_id != trial_id) continue;
-    if (run.state != kRunQueued && run.state != kRunLeased) continue;
-    run.state = kRunCancelled;
+    if (run.state != RunState::kQueued && run.state != RunState::kLeased)
+      continue;
+    run.state = RunState::kCancelled;
     ClearLease(&run);
     run.last_error = why;
   }
@@ -92,7 +93,7 @@ void InMemoryStore::CancelRuns(int64_t trial_id, const std::string& why) {
 
 void InMemoryStore::FailTrialLocked(TrialRow* trial,
                                     const std::string& reason) {
-  trial->state = kTrialFailed;
+  trial->state = TrialState::kFailed;
   trial->fail_reason = reason;
   trial->finished_at = NowMicros();
   CancelRuns(trial->id, "trial failed");
@@ -123,7 +124,7 @@ void InMemoryStore::FinishRun(RunRow* run, int64_t env_steps,
     row.sha256 = a.sha256;
     artifacts_[row.id] = row;
   }
-  run->state = kRunDone;
+  run->state = RunState::kDone;
   ClearLease(run);
   run->env_steps = std::max(run->env_steps, env_steps);
 }
@@ -189,7 +190,7 @@ absl::StatusOr<StudyRow> InMemoryStore::CreateStudy(
   row.id = next_study_id_++;
   row.name = name;
   row.config_text = config_text;
-  row.state = kStudyCreated;
+  row.state = StudyState::kCreated;
   row.created_at = row.updated_at = NowMicros();
   studies_[row.id] = row;
   return row;
@@ -219,8 +220,7 @@ absl::StatusOr<std::vector<StudyRow>> InMemoryStore::ListStudies() {
   return rows;
 }
 
-absl::Status InMemoryStore::SetStudyState(int64_t study_id,
-                                          const std::string& state) {
+absl::Status InMemoryStore::SetStudyState(int64_t study_id, StudyState state) {
   RETURN_IF_ERROR(CheckSetStudyState(state));
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(study_id);
@@ -257,7 +257,7 @@ absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
   trial.id = next_trial_id_++;
   trial.study_id = study_id;
   trial.number = number;
-  trial.state = kTrialRunning;
+  trial.state = TrialState::kRunning;
   trial.params = params;
   trial.created_at = NowMicros();
   trials_[trial.id] = trial;
@@ -270,7 +270,7 @@ absl::StatusOr<TrialRow> InMemoryStore::CreateTrial(
     run.trial_id = trial.id;
     run.study_id = study_id;
     run.fold = static_cast<int>(k);
-    run.state = kRunQueued;
+    run.state = RunState::kQueued;
     run.config_json = run_configs[k];
     run.checkpoint_dir = (trial_dir / absl::StrCat("fold-", k)).string();
     runs_[run.id] = run;
@@ -304,10 +304,10 @@ absl::StatusOr<TrialCounts> InMemoryStore::CountTrials(int64_t study_id) {
   TrialCounts counts;
   for (const auto& [id, t] : trials_) {
     if (t.study_id != study_id) continue;
-    if (t.state == kTrialRunning) ++counts.running;
-    if (t.state == kTrialComplete) ++counts.complete;
-    if (t.state == kTrialPruned) ++counts.pruned;
-    if (t.state == kTrialFailed) ++counts.failed;
+    if (t.state == TrialState::kRunning) ++counts.running;
+    if (t.state == TrialState::kComplete) ++counts.complete;
+    if (t.state == TrialState::kPruned) ++counts.pruned;
+    if (t.state == TrialState::kFailed) ++counts.failed;
   }
   return counts;
 }
@@ -316,7 +316,7 @@ absl::Status InMemoryStore::CompleteTrial(int64_t trial_id, double score) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
   RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
-  trial->state = kTrialComplete;
+  trial->state = TrialState::kComplete;
   trial->score = score;
   trial->finished_at = NowMicros();
   return absl::OkStatus();
@@ -325,9 +325,9 @@ absl::Status InMemoryStore::CompleteTrial(int64_t trial_id, double score) {
 absl::Status InMemoryStore::PruneTrial(int64_t trial_id) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
-  if (trial->state == kTrialPruned) return absl::OkStatus();
+  if (trial->state == TrialState::kPruned) return absl::OkStatus();
   RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
-  trial->state = kTrialPruned;
+  trial->state = TrialState::kPruned;
   trial->finished_at = NowMicros();
   CancelRuns(trial_id, "trial pruned");
   return absl::OkStatus();
@@ -338,7 +338,7 @@ absl::Status InMemoryStore::FailTrial(int64_t trial_id,
   RETURN_IF_ERROR(CheckFailTrial(reason));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
-  if (trial->state == kTrialFailed) return absl::OkStatus();
+  if (trial->state == TrialState::kFailed) return absl::OkStatus();
   RETURN_IF_ERROR(CheckTrialRunning(trial_id, trial->state));
   FailTrialLocked(trial, reason);
   return absl::OkStatus();
@@ -361,14 +361,14 @@ absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
   }
   member->second.last_seen = NowMicros();
   for (auto& [id, run] : runs_) {  // ascending id: the oldest first
-    if (run.state != kRunQueued) continue;
-    if (studies_.at(run.study_id).state != kStudyRunning) continue;
-    const std::string& trial_state = trials_.at(run.trial_id).state;
-    if (trial_state != kTrialRunning &&
-        !(trial_state == kTrialComplete && run.fold == kLockboxFold)) {
+    if (run.state != RunState::kQueued) continue;
+    if (studies_.at(run.study_id).state != StudyState::kRunning) continue;
+    const TrialState trial_state = trials_.at(run.trial_id).state;
+    if (trial_state != TrialState::kRunning &&
+        !(trial_state == TrialState::kComplete && run.fold == kLockboxFold)) {
       continue;
     }
-    run.state = kRunLeased;
+    run.state = RunState::kLeased;
     run.member_id = member_id;
     run.lease_expires_at = TruncateMicros(now + ttl);
     ++run.attempts;
@@ -387,7 +387,7 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::Heartbeat(
   const absl::Time expires = TruncateMicros(absl::Now() + ttl);
   std::set<int64_t> held;
   for (auto& [id, run] : runs_) {
-    if (run.state == kRunLeased && run.member_id == member_id) {
+    if (run.state == RunState::kLeased && run.member_id == member_id) {
       held.insert(id);
       run.lease_expires_at = expires;
     }
@@ -413,7 +413,7 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
   // trial failed by its first exhausted run cancels its later ones.
   std::map<int64_t, std::vector<int64_t>> by_trial;
   for (const auto& [id, run] : runs_) {
-    if (run.state == kRunLeased && run.lease_expires_at.has_value() &&
+    if (run.state == RunState::kLeased && run.lease_expires_at.has_value() &&
         *run.lease_expires_at < now) {
       by_trial[run.trial_id].push_back(id);
     }
@@ -427,12 +427,12 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
                                  : default_max_attempts;
     for (const int64_t run_id : run_ids) {
       RunRow& run = runs_.at(run_id);
-      if (run.state != kRunLeased) continue;  // cancelled by a sibling
+      if (run.state != RunState::kLeased) continue;  // cancelled by a sibling
       const std::string holder = run.member_id;
       affected.push_back(run_id);
       ClearLease(&run);
       if (run.attempts < max_attempts) {
-        run.state = kRunQueued;
+        run.state = RunState::kQueued;
         run.last_error = absl::StrCat("lease of '", holder,
                                       "' expired (attempt ", run.attempts, ")");
         continue;
@@ -440,9 +440,9 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
       const std::string reason = absl::StrCat(
           "fold ", run.fold, " (run ", run_id, "): lease expired after ",
           run.attempts, " attempts, last held by '", holder, "'");
-      run.state = kRunFailed;
+      run.state = RunState::kFailed;
       run.last_error = reason;
-      if (trial.state == kTrialRunning) FailTrialLocked(&trial, reason);
+      if (trial.state == TrialState::kRunning) FailTrialLocked(&trial, reason);
     }
   }
   return affected;
@@ -451,8 +451,8 @@ absl::StatusOr<std::vector<int64_t>> InMemoryStore::ExpireLeases(
 absl::Status InMemoryStore::ReleaseLeases(const std::string& member_id) {
   absl::MutexLock lock(&mu_);
   for (auto& [id, run] : runs_) {
-    if (run.state == kRunLeased && run.member_id == member_id) {
-      run.state = kRunQueued;
+    if (run.state == RunState::kLeased && run.member_id == member_id) {
+      run.state = RunState::kQueued;
       ClearLease(&run);
     }
   }
@@ -524,7 +524,7 @@ absl::StatusOr<bool> InMemoryStore::CompleteRun(
   fold_metrics_[run_id] = std::move(stored);
   FinishRun(run, metrics.env_steps, artifacts);
   for (const auto& [id, other] : runs_) {
-    if (other.trial_id == run->trial_id && other.state != kRunDone) {
+    if (other.trial_id == run->trial_id && other.state != RunState::kDone) {
       return false;
     }
   }
@@ -537,11 +537,11 @@ absl::Status InMemoryStore::FailRun(int64_t run_id,
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
   const std::string why = reason.empty() ? "unknown error" : reason;
-  run->state = kRunFailed;
+  run->state = RunState::kFailed;
   ClearLease(run);
   run->last_error = why;
   TrialRow& trial = trials_.at(run->trial_id);
-  if (trial.state == kTrialRunning) {
+  if (trial.state == TrialState::kRunning) {
     FailTrialLocked(&trial, absl::StrCat("fold ", run->fold, ": ", why));
   }
   return absl::OkStatus();
@@ -569,7 +569,8 @@ InMemoryStore::ListStudyFoldMetrics(int64_t study_id) {
   std::map<int64_t, std::vector<FoldMetrics>> out;
   for (const auto& [run_id, m] : fold_metrics_) {
     const TrialRow& trial = trials_.at(runs_.at(run_id).trial_id);
-    if (trial.study_id != study_id || trial.state != kTrialComplete) continue;
+    if (trial.study_id != study_id || trial.state != TrialState::kComplete)
+      continue;
     out[trial.id].push_back(m);
   }
   for (auto& [trial_id, folds] : out) {
@@ -591,9 +592,9 @@ absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
   for (const auto& [id, run] : runs_) {
     if (run.trial_id == trial_id && run.fold == kLockboxFold) return run;
   }
-  if (trial->state != kTrialComplete) {
+  if (trial->state != TrialState::kComplete) {
     return absl::FailedPreconditionError(
-        absl::StrCat("trial ", trial_id, " is ", trial->state,
+        absl::StrCat("trial ", trial_id, " is ", ToString(trial->state),
                      ": only a complete trial gets a final run"));
   }
   RunRow run;
@@ -601,7 +602,7 @@ absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
   run.trial_id = trial_id;
   run.study_id = trial->study_id;
   run.fold = kLockboxFold;
-  run.state = kRunQueued;
+  run.state = RunState::kQueued;
   run.config_json = config_json;
   run.checkpoint_dir = (std::filesystem::path(checkpoint_root) /
                         studies_.at(trial->study_id).name /
@@ -674,7 +675,7 @@ absl::StatusOr<int64_t> InMemoryStore::CountOpenRuns(int64_t study_id) {
   int64_t open = 0;
   for (const auto& [id, run] : runs_) {
     if (run.study_id == study_id &&
-        (run.state == kRunQueued || run.state == kRunLeased)) {
+        (run.state == RunState::kQueued || run.state == RunState::kLeased)) {
       ++open;
     }
   }

@@ -114,12 +114,24 @@ std::optional<absl::Time> OptionalTimeField(const pqxx::field& f) {
   return TimeField(f);
 }
 
+// A state column as its enum (states.h). The schema CHECKs every state
+// column, so text that does not parse means a schema this binary does not
+// know: thrown, and reported by Guard as kInternal naming the text.
+template <typename E>
+E StateField(const pqxx::field& f,
+             absl::StatusOr<E> (*parse)(absl::string_view)) {
+  absl::StatusOr<E> state = parse(f.as<std::string>());
+  if (!state.ok())
+    throw std::runtime_error(std::string(state.status().message()));
+  return *state;
+}
+
 StudyRow ParseStudy(const pqxx::row& r) {
   StudyRow s;
   s.id = r[0].as<int64_t>();
   s.name = r[1].as<std::string>();
   s.config_text = r[2].as<std::string>();
-  s.state = r[3].as<std::string>();
+  s.state = StateField(r[3], ParseStudyState);
   s.created_at = TimeField(r[4]);
   s.updated_at = TimeField(r[5]);
   return s;
@@ -130,7 +142,7 @@ TrialRow ParseTrial(const pqxx::row& r) {
   t.id = r[0].as<int64_t>();
   t.study_id = r[1].as<int64_t>();
   t.number = r[2].as<int64_t>();
-  t.state = r[3].as<std::string>();
+  t.state = StateField(r[3], ParseTrialState);
   if (!r[4].is_null()) t.score = r[4].as<double>();
   t.fail_reason = r[5].as<std::string>();
   t.created_at = TimeField(r[6]);
@@ -144,7 +156,7 @@ RunRow ParseRun(const pqxx::row& r) {
   run.trial_id = r[1].as<int64_t>();
   run.study_id = r[2].as<int64_t>();
   run.fold = r[3].as<int>();
-  run.state = r[4].as<std::string>();
+  run.state = StateField(r[4], ParseRunState);
   run.config_json = r[5].as<std::string>();
   run.attempts = r[6].as<int>();
   run.member_id = r[7].as<std::string>();
@@ -501,13 +513,13 @@ absl::Status RequireStudy(pqxx::work& txn, int64_t study_id) {
 }
 
 // Locks the trial row and returns its state; kNotFound if missing.
-absl::StatusOr<std::string> LockTrial(pqxx::work& txn, int64_t trial_id) {
+absl::StatusOr<TrialState> LockTrial(pqxx::work& txn, int64_t trial_id) {
   const pqxx::result r = txn.exec_params(
       "SELECT state FROM trials WHERE id = $1 FOR NO KEY UPDATE", trial_id);
   if (r.empty()) {
     return absl::NotFoundError(absl::StrCat("no trial with id ", trial_id));
   }
-  return r[0][0].as<std::string>();
+  return StateField(r[0][0], ParseTrialState);
 }
 
 absl::Status RequireTrial(pqxx::work& txn, int64_t trial_id) {
@@ -569,7 +581,7 @@ absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
       "SELECT state, COALESCE(member_id, ''), study_id, fold "
       "FROM runs WHERE id = $1 FOR NO KEY UPDATE",
       run_id);
-  const std::string state = r[0].as<std::string>();
+  const RunState state = StateField(r[0], ParseRunState);
   const std::string holder = r[1].as<std::string>();
   RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
   return r;
@@ -811,8 +823,7 @@ absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
       });
 }
 
-absl::Status PgStore::SetStudyState(int64_t study_id,
-                                    const std::string& state) {
+absl::Status PgStore::SetStudyState(int64_t study_id, StudyState state) {
   RETURN_IF_ERROR(CheckSetStudyState(state));
   return impl_->TransactStatus("SetStudyState", [&](pqxx::work& txn) {
     const pqxx::result r = txn.exec_params(
@@ -820,12 +831,12 @@ absl::Status PgStore::SetStudyState(int64_t study_id,
     if (r.empty()) {
       return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
     }
-    const std::string current = r[0][0].as<std::string>();
+    const StudyState current = StateField(r[0][0], ParseStudyState);
     if (current == state) return absl::OkStatus();
     RETURN_IF_ERROR(CheckStudyTransition(study_id, current, state));
     txn.exec_params(
         "UPDATE studies SET state = $2, updated_at = now() WHERE id = $1",
-        study_id, state);
+        study_id, std::string(ToString(state)));
     return absl::OkStatus();
   });
 }
@@ -849,8 +860,8 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
               absl::StrCat("no study with id ", study_id));
         }
         const std::string study_name = study[0][0].as<std::string>();
-        RETURN_IF_ERROR(
-            CheckStudyNotDone(study_name, study[0][1].as<std::string>()));
+        RETURN_IF_ERROR(CheckStudyNotDone(
+            study_name, StateField(study[0][1], ParseStudyState)));
         RETURN_IF_ERROR(CheckTrialParams(params));
         const pqxx::row inserted = txn.exec_params1(
             absl::StrCat("INSERT INTO trials AS t (study_id, number) "
@@ -934,12 +945,21 @@ absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
                  "SELECT state, COUNT(*) FROM trials WHERE study_id = $1 "
                  "GROUP BY state",
                  study_id)) {
-          const std::string state = r[0].as<std::string>();
           const int64_t n = r[1].as<int64_t>();
-          if (state == kTrialRunning) counts.running = n;
-          if (state == kTrialComplete) counts.complete = n;
-          if (state == kTrialPruned) counts.pruned = n;
-          if (state == kTrialFailed) counts.failed = n;
+          switch (StateField(r[0], ParseTrialState)) {
+            case TrialState::kRunning:
+              counts.running = n;
+              break;
+            case TrialState::kComplete:
+              counts.complete = n;
+              break;
+            case TrialState::kPruned:
+              counts.pruned = n;
+              break;
+            case TrialState::kFailed:
+              counts.failed = n;
+              break;
+          }
         }
         return counts;
       });
@@ -947,7 +967,7 @@ absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
 
 absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
   return impl_->TransactStatus("CompleteTrial", [&](pqxx::work& txn) {
-    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+    ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
     RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     txn.exec_params(
         "UPDATE trials SET state = 'complete', score = $2, "
@@ -959,8 +979,8 @@ absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
 
 absl::Status PgStore::PruneTrial(int64_t trial_id) {
   return impl_->TransactStatus("PruneTrial", [&](pqxx::work& txn) {
-    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
-    if (state == kTrialPruned) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
+    if (state == TrialState::kPruned) return absl::OkStatus();
     RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     txn.exec_params(
         "UPDATE trials SET state = 'pruned', finished_at = now() "
@@ -974,8 +994,9 @@ absl::Status PgStore::PruneTrial(int64_t trial_id) {
 absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
   RETURN_IF_ERROR(CheckFailTrial(reason));
   return impl_->TransactStatus("FailTrial", [&](pqxx::work& txn) {
-    ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
-    if (state == kTrialFailed) return absl::OkStatus();  // keeps 1st reason
+    ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
+    if (state == TrialState::kFailed)
+      return absl::OkStatus();  // keeps 1st reason
     RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     FailTrialLocked(txn, trial_id, reason);
     return absl::OkStatus();
@@ -1093,7 +1114,7 @@ absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
         std::vector<int64_t> affected;
         for (auto& [trial_id, run_ids] : by_trial) {
           const int max_attempts = trial_limit[trial_id];
-          ASSIGN_OR_RETURN(std::string trial_state, LockTrial(txn, trial_id));
+          ASSIGN_OR_RETURN(TrialState trial_state, LockTrial(txn, trial_id));
           LockRunsOfTrial(txn, trial_id);
           std::sort(run_ids.begin(), run_ids.end());
           for (const int64_t run_id : run_ids) {
@@ -1103,7 +1124,8 @@ absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
                              "fold, lease_expires_at < ",
                              TsParam(2), " FROM runs WHERE id = $1"),
                 run_id, now_us);
-            if (r[0].as<std::string>() != kRunLeased || !r[4].as<bool>()) {
+            if (StateField(r[0], ParseRunState) != RunState::kLeased ||
+                !r[4].as<bool>()) {
               continue;
             }
             const std::string holder = r[1].as<std::string>();
@@ -1132,9 +1154,9 @@ absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
                 "lease_expires_at = NULL, last_error = $2, "
                 "updated_at = now() WHERE id = $1",
                 run_id, reason);
-            if (trial_state == kTrialRunning) {
+            if (trial_state == TrialState::kRunning) {
               FailTrialLocked(txn, trial_id, reason);
-              trial_state = kTrialFailed;
+              trial_state = TrialState::kFailed;
             }
           }
         }
@@ -1204,7 +1226,7 @@ absl::Status PgStore::ReportIntermediate(int64_t run_id,
     if (r.empty()) {
       return absl::NotFoundError(absl::StrCat("no run with id ", run_id));
     }
-    const std::string state = r[0][0].as<std::string>();
+    const RunState state = StateField(r[0][0], ParseRunState);
     const std::string holder = r[0][1].as<std::string>();
     RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
     txn.exec_params(
@@ -1282,12 +1304,12 @@ absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
                               const std::string& reason) {
   return impl_->TransactStatus("FailRun", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
-    ASSIGN_OR_RETURN(const std::string trial_state, LockTrial(txn, trial_id));
+    ASSIGN_OR_RETURN(const TrialState trial_state, LockTrial(txn, trial_id));
     LockRunsOfTrial(txn, trial_id);
     const pqxx::row r = txn.exec_params1(
         "SELECT state, COALESCE(member_id, ''), fold FROM runs WHERE id = $1",
         run_id);
-    const std::string state = r[0].as<std::string>();
+    const RunState state = StateField(r[0], ParseRunState);
     const std::string holder = r[1].as<std::string>();
     RETURN_IF_ERROR(CheckRunHolder(run_id, state, holder, member_id));
     const std::string why = reason.empty() ? "unknown error" : reason;
@@ -1300,7 +1322,7 @@ absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
         "lease_expires_at = NULL, last_error = $2, updated_at = now() "
         "WHERE id = $1",
         run_id, why);
-    if (trial_state == kTrialRunning) {
+    if (trial_state == TrialState::kRunning) {
       FailTrialLocked(txn, trial_id,
                       absl::StrCat("fold ", r[2].as<int>(), ": ", why));
     }
@@ -1354,15 +1376,15 @@ absl::StatusOr<RunRow> PgStore::AddFinalRun(
     const std::string& checkpoint_root) {
   return impl_->Transact<RunRow>(
       "AddFinalRun", true, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
-        ASSIGN_OR_RETURN(const std::string state, LockTrial(txn, trial_id));
+        ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
         const pqxx::result existing = txn.exec_params(
             absl::StrCat("SELECT ", kRunColumns,
                          " FROM runs r WHERE r.trial_id = $1 AND r.fold = $2"),
             trial_id, kLockboxFold);
         if (!existing.empty()) return ParseRun(existing[0]);
-        if (state != kTrialComplete) {
+        if (state != TrialState::kComplete) {
           return absl::FailedPreconditionError(
-              absl::StrCat("trial ", trial_id, " is ", state,
+              absl::StrCat("trial ", trial_id, " is ", ToString(state),
                            ": only a complete trial gets a final run"));
         }
         const pqxx::row t = txn.exec_params1(

@@ -49,8 +49,7 @@ class PgStore final : public Store {
   absl::StatusOr<StudyRow> GetStudy(const std::string& name) override;
   absl::StatusOr<StudyRow> GetStudyById(int64_t id) override;
   absl::StatusOr<std::vector<StudyRow>> ListStudies() override;
-  absl::Status SetStudyState(int64_t study_id,
-                             const std::string& state) override;
+  absl::Status SetStudyState(int64_t study_id, StudyState state) override;
   absl::StatusOr<TrialRow> CreateTrial(
       int64_t study_id, const std::vector<ParamRow>& params,
       const std::vector<std::string>& run_configs,

@@ -13,7 +13,7 @@
 //
 // Contracts every implementation keeps (the tests check them):
 //  * errors: a missing study/trial/run/dataset → kNotFound; a transition the
-//    state machine below does not allow → kFailedPrecondition; bad
+//    state machine (states.h) does not allow → kFailedPrecondition; bad
 //    arguments (empty names, negative counts, bad artifact hashes, limits
 //    below 1) → kInvalidArgument, checked before anything is written; a
 //    method that fails writes nothing.
@@ -37,28 +37,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/store/states.h"
 
 namespace ristretto::coordinator {
 
-// States, stored as these lowercase strings.
-//   study: created → running ⇄ stopped; running → done (all trials finished)
-//   trial: running → complete | pruned | failed
-//   run:   queued → leased → done | failed; queued/leased → cancelled
-//          (trial pruned/failed/stopped); leased → queued (lease expired,
-//          attempts left; resumes from the run's checkpoint dir)
-inline constexpr char kStudyCreated[] = "created";
-inline constexpr char kStudyRunning[] = "running";
-inline constexpr char kStudyStopped[] = "stopped";
-inline constexpr char kStudyDone[] = "done";
-inline constexpr char kTrialRunning[] = "running";
-inline constexpr char kTrialComplete[] = "complete";
-inline constexpr char kTrialPruned[] = "pruned";
-inline constexpr char kTrialFailed[] = "failed";
-inline constexpr char kRunQueued[] = "queued";
-inline constexpr char kRunLeased[] = "leased";
-inline constexpr char kRunDone[] = "done";
-inline constexpr char kRunFailed[] = "failed";
-inline constexpr char kRunCancelled[] = "cancelled";
+// States: StudyState, TrialState and RunState (states.h, with the state
+// machine); the database stores their ToString text.
 
 struct RetryPolicy {
   absl::Duration initial_backoff = absl::Milliseconds(100);
@@ -79,7 +63,7 @@ struct StudyRow {
   int64_t id = 0;
   std::string name;         // unique
   std::string config_text;  // the study file as given (YAML)
-  std::string state;
+  StudyState state = StudyState::kCreated;
   absl::Time created_at, updated_at;
 };
 
@@ -92,7 +76,7 @@ struct TrialRow {
   int64_t id = 0;
   int64_t study_id = 0;
   int64_t number = 0;  // 0, 1, 2, … within the study, in creation order
-  std::string state;
+  TrialState state = TrialState::kRunning;
   std::vector<ParamRow> params;
   std::optional<double> score;  // set when complete
   std::string fail_reason;      // set when failed (names the fold)
@@ -105,7 +89,7 @@ struct RunRow {
   int64_t trial_id = 0;
   int64_t study_id = 0;
   int fold = 0;
-  std::string state;
+  RunState state = RunState::kQueued;
   std::string config_json;  // learner::TrainerOptions as JSON
   int attempts = 0;         // leases granted so far
   std::string member_id;    // lease holder while leased
@@ -213,8 +197,8 @@ class Store {
       const std::string& name) = 0;                               // kNotFound
   virtual absl::StatusOr<StudyRow> GetStudyById(int64_t id) = 0;  // kNotFound
   virtual absl::StatusOr<std::vector<StudyRow>> ListStudies() = 0;
-  virtual absl::Status SetStudyState(int64_t study_id,
-                                     const std::string& state) = 0;
+  // kInvalidArgument for a value that is not a StudyState (a bad cast).
+  virtual absl::Status SetStudyState(int64_t study_id, StudyState state) = 0;
 
   // --- trials ---
   // Atomically: a trial with the next number, its params, and one queued

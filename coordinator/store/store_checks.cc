@@ -46,11 +46,10 @@ absl::Status CheckCreateStudy(const std::string& name) {
   return absl::OkStatus();
 }
 
-absl::Status CheckSetStudyState(const std::string& state) {
-  if (!IsOneOf(state,
-               {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone})) {
+absl::Status CheckSetStudyState(StudyState state) {
+  if (!IsValid(state)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown study state '", state, "'"));
+        absl::StrCat("unknown study state ", static_cast<int>(state)));
   }
   return absl::OkStatus();
 }
@@ -191,43 +190,46 @@ absl::Status CheckUpsertMember(const MemberRow& row) {
   return absl::OkStatus();
 }
 
-absl::Status CheckStudyTransition(int64_t study_id, const std::string& from,
-                                  const std::string& to) {
-  if (from == kStudyDone || to == kStudyCreated) {
+absl::Status CheckStudyTransition(int64_t study_id, StudyState from,
+                                  StudyState to) {
+  if (from == StudyState::kDone || to == StudyState::kCreated) {
     return absl::FailedPreconditionError(
-        absl::StrCat("study ", study_id, " cannot go from ", from, " to ", to));
+        absl::StrCat("study ", study_id, " cannot go from ", ToString(from),
+                     " to ", ToString(to)));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckStudyNotDone(const std::string& name,
-                               const std::string& state) {
-  if (state == kStudyDone) {
+absl::Status CheckStudyNotDone(const std::string& name, StudyState state) {
+  if (state == StudyState::kDone) {
     return absl::FailedPreconditionError(
         absl::StrCat("study '", name, "' is done"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckTrialRunning(int64_t trial_id, const std::string& state) {
-  if (state != kTrialRunning) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trial ", trial_id, " is ", state, ", not running"));
+absl::Status CheckTrialRunning(int64_t trial_id, TrialState state) {
+  if (state != TrialState::kRunning) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial_id, " is ", ToString(state), ", not running"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckRunHolder(int64_t run_id, const std::string& state,
+absl::Status CheckRunHolder(int64_t run_id, RunState state,
                             const std::string& holder,
                             const std::string& member_id) {
-  if (state == kRunLeased && holder == member_id) return absl::OkStatus();
-  if (state == kRunLeased) {
+  if (state == RunState::kLeased && holder == member_id) {
+    return absl::OkStatus();
+  }
+  if (state == RunState::kLeased) {
     return absl::FailedPreconditionError(
         absl::StrCat("run ", run_id, " is leased to '", holder, "', not to '",
                      member_id, "'"));
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "run ", run_id, " is ", state, ", not leased to '", member_id, "'"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("run ", run_id, " is ", ToString(state), ", not leased to '",
+                   member_id, "'"));
 }
 
 absl::Status CheckCvFoldRun(int64_t run_id, int fold) {

@@ -31,8 +31,8 @@ absl::Status CheckPutDataset(const DatasetRow& row);
 // CreateStudy: a non-empty name.
 absl::Status CheckCreateStudy(const std::string& name);
 
-// SetStudyState: one of kStudyCreated/Running/Stopped/Done.
-absl::Status CheckSetStudyState(const std::string& state);
+// SetStudyState: one of the StudyState enumerators (not a bad cast).
+absl::Status CheckSetStudyState(StudyState state);
 
 // CreateTrial, before the study is looked up: at least one run config.
 absl::Status CheckCreateTrial(const std::vector<std::string>& run_configs);
@@ -85,20 +85,19 @@ absl::Status CheckUpsertMember(const MemberRow& row);
 
 // SetStudyState from `from` to a different state `to` (the caller answers
 // OkStatus itself when they are equal): refused out of done and into created.
-absl::Status CheckStudyTransition(int64_t study_id, const std::string& from,
-                                  const std::string& to);
+absl::Status CheckStudyTransition(int64_t study_id, StudyState from,
+                                  StudyState to);
 
 // CreateTrial: the study (named `name`, in `state`) is not done.
-absl::Status CheckStudyNotDone(const std::string& name,
-                               const std::string& state);
+absl::Status CheckStudyNotDone(const std::string& name, StudyState state);
 
 // CompleteTrial, PruneTrial, FailTrial: the trial is running. (Pruning a
 // pruned or failing a failed trial is answered OkStatus by the caller first.)
-absl::Status CheckTrialRunning(int64_t trial_id, const std::string& state);
+absl::Status CheckTrialRunning(int64_t trial_id, TrialState state);
 
 // Reports, completions and failures of a run: the run (in `state`, leased to
 // `holder`, empty when none) is leased to `member_id`.
-absl::Status CheckRunHolder(int64_t run_id, const std::string& state,
+absl::Status CheckRunHolder(int64_t run_id, RunState state,
                             const std::string& holder,
                             const std::string& member_id);
 

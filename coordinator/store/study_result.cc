@@ -23,7 +23,7 @@ absl::StatusOr<StudyRow> FindStudy(Store& store, const std::string& name) {
 std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials) {
   std::optional<TrialRow> best;
   for (const TrialRow& t : trials) {
-    if (t.state != kTrialComplete || !t.score.has_value()) continue;
+    if (t.state != TrialState::kComplete || !t.score.has_value()) continue;
     if (!best.has_value() || *t.score > *best->score ||
         (*t.score == *best->score && t.number < best->number)) {
       best = t;
@@ -59,8 +59,8 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
   std::vector<TrialEvidence> complete;
   int64_t tried = 0;
   for (const TrialRow& t : trials) {
-    if (t.state == kTrialPruned) ++tried;
-    if (t.state != kTrialComplete || !t.score.has_value()) continue;
+    if (t.state == TrialState::kPruned) ++tried;
+    if (t.state != TrialState::kComplete || !t.score.has_value()) continue;
     ++tried;
     TrialEvidence e;
     e.number = t.number;
@@ -100,7 +100,7 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
 
 absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(
     Store& store, const StudyRow& study) {
-  if (study.state == kStudyDone) {
+  if (study.state == StudyState::kDone) {
     ASSIGN_OR_RETURN(const std::optional<std::string> stored,
                      store.GetStudyResult(study.id));
     if (stored.has_value()) return StudyStatisticsFromJson(*stored);

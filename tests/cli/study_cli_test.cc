@@ -337,7 +337,7 @@ TEST_F(StudyCliTest, CreateStoresTheFileAndLsListsTheNewStudy) {
   absl::StatusOr<coordinator::StudyRow> study = store_->GetStudy("alpha");
   ASSERT_TRUE(study.ok()) << study.status();
   EXPECT_EQ(study->config_text, StudyYaml("alpha", 4));
-  EXPECT_EQ(study->state, coordinator::kStudyCreated);
+  EXPECT_EQ(study->state, coordinator::StudyState::kCreated);
 
   const Result ls = Cli("study ls");
   ASSERT_EQ(ls.exit_code, 0) << ls.output;
@@ -362,10 +362,10 @@ TEST_F(StudyCliTest, NameOptionOverridesTheFileAndStartStopChangeState) {
 
   const Result start = Cli("study start beta");
   ASSERT_EQ(start.exit_code, 0) << start.output;
-  EXPECT_EQ(store_->GetStudy("beta")->state, coordinator::kStudyRunning);
+  EXPECT_EQ(store_->GetStudy("beta")->state, coordinator::StudyState::kRunning);
   const Result stop = Cli("study stop beta");
   ASSERT_EQ(stop.exit_code, 0) << stop.output;
-  EXPECT_EQ(store_->GetStudy("beta")->state, coordinator::kStudyStopped);
+  EXPECT_EQ(store_->GetStudy("beta")->state, coordinator::StudyState::kStopped);
 
   const Result missing = Cli("study start no-such-study");
   EXPECT_EQ(missing.exit_code, 1);
@@ -484,16 +484,17 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   ASSERT_EQ(stop.exit_code, 0) << stop.output;
   absl::StatusOr<coordinator::StudyRow> stopped = store_->GetStudy("gamma");
   ASSERT_TRUE(stopped.ok()) << stopped.status();
-  ASSERT_EQ(stopped->state, coordinator::kStudyStopped);
+  ASSERT_EQ(stopped->state, coordinator::StudyState::kStopped);
   std::thread coordinator([this] {
     absl::StatusOr<std::unique_ptr<Store>> own = Store::Connect(dsn());
     ASSERT_TRUE(own.ok()) << own.status();
     for (int i = 0; i < 6000; ++i) {  // the CLI's start, at most 10 minutes
       absl::StatusOr<coordinator::StudyRow> row = (*own)->GetStudy("gamma");
       ASSERT_TRUE(row.ok()) << row.status();
-      if (row->state == coordinator::kStudyRunning) {
-        EXPECT_TRUE(
-            (*own)->SetStudyState(row->id, coordinator::kStudyDone).ok());
+      if (row->state == coordinator::StudyState::kRunning) {
+        EXPECT_TRUE((*own)
+                        ->SetStudyState(row->id, coordinator::StudyState::kDone)
+                        .ok());
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

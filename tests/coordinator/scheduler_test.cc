@@ -89,7 +89,7 @@ class SchedulerTest : public testing::PgDatabaseTest {
     data_dir_ = *dir;
     absl::StatusOr<StudyRow> study = admin_->CreateStudy("prune", kStudy);
     ASSERT_TRUE(study.ok()) << study.status();
-    ASSERT_TRUE(admin_->SetStudyState(study->id, kStudyRunning).ok());
+    ASSERT_TRUE(admin_->SetStudyState(study->id, StudyState::kRunning).ok());
   }
 
   std::unique_ptr<Store> admin_;
@@ -144,11 +144,11 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
   absl::StatusOr<StudyRow> study =
       admin_->CreateStudy("lockbox", kLockboxStudy);
   ASSERT_TRUE(study.ok()) << study.status();
-  ASSERT_TRUE(admin_->SetStudyState(study->id, kStudyRunning).ok());
+  ASSERT_TRUE(admin_->SetStudyState(study->id, StudyState::kRunning).ok());
   // Only this study runs.
   absl::StatusOr<StudyRow> prune = admin_->GetStudy("prune");
   ASSERT_TRUE(prune.ok());
-  ASSERT_TRUE(admin_->SetStudyState(prune->id, kStudyStopped).ok());
+  ASSERT_TRUE(admin_->SetStudyState(prune->id, StudyState::kStopped).ok());
   auto s = NewScheduler();
   ASSERT_TRUE(s->Tick().ok());
   int64_t runs[2];
@@ -194,12 +194,12 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
   ASSERT_TRUE(trials.ok());
   ASSERT_EQ(trials->size(), 2u);
   for (const TrialRow& t : *trials) {
-    EXPECT_EQ(t.state, kTrialComplete);
+    EXPECT_EQ(t.state, TrialState::kComplete);
   }
   // The study waits for the final runs.
   absl::StatusOr<StudyRow> now = admin_->GetStudy("lockbox");
   ASSERT_TRUE(now.ok());
-  EXPECT_EQ(now->state, kStudyRunning);
+  EXPECT_EQ(now->state, StudyState::kRunning);
   for (int k = 0; k < 2; ++k) {
     v1::LeaseRunRequest request;
     request.set_member_id(kMember);
@@ -256,7 +256,7 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
   }
   now = admin_->GetStudy("lockbox");
   ASSERT_TRUE(now.ok());
-  EXPECT_EQ(now->state, kStudyDone);
+  EXPECT_EQ(now->state, StudyState::kDone);
   absl::StatusOr<std::optional<std::string>> result =
       admin_->GetStudyResult(study->id);
   ASSERT_TRUE(result.ok() && result->has_value());

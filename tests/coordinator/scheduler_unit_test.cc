@@ -87,7 +87,7 @@ class SchedulerUnitTest : public ::testing::Test {
         store_->CreateStudy(kStudyName, study_text);
     ASSERT_TRUE(study.ok()) << study.status();
     study_id_ = study->id;
-    ASSERT_TRUE(store_->SetStudyState(study_id_, kStudyRunning).ok());
+    ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
     SchedulerOptions options;
     options.data_dir = data_dir_;
     options.lease_ttl = lease_ttl;
@@ -133,10 +133,12 @@ class SchedulerUnitTest : public ::testing::Test {
     return trials.ok() ? *trials : std::vector<TrialRow>();
   }
 
-  std::string StudyState() {
+  // The study's state; nullopt (and a failure) if it cannot be read.
+  std::optional<StudyState> StateOfStudy() {
     absl::StatusOr<StudyRow> study = store_->GetStudyById(study_id_);
     EXPECT_TRUE(study.ok()) << study.status();
-    return study.ok() ? study->state : "";
+    if (!study.ok()) return std::nullopt;
+    return study->state;
   }
 
   // The trial's final (lockbox) runs.
@@ -174,12 +176,12 @@ TEST_F(SchedulerUnitTest, StudyAdvancesTrialsUpToConcurrencyAndMaxTrials) {
   Tick();
   std::vector<TrialRow> trials = Trials();
   ASSERT_EQ(trials.size(), 3U);  // max_trials, never more
-  EXPECT_EQ(trials[0].state, kTrialComplete);
+  EXPECT_EQ(trials[0].state, TrialState::kComplete);
   ASSERT_TRUE(trials[1].score.has_value());
   EXPECT_DOUBLE_EQ(*trials[1].score, 2.0);  // the fold's Sharpe
-  EXPECT_EQ(trials[2].state, kTrialRunning);
+  EXPECT_EQ(trials[2].state, TrialState::kRunning);
   EXPECT_EQ(scheduler_->counters().trials_created, 3);
-  EXPECT_EQ(StudyState(), kStudyRunning);
+  EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
 }
 
 // The study must not be done in the window between a trial's completion
@@ -194,17 +196,17 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   const v1::LeaseRunResponse cv = Lease();
   ASSERT_TRUE(cv.has_run());
   ASSERT_TRUE(Complete(cv.lease().run_id(), 1.5).ok());
-  ASSERT_EQ(Trials()[0].state, kTrialComplete);
+  ASSERT_EQ(Trials()[0].state, TrialState::kComplete);
   absl::StatusOr<int64_t> open = store_->CountOpenRuns(study_id_);
   ASSERT_TRUE(open.ok());
   EXPECT_EQ(*open, 0);  // the window: complete, no final run yet
   Tick();
-  EXPECT_EQ(StudyState(), kStudyRunning);
+  EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
   EXPECT_EQ(FinalRuns(trial_id), 1);
   Tick();
   Tick();
   EXPECT_EQ(FinalRuns(trial_id), 1);  // exactly one, however many passes
-  EXPECT_EQ(StudyState(), kStudyRunning);
+  EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
 
   const v1::LeaseRunResponse final_lease = Lease();
   ASSERT_TRUE(final_lease.has_run());
@@ -215,7 +217,7 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->final_evaluation);
   Tick();  // leased, not finished: still running
-  EXPECT_EQ(StudyState(), kStudyRunning);
+  EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
   // Its evaluation is never a pruning input.
   v1::ReportEvaluationRequest report;
   report.set_member_id(kMember);
@@ -240,7 +242,7 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   EXPECT_GT((*lockbox)[0].random_seeds, 0);
   EXPECT_NE((*lockbox)[0].bh_sharpe, 0);
   Tick();
-  EXPECT_EQ(StudyState(), kStudyDone);
+  EXPECT_EQ(StateOfStudy(), StudyState::kDone);
   EXPECT_DOUBLE_EQ(*Trials()[0].score, 1.5);  // the lockbox never scores
   absl::StatusOr<std::optional<std::string>> result =
       store_->GetStudyResult(study_id_);
@@ -263,7 +265,7 @@ TEST_F(SchedulerUnitTest, ExpiredLeasesAreReLeasedUpToMaxAttemptsThenFail) {
   EXPECT_EQ(scheduler_->counters().leases_expired, 1);
   absl::StatusOr<RunRow> run = store_->GetRun(run_id);
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->state, kRunQueued);
+  EXPECT_EQ(run->state, RunState::kQueued);
   const v1::LeaseRunResponse second = Lease();
   ASSERT_TRUE(second.has_run());
   EXPECT_EQ(second.lease().run_id(), run_id);  // the same run, resumed
@@ -274,10 +276,10 @@ TEST_F(SchedulerUnitTest, ExpiredLeasesAreReLeasedUpToMaxAttemptsThenFail) {
   EXPECT_EQ(scheduler_->counters().leases_expired, 2);
   std::vector<TrialRow> trials = Trials();
   ASSERT_EQ(trials.size(), 2U);  // the failed trial is replaced
-  EXPECT_EQ(trials[0].state, kTrialFailed);
+  EXPECT_EQ(trials[0].state, TrialState::kFailed);
   EXPECT_THAT(trials[0].fail_reason,
               HasSubstr("lease expired after 2 attempts"));
-  EXPECT_EQ(trials[1].state, kTrialRunning);
+  EXPECT_EQ(trials[1].state, TrialState::kRunning);
   // The former holder is told to stop at its next heartbeat.
   v1::HeartbeatRequest beat;
   beat.set_member_id(kMember);
@@ -322,10 +324,10 @@ TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
   EXPECT_EQ(scheduler_->counters().leases_expired, 1);
   absl::StatusOr<RunRow> expired = store_->GetRun(silent->lease().run_id());
   ASSERT_TRUE(expired.ok());
-  EXPECT_EQ(expired->state, kRunQueued);
+  EXPECT_EQ(expired->state, RunState::kQueued);
   absl::StatusOr<RunRow> run = store_->GetRun(lease.lease().run_id());
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->state, kRunLeased);
+  EXPECT_EQ(run->state, RunState::kLeased);
   EXPECT_EQ(run->env_steps, 1234);
   // A clean release requeues it at once.
   v1::ReleaseRequest release;
@@ -333,7 +335,7 @@ TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
   ASSERT_TRUE(scheduler_->Release(release).ok());
   run = store_->GetRun(lease.lease().run_id());
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->state, kRunQueued);
+  EXPECT_EQ(run->state, RunState::kQueued);
   // A released learner is no longer registered.
   v1::LeaseRunRequest request;
   request.set_member_id(kMember);
@@ -365,10 +367,10 @@ TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {
   EXPECT_EQ(scheduler_->counters().trials_pruned, 1);
   absl::StatusOr<TrialRow> pruned = store_->GetTrial(b.lease().trial_id());
   ASSERT_TRUE(pruned.ok());
-  EXPECT_EQ(pruned->state, kTrialPruned);
+  EXPECT_EQ(pruned->state, TrialState::kPruned);
   absl::StatusOr<RunRow> run = store_->GetRun(b.lease().run_id());
   ASSERT_TRUE(run.ok());
-  EXPECT_EQ(run->state, kRunCancelled);
+  EXPECT_EQ(run->state, RunState::kCancelled);
   EXPECT_EQ(Complete(b.lease().run_id(), 1.0).code(),
             absl::StatusCode::kFailedPrecondition);
   // NaN metrics are refused with their name, before anything is stored.
@@ -382,7 +384,7 @@ TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {
   Tick();  // the pruned trial's slot goes to a new trial
   std::vector<TrialRow> trials = Trials();
   ASSERT_EQ(trials.size(), 3U);
-  EXPECT_EQ(trials[2].state, kTrialRunning);
+  EXPECT_EQ(trials[2].state, TrialState::kRunning);
 }
 
 TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
@@ -399,7 +401,7 @@ TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
             absl::StatusCode::kFailedPrecondition);  // not twice
   std::vector<TrialRow> trials = Trials();
   ASSERT_EQ(trials.size(), 1U);
-  EXPECT_EQ(trials[0].state, kTrialFailed);
+  EXPECT_EQ(trials[0].state, TrialState::kFailed);
   EXPECT_EQ(trials[0].fail_reason, "fold 0: out of memory");
   Tick();
   EXPECT_EQ(Trials().size(), 2U);

@@ -59,12 +59,13 @@ TEST(StoreChecksTest, DatasetNeedsAnIdAndNonNegativeSizes) {
 TEST(StoreChecksTest, StudyNamesAndStates) {
   EXPECT_TRUE(CheckCreateStudy("s").ok());
   ExpectInvalid(CheckCreateStudy(""), "study name is empty");
-  for (const char* state :
-       {kStudyCreated, kStudyRunning, kStudyStopped, kStudyDone}) {
+  for (const StudyState state : {StudyState::kCreated, StudyState::kRunning,
+                                 StudyState::kStopped, StudyState::kDone}) {
     EXPECT_TRUE(CheckSetStudyState(state).ok()) << state;
   }
-  ExpectInvalid(CheckSetStudyState("paused"), "unknown study state 'paused'");
-  ExpectInvalid(CheckSetStudyState(""), "unknown study state ''");
+  // Only a bad cast gets past the type.
+  ExpectInvalid(CheckSetStudyState(static_cast<StudyState>(17)),
+                "unknown study state 17");
 }
 
 TEST(StoreChecksTest, TrialsNeedARunAndDistinctNamedParameters) {
@@ -225,37 +226,45 @@ TEST(StoreChecksTest, MembersNeedAnIdAndAKnownKind) {
 }
 
 TEST(StoreChecksTest, StudyTransitionsOutOfDoneAndIntoCreatedAreRefused) {
-  EXPECT_TRUE(CheckStudyTransition(1, kStudyCreated, kStudyRunning).ok());
-  EXPECT_TRUE(CheckStudyTransition(1, kStudyRunning, kStudyStopped).ok());
-  EXPECT_TRUE(CheckStudyTransition(1, kStudyStopped, kStudyRunning).ok());
-  EXPECT_TRUE(CheckStudyTransition(1, kStudyRunning, kStudyDone).ok());
+  EXPECT_TRUE(
+      CheckStudyTransition(1, StudyState::kCreated, StudyState::kRunning).ok());
+  EXPECT_TRUE(
+      CheckStudyTransition(1, StudyState::kRunning, StudyState::kStopped).ok());
+  EXPECT_TRUE(
+      CheckStudyTransition(1, StudyState::kStopped, StudyState::kRunning).ok());
+  EXPECT_TRUE(
+      CheckStudyTransition(1, StudyState::kRunning, StudyState::kDone).ok());
   const absl::Status out_of_done =
-      CheckStudyTransition(4, kStudyDone, kStudyRunning);
+      CheckStudyTransition(4, StudyState::kDone, StudyState::kRunning);
   EXPECT_EQ(out_of_done.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(out_of_done.message(), "study 4 cannot go from done to running");
-  EXPECT_EQ(CheckStudyTransition(4, kStudyRunning, kStudyCreated).code(),
+  EXPECT_EQ(CheckStudyTransition(4, StudyState::kRunning, StudyState::kCreated)
+                .code(),
             absl::StatusCode::kFailedPrecondition);
 
-  EXPECT_TRUE(CheckStudyNotDone("s", kStudyRunning).ok());
-  EXPECT_EQ(CheckStudyNotDone("s", kStudyDone).message(), "study 's' is done");
+  EXPECT_TRUE(CheckStudyNotDone("s", StudyState::kRunning).ok());
+  EXPECT_EQ(CheckStudyNotDone("s", StudyState::kDone).message(),
+            "study 's' is done");
 }
 
 TEST(StoreChecksTest, TrialMustBeRunning) {
-  EXPECT_TRUE(CheckTrialRunning(2, kTrialRunning).ok());
-  for (const char* state : {kTrialComplete, kTrialPruned, kTrialFailed}) {
+  EXPECT_TRUE(CheckTrialRunning(2, TrialState::kRunning).ok());
+  for (const TrialState state :
+       {TrialState::kComplete, TrialState::kPruned, TrialState::kFailed}) {
     const absl::Status s = CheckTrialRunning(2, state);
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << state;
-    EXPECT_EQ(s.message(), absl::StrCat("trial 2 is ", state, ", not running"));
+    EXPECT_EQ(s.message(),
+              absl::StrCat("trial 2 is ", ToString(state), ", not running"));
   }
 }
 
 TEST(StoreChecksTest, OnlyTheHolderOfALeasedRunMayActOnIt) {
-  EXPECT_TRUE(CheckRunHolder(5, kRunLeased, "a", "a").ok());
-  const absl::Status other = CheckRunHolder(5, kRunLeased, "a", "b");
+  EXPECT_TRUE(CheckRunHolder(5, RunState::kLeased, "a", "a").ok());
+  const absl::Status other = CheckRunHolder(5, RunState::kLeased, "a", "b");
   EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(other.message(), "run 5 is leased to 'a', not to 'b'");
   // A run that is not leased is refused even to the member that last held it.
-  const absl::Status done = CheckRunHolder(5, kRunDone, "a", "a");
+  const absl::Status done = CheckRunHolder(5, RunState::kDone, "a", "a");
   EXPECT_EQ(done.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(done.message(), "run 5 is done, not leased to 'a'");
 }

@@ -138,7 +138,7 @@ TEST_P(StoreContractTest, SchemaVersionIsTheLatestAfterMigrate) {
 TEST_P(StoreContractTest, StudiesFollowTheStateMachine) {
   ASSERT_OK_AND_ASSIGN(const StudyRow a, store_->CreateStudy("a", "x: 1"));
   EXPECT_GT(a.id, 0);
-  EXPECT_EQ(a.state, kStudyCreated);
+  EXPECT_EQ(a.state, StudyState::kCreated);
   EXPECT_EQ(store_->CreateStudy("a", "x: 2").status().code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store_->CreateStudy("", "x").status().code(),
@@ -153,23 +153,24 @@ TEST_P(StoreContractTest, StudiesFollowTheStateMachine) {
   EXPECT_EQ(got.id, a.id);
   EXPECT_EQ(got.config_text, "x: 1");
 
-  ASSERT_OK(store_->SetStudyState(a.id, kStudyRunning));
-  ASSERT_OK(store_->SetStudyState(a.id, kStudyRunning));  // no change: OK
-  EXPECT_EQ(store_->SetStudyState(a.id, kStudyCreated).code(),
+  ASSERT_OK(store_->SetStudyState(a.id, StudyState::kRunning));
+  ASSERT_OK(
+      store_->SetStudyState(a.id, StudyState::kRunning));  // no change: OK
+  EXPECT_EQ(store_->SetStudyState(a.id, StudyState::kCreated).code(),
             absl::StatusCode::kFailedPrecondition);
-  ASSERT_OK(store_->SetStudyState(a.id, kStudyStopped));
-  ASSERT_OK(store_->SetStudyState(a.id, kStudyRunning));
-  ASSERT_OK(store_->SetStudyState(a.id, kStudyDone));
-  EXPECT_EQ(store_->SetStudyState(a.id, kStudyRunning).code(),
+  ASSERT_OK(store_->SetStudyState(a.id, StudyState::kStopped));
+  ASSERT_OK(store_->SetStudyState(a.id, StudyState::kRunning));
+  ASSERT_OK(store_->SetStudyState(a.id, StudyState::kDone));
+  EXPECT_EQ(store_->SetStudyState(a.id, StudyState::kRunning).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store_->SetStudyState(a.id, "paused").code(),
+  EXPECT_EQ(store_->SetStudyState(a.id, static_cast<StudyState>(17)).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store_->SetStudyState(b.id + 100, kStudyRunning).code(),
+  EXPECT_EQ(store_->SetStudyState(b.id + 100, StudyState::kRunning).code(),
             absl::StatusCode::kNotFound);
   ASSERT_OK_AND_ASSIGN(const std::vector<StudyRow> all, store_->ListStudies());
   ASSERT_EQ(all.size(), 2U);
   EXPECT_EQ(all[0].name, "a");
-  EXPECT_EQ(all[0].state, kStudyDone);
+  EXPECT_EQ(all[0].state, StudyState::kDone);
   EXPECT_EQ(all[1].name, "b");
   // A done study takes no more trials.
   EXPECT_EQ(store_->CreateTrial(a.id, {}, {"{}"}, "/c").status().code(),
@@ -182,12 +183,12 @@ TEST_P(StoreContractTest, CreateTrialNumbersTrialsAndQueuesOneRunPerFold) {
   const TrialRow t1 = Trial(study.id, 2);
   EXPECT_EQ(t0.number, 0);
   EXPECT_EQ(t1.number, 1);
-  EXPECT_EQ(t0.state, kTrialRunning);
+  EXPECT_EQ(t0.state, TrialState::kRunning);
   ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs, store_->ListRuns(t1.id));
   ASSERT_EQ(runs.size(), 2U);
   for (int k = 0; k < 2; ++k) {
     EXPECT_EQ(runs[k].fold, k);
-    EXPECT_EQ(runs[k].state, kRunQueued);
+    EXPECT_EQ(runs[k].state, RunState::kQueued);
     EXPECT_EQ(runs[k].attempts, 0);
     EXPECT_EQ(runs[k].study_id, study.id);
     EXPECT_EQ(runs[k].config_json, absl::StrCat("{\"fold\":", k, "}"));
@@ -239,7 +240,7 @@ TEST_P(StoreContractTest, LeaseRunHandsOutTheOldestQueuedRunOfRunningStudies) {
   const RunRow first = Lease();
   EXPECT_EQ(first.trial_id, trial.id);
   EXPECT_EQ(first.fold, 0);
-  EXPECT_EQ(first.state, kRunLeased);
+  EXPECT_EQ(first.state, RunState::kLeased);
   EXPECT_EQ(first.member_id, kMember);
   EXPECT_EQ(first.attempts, 1);
   ASSERT_TRUE(first.lease_expires_at.has_value());
@@ -255,7 +256,7 @@ TEST_P(StoreContractTest, LeaseRunHandsOutTheOldestQueuedRunOfRunningStudies) {
   EXPECT_EQ(members[0].kind, "learner");
   EXPECT_EQ(members[0].capacity_json, "{}");
   // The stopped study's run becomes leasable when it runs.
-  ASSERT_OK(store_->SetStudyState(idle.id, kStudyRunning));
+  ASSERT_OK(store_->SetStudyState(idle.id, StudyState::kRunning));
   EXPECT_EQ(Lease().trial_id, waiting.id);
   EXPECT_EQ(store_->LeaseRun("", kTtl).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -298,7 +299,7 @@ TEST_P(StoreContractTest, ExpiredLeasesRequeueThenFailTheTrialAtMaxAttempts) {
   ASSERT_OK_AND_ASSIGN(expired, store_->ExpireLeases(later, 2));
   EXPECT_THAT(expired, ElementsAre(run.id));
   ASSERT_OK_AND_ASSIGN(RunRow again, store_->GetRun(run.id));
-  EXPECT_EQ(again.state, kRunQueued);
+  EXPECT_EQ(again.state, RunState::kQueued);
   EXPECT_EQ(again.member_id, "");
   EXPECT_THAT(again.last_error, HasSubstr("expired (attempt 1)"));
   // The former holder has lost it.
@@ -311,15 +312,15 @@ TEST_P(StoreContractTest, ExpiredLeasesRequeueThenFailTheTrialAtMaxAttempts) {
   ASSERT_OK_AND_ASSIGN(expired, store_->ExpireLeases(later, 2));
   EXPECT_THAT(expired, ElementsAre(run.id));
   ASSERT_OK_AND_ASSIGN(const RunRow failed, store_->GetRun(run.id));
-  EXPECT_EQ(failed.state, kRunFailed);
+  EXPECT_EQ(failed.state, RunState::kFailed);
   ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(trial.id));
-  EXPECT_EQ(t.state, kTrialFailed);
+  EXPECT_EQ(t.state, TrialState::kFailed);
   EXPECT_THAT(t.fail_reason, HasSubstr("lease expired after 2 attempts"));
   EXPECT_THAT(t.fail_reason, HasSubstr("fold 0"));
   EXPECT_TRUE(t.finished_at.has_value());
   ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
                        store_->ListRuns(trial.id));
-  EXPECT_EQ(runs[1].state, kRunCancelled);
+  EXPECT_EQ(runs[1].state, RunState::kCancelled);
   EXPECT_EQ(runs[1].last_error, "trial failed");
   EXPECT_EQ(store_->ExpireLeases(later, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -340,10 +341,10 @@ TEST_P(StoreContractTest, ExpireLeasesAppliesEachStudysOwnLimit) {
   EXPECT_THAT(expired, ElementsAre(ra.id, rb.id));
   ASSERT_OK_AND_ASSIGN(const TrialRow ta, store_->GetTrial(a.id));
   ASSERT_OK_AND_ASSIGN(const TrialRow tb, store_->GetTrial(b.id));
-  EXPECT_EQ(ta.state, kTrialFailed);
-  EXPECT_EQ(tb.state, kTrialRunning);
+  EXPECT_EQ(ta.state, TrialState::kFailed);
+  EXPECT_EQ(tb.state, TrialState::kRunning);
   ASSERT_OK_AND_ASSIGN(const RunRow qb, store_->GetRun(rb.id));
-  EXPECT_EQ(qb.state, kRunQueued);
+  EXPECT_EQ(qb.state, RunState::kQueued);
 }
 
 TEST_P(StoreContractTest, CompleteRunOnlyByTheHolderOnceAndSaysWhenAllDone) {
@@ -385,7 +386,7 @@ TEST_P(StoreContractTest, CompleteRunOnlyByTheHolderOnceAndSaysWhenAllDone) {
   EXPECT_EQ(store_->CompleteRun(f0.id, kMember, m1, {}).status().code(),
             absl::StatusCode::kFailedPrecondition);  // nothing twice
   ASSERT_OK_AND_ASSIGN(const RunRow r0, store_->GetRun(f0.id));
-  EXPECT_EQ(r0.state, kRunDone);
+  EXPECT_EQ(r0.state, RunState::kDone);
   EXPECT_EQ(r0.member_id, "");
   EXPECT_EQ(r0.env_steps, 5000);  // the larger of progress and metrics
   const std::string other_sha(64, 'c');
@@ -419,7 +420,7 @@ TEST_P(StoreContractTest, CompleteRunOnlyByTheHolderOnceAndSaysWhenAllDone) {
   EXPECT_LT(artifacts[0].id, artifacts[1].id);
   // Completing every run does not complete the trial: the scheduler does.
   ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(trial.id));
-  EXPECT_EQ(t.state, kTrialRunning);
+  EXPECT_EQ(t.state, TrialState::kRunning);
   EXPECT_EQ(store_->ListFoldMetrics(trial.id + 100).status().code(),
             absl::StatusCode::kNotFound);
 }
@@ -433,14 +434,14 @@ TEST_P(StoreContractTest, FailRunFailsTheTrialAndCancelsItsSiblings) {
             absl::StatusCode::kFailedPrecondition);
   ASSERT_OK(store_->FailRun(f1.id, kOther, ""));
   ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(trial.id));
-  EXPECT_EQ(t.state, kTrialFailed);
+  EXPECT_EQ(t.state, TrialState::kFailed);
   EXPECT_EQ(t.fail_reason, "fold 1: unknown error");
   ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
                        store_->ListRuns(trial.id));
-  EXPECT_EQ(runs[0].state, kRunCancelled);  // was leased
-  EXPECT_EQ(runs[1].state, kRunFailed);
+  EXPECT_EQ(runs[0].state, RunState::kCancelled);  // was leased
+  EXPECT_EQ(runs[1].state, RunState::kFailed);
   EXPECT_EQ(runs[1].last_error, "unknown error");
-  EXPECT_EQ(runs[2].state, kRunCancelled);  // was queued
+  EXPECT_EQ(runs[2].state, RunState::kCancelled);  // was queued
   EXPECT_EQ(runs[0].member_id, "");
   // The former holder of a cancelled run hears so at its next heartbeat.
   ASSERT_OK_AND_ASSIGN(const std::vector<int64_t> lost,
@@ -464,7 +465,7 @@ TEST_P(StoreContractTest, TrialTransitionsPruneFailAndComplete) {
   ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
                        store_->ListRuns(pruned.id));
   for (const RunRow& r : runs) {
-    EXPECT_EQ(r.state, kRunCancelled);
+    EXPECT_EQ(r.state, RunState::kCancelled);
     EXPECT_EQ(r.last_error, "trial pruned");
   }
   EXPECT_EQ(store_->FailTrial(failed.id, "").code(),
@@ -475,7 +476,7 @@ TEST_P(StoreContractTest, TrialTransitionsPruneFailAndComplete) {
   EXPECT_EQ(f.fail_reason, "first");
   ASSERT_OK(store_->CompleteTrial(complete.id, 0.75));
   ASSERT_OK_AND_ASSIGN(const TrialRow c, store_->GetTrial(complete.id));
-  EXPECT_EQ(c.state, kTrialComplete);
+  EXPECT_EQ(c.state, TrialState::kComplete);
   ASSERT_TRUE(c.score.has_value());
   EXPECT_DOUBLE_EQ(*c.score, 0.75);
   EXPECT_TRUE(c.finished_at.has_value());
@@ -514,7 +515,7 @@ TEST_P(StoreContractTest, FinalRunOnlyForACompleteTrialOnceAndOnTheLockbox) {
   ASSERT_OK_AND_ASSIGN(const RunRow final_run,
                        store_->AddFinalRun(trial.id, "{\"final\":1}", "/ckpt"));
   EXPECT_EQ(final_run.fold, kLockboxFold);
-  EXPECT_EQ(final_run.state, kRunQueued);
+  EXPECT_EQ(final_run.state, RunState::kQueued);
   EXPECT_EQ(final_run.checkpoint_dir, "/ckpt/s/trial-0/lockbox");
   ASSERT_OK_AND_ASSIGN(const RunRow again,
                        store_->AddFinalRun(trial.id, "{\"other\":1}", "/x"));
@@ -635,11 +636,11 @@ TEST_P(StoreContractTest, ReleaseLeasesRequeuesTheMembersRunsAtOnce) {
   const RunRow theirs = Lease(kOther);
   ASSERT_OK(store_->ReleaseLeases(kMember));
   ASSERT_OK_AND_ASSIGN(const RunRow a, store_->GetRun(mine.id));
-  EXPECT_EQ(a.state, kRunQueued);
+  EXPECT_EQ(a.state, RunState::kQueued);
   EXPECT_EQ(a.attempts, 1);  // a released lease still counts
   EXPECT_FALSE(a.lease_expires_at.has_value());
   ASSERT_OK_AND_ASSIGN(const RunRow b, store_->GetRun(theirs.id));
-  EXPECT_EQ(b.state, kRunLeased);
+  EXPECT_EQ(b.state, RunState::kLeased);
   EXPECT_EQ(Lease().attempts, 2);
 }
 
@@ -766,7 +767,7 @@ TEST_P(StoreContractTest, ConcurrentLeasersAndCompletersNeverShareARun) {
     ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> rows,
                          store_->ListRuns(trial_id));
     for (const RunRow& r : rows) {
-      EXPECT_EQ(r.state, kRunDone);
+      EXPECT_EQ(r.state, RunState::kDone);
       EXPECT_EQ(r.attempts, 1);
     }
   }

@@ -40,8 +40,8 @@ inline StudyRow MakeRunningStudy(Store& store, const std::string& name) {
   absl::StatusOr<StudyRow> study = store.CreateStudy(name, "space: {}");
   EXPECT_TRUE(study.ok()) << study.status();
   if (!study.ok()) return {};
-  EXPECT_TRUE(store.SetStudyState(study->id, kStudyRunning).ok());
-  study->state = kStudyRunning;
+  EXPECT_TRUE(store.SetStudyState(study->id, StudyState::kRunning).ok());
+  study->state = StudyState::kRunning;
   return *study;
 }
 

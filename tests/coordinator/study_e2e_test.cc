@@ -88,7 +88,7 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
     absl::StatusOr<StudyRow> study = store_->CreateStudy("e2e", kStudy);
     ASSERT_TRUE(study.ok()) << study.status();
     study_id_ = study->id;
-    ASSERT_TRUE(store_->SetStudyState(study_id_, kStudyRunning).ok());
+    ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
   }
   void TearDown() override {
     actors_.clear();
@@ -131,14 +131,15 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
           absl::StrCat(dir_, "/actor-", i, ".log")));
     }
   }
-  // Polls the study until done (or `timeout`); returns its final state.
-  std::string WaitDone(std::chrono::seconds timeout) {
+  // Polls the study until done or stopped (or `timeout`); returns the last
+  // state seen (kCreated if it could never be read).
+  StudyState WaitDone(std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string state;
+    StudyState state = StudyState::kCreated;
     while (std::chrono::steady_clock::now() < deadline) {
       absl::StatusOr<StudyRow> row = store_->GetStudyById(study_id_);
       if (row.ok()) state = row->state;
-      if (state == kStudyDone || state == kStudyStopped) break;
+      if (state == StudyState::kDone || state == StudyState::kStopped) break;
       std::this_thread::sleep_for(300ms);
     }
     return state;
@@ -159,7 +160,7 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
     ASSERT_TRUE(trials.ok()) << trials.status();
     ASSERT_EQ(trials->size(), 3u);
     for (const TrialRow& t : *trials) {
-      EXPECT_EQ(t.state, kTrialComplete)
+      EXPECT_EQ(t.state, TrialState::kComplete)
           << "trial " << t.number << " " << t.fail_reason;
       ASSERT_TRUE(t.score.has_value());
       EXPECT_TRUE(std::isfinite(*t.score));
@@ -167,7 +168,7 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
       absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
       ASSERT_TRUE(runs.ok());
       ASSERT_EQ(runs->size(), 2u);
-      for (const RunRow& r : *runs) EXPECT_EQ(r.state, kRunDone);
+      for (const RunRow& r : *runs) EXPECT_EQ(r.state, RunState::kDone);
       absl::StatusOr<std::vector<FoldMetrics>> folds =
           store_->ListFoldMetrics(t.id);
       ASSERT_TRUE(folds.ok());
@@ -220,7 +221,7 @@ TEST_F(StudyEndToEndTest, SmallStudyCompletesAndBestPolicyLoads) {
   StartCoordinator();
   StartLearner();
   StartActors(2);
-  ASSERT_EQ(WaitDone(240s), kStudyDone) << Logs();
+  ASSERT_EQ(WaitDone(240s), StudyState::kDone) << Logs();
   ExpectCompleteStudy();
 
   // Export the best policy with the real CLI; it loads and its contract
@@ -286,9 +287,9 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
         for (const RunRow& r : *runs) {
           const int64_t step = LatestCheckpointStep(r.checkpoint_dir);
           absl::StrAppend(&seen, "  run ", r.id, " trial ", t.number, " fold ",
-                          r.fold, ": ", r.state, ", ", r.env_steps,
+                          r.fold, ": ", ToString(r.state), ", ", r.env_steps,
                           " steps reported, checkpoint at ", step, "\n");
-          if (killed_run < 0 && r.state == kRunLeased && step >= 4096 &&
+          if (killed_run < 0 && r.state == RunState::kLeased && step >= 4096 &&
               step < kBudgetEnvSteps) {
             killed_run = r.id;
             killed_at_step = step;
@@ -314,7 +315,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
     // queued again if its lease already ran out).
     absl::StatusOr<RunRow> run = store_->GetRun(killed_run);
     ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_NE(run->state, kRunDone) << seen;
+    ASSERT_NE(run->state, RunState::kDone) << seen;
   }
   // PostgreSQL restarts while nobody is connected but the test's store.
   ASSERT_TRUE(cluster().Restart().ok());
@@ -325,7 +326,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   // database).
   ASSERT_TRUE(learner_->WaitForLog("learner: registered with", 60s)) << Logs();
   ASSERT_TRUE(cluster().Restart().ok());
-  ASSERT_EQ(WaitDone(240s), kStudyDone) << Logs();
+  ASSERT_EQ(WaitDone(240s), StudyState::kDone) << Logs();
   ExpectCompleteStudy();
   // The killed runs were leased again (their leases expired).
   absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study_id_);
@@ -333,7 +334,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   absl::StatusOr<RunRow> killed = store_->GetRun(killed_run);
   ASSERT_TRUE(killed.ok());
   EXPECT_GT(killed->attempts, killed_attempts);
-  EXPECT_EQ(killed->state, kRunDone);
+  EXPECT_EQ(killed->state, RunState::kDone);
   // The second learner resumed it from its checkpoint, not from step 0.
   absl::StatusOr<TrialRow> trial = store_->GetTrial(killed->trial_id);
   ASSERT_TRUE(trial.ok());

@@ -108,7 +108,7 @@ std::vector<TrialHistory> RunStudy(
     TrialHistory t;
     t.number = i;
     t.params = *p;
-    t.state = "complete";
+    t.state = TrialState::kComplete;
     t.score = f(*p);
     history.push_back(std::move(t));
   }
@@ -225,13 +225,13 @@ TEST(TpeSamplerTest, SamplesAtRandomUntilStartupTrialsFinish) {
   const std::vector<ParamSpec> space = MixedSpace();
   std::vector<TrialHistory> history =
       RunStudy(*Make("random", 9, space), 4, MixedObjective);
-  history.push_back({4, {}, "running", std::nullopt});
-  history.push_back({5, {}, "failed", std::nullopt});
+  history.push_back({4, {}, TrialState::kRunning, std::nullopt});
+  history.push_back({5, {}, TrialState::kFailed, std::nullopt});
   // 4 finished < 5 startup trials: identical to random search.
   EXPECT_EQ(*Make("tpe", 9, space, false, 5)->Sample(6, history),
             *Make("random", 9, space)->Sample(6, {}));
   // All-pruned history has no good trials: random too.
-  for (TrialHistory& t : history) t.state = "pruned";
+  for (TrialHistory& t : history) t.state = TrialState::kPruned;
   EXPECT_EQ(*Make("tpe", 9, space, false, 2)->Sample(6, history),
             *Make("random", 9, space)->Sample(6, {}));
 }
@@ -241,12 +241,14 @@ TEST(TpeSamplerTest, ConcentratesNearTheGoodTrials) {
   std::vector<TrialHistory> history;
   for (int i = 0; i < 40; ++i) {
     const double x = (i + 0.5) / 40;
-    history.push_back(
-        {i, {{"x", FormatDouble(x)}}, "complete", -std::fabs(x - 0.8)});
+    history.push_back({i,
+                       {{"x", FormatDouble(x)}},
+                       TrialState::kComplete,
+                       -std::fabs(x - 0.8)});
   }
   // A pruned trial at the optimum counts as bad and weakens it a little but
   // does not move the proposals away.
-  history.push_back({40, {{"x", "0.8"}}, "pruned", std::nullopt});
+  history.push_back({40, {{"x", "0.8"}}, TrialState::kPruned, std::nullopt});
   auto tpe = Make("tpe", 1, space, false, 10);
   int near = 0;
   for (int n = 41; n < 141; ++n) {

@@ -260,7 +260,7 @@ TEST_F(StoreTest, CreateStudyTwiceIsAlreadyExists) {
   ASSERT_OK_AND_ASSIGN(const StudyRow study,
                        store_->CreateStudy("alpha", "seed: 1"));
   EXPECT_GT(study.id, 0);
-  EXPECT_EQ(study.state, kStudyCreated);
+  EXPECT_EQ(study.state, StudyState::kCreated);
   EXPECT_EQ(study.config_text, "seed: 1");
   const absl::StatusOr<StudyRow> again = store_->CreateStudy("alpha", "x");
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists);
@@ -277,19 +277,43 @@ TEST_F(StoreTest, CreateStudyTwiceIsAlreadyExists) {
 
 TEST_F(StoreTest, StudyStatesFollowTheStateMachine) {
   ASSERT_OK_AND_ASSIGN(const StudyRow study, store_->CreateStudy("s", ""));
-  EXPECT_EQ(store_->SetStudyState(study.id, "paused").code(),
+  EXPECT_EQ(store_->SetStudyState(study.id, static_cast<StudyState>(17)).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_OK(store_->SetStudyState(study.id, kStudyRunning));
-  ASSERT_OK(store_->SetStudyState(study.id, kStudyStopped));
-  ASSERT_OK(store_->SetStudyState(study.id, kStudyRunning));
-  ASSERT_OK(store_->SetStudyState(study.id, kStudyDone));
-  EXPECT_EQ(store_->SetStudyState(study.id, kStudyRunning).code(),
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kRunning));
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kStopped));
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kRunning));
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kDone));
+  EXPECT_EQ(store_->SetStudyState(study.id, StudyState::kRunning).code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(store_->SetStudyState(study.id + 1, kStudyRunning).code(),
+  EXPECT_EQ(store_->SetStudyState(study.id + 1, StudyState::kRunning).code(),
             absl::StatusCode::kNotFound);
   ASSERT_OK_AND_ASSIGN(const StudyRow now, store_->GetStudyById(study.id));
-  EXPECT_EQ(now.state, kStudyDone);
+  EXPECT_EQ(now.state, StudyState::kDone);
   EXPECT_GE(now.updated_at, now.created_at);
+}
+
+// PgStore converts states at its boundary: the enum's text is what the
+// table holds, and text this binary does not know (a newer schema's state)
+// fails the call with kInternal naming it instead of being misread.
+TEST_F(StoreTest, StatesAreStoredAsTheirTextAndUnknownTextIsInternal) {
+  ASSERT_OK_AND_ASSIGN(const StudyRow study, store_->CreateStudy("s", ""));
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kStopped));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM studies WHERE state = 'stopped'"), 1);
+  {
+    pqxx::connection conn(dsn());
+    pqxx::work txn(conn);
+    txn.exec("ALTER TABLE studies DROP CONSTRAINT studies_state_check");
+    txn.exec("UPDATE studies SET state = 'paused'");
+    txn.commit();
+  }
+  const absl::StatusOr<StudyRow> row = store_->GetStudyById(study.id);
+  EXPECT_EQ(row.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(row.status().message(),
+              HasSubstr("unknown study state 'paused'"));
+  EXPECT_EQ(store_->ListStudies().status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(store_->SetStudyState(study.id, StudyState::kRunning).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM studies WHERE state = 'paused'"), 1);
 }
 
 TEST_F(StoreTest, CreateTrialNumbersTrialsAndCreatesTheirRunsAtomically) {
@@ -300,13 +324,13 @@ TEST_F(StoreTest, CreateTrialNumbersTrialsAndCreatesTheirRunsAtomically) {
         store_->CreateTrial(study.id, {{"lr", "0.0003"}, {"batch", "4096"}},
                             {"{\"a\":0}", "{\"a\":1}"}, "/runs/"));
     EXPECT_EQ(trial.number, i);
-    EXPECT_EQ(trial.state, kTrialRunning);
+    EXPECT_EQ(trial.state, TrialState::kRunning);
     ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
                          store_->ListRuns(trial.id));
     ASSERT_EQ(runs.size(), 2u);
     for (int k = 0; k < 2; ++k) {
       EXPECT_EQ(runs[k].fold, k);
-      EXPECT_EQ(runs[k].state, kRunQueued);
+      EXPECT_EQ(runs[k].state, RunState::kQueued);
       EXPECT_EQ(runs[k].study_id, study.id);
       EXPECT_EQ(runs[k].attempts, 0);
       EXPECT_EQ(runs[k].config_json, absl::StrCat("{\"a\":", k, "}"));
@@ -362,7 +386,7 @@ TEST_F(StoreTest, LeaseRunHandsOutTheOldestQueuedRunOfRunningStudiesOnly) {
   ASSERT_TRUE(run.has_value());
   EXPECT_EQ(run->trial_id, t0.id);
   EXPECT_EQ(run->fold, 0);
-  EXPECT_EQ(run->state, kRunLeased);
+  EXPECT_EQ(run->state, RunState::kLeased);
   EXPECT_EQ(run->member_id, "l1");
   EXPECT_EQ(run->attempts, 1);
   ASSERT_TRUE(run->lease_expires_at.has_value());
@@ -371,7 +395,7 @@ TEST_F(StoreTest, LeaseRunHandsOutTheOldestQueuedRunOfRunningStudiesOnly) {
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE released_at IS NULL"), 1);
 
   // Stopping the study stops leasing.
-  ASSERT_OK(store_->SetStudyState(study.id, kStudyStopped));
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kStopped));
   ASSERT_OK_AND_ASSIGN(none, store_->LeaseRun("l1", absl::Minutes(1)));
   EXPECT_FALSE(none.has_value());
 
@@ -488,11 +512,11 @@ TEST_F(StoreTest, ExpireLeasesAppliesEachStudysOwnAttemptLimit) {
                            {{strict.id, 1}, {lenient.id, 5}}, 3));
   EXPECT_THAT(expired, ElementsAre(a->id, b->id));
   ASSERT_OK_AND_ASSIGN(const RunRow failed, store_->GetRun(a->id));
-  EXPECT_EQ(failed.state, kRunFailed);  // 1 attempt allowed, 1 used
+  EXPECT_EQ(failed.state, RunState::kFailed);  // 1 attempt allowed, 1 used
   ASSERT_OK_AND_ASSIGN(const RunRow requeued, store_->GetRun(b->id));
-  EXPECT_EQ(requeued.state, kRunQueued);  // 5 allowed
+  EXPECT_EQ(requeued.state, RunState::kQueued);  // 5 allowed
   ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(strict_trial.id));
-  EXPECT_EQ(t.state, kTrialFailed);
+  EXPECT_EQ(t.state, TrialState::kFailed);
   EXPECT_EQ(
       store_->ExpireLeases(absl::Now(), {{lenient.id, 0}}, 3).status().code(),
       absl::StatusCode::kInvalidArgument);
@@ -515,7 +539,7 @@ TEST_F(StoreTest, ExpireLeasesRequeuesThenFailsTheTrialAfterMaxAttempts) {
                        store_->ExpireLeases(absl::Now() + absl::Minutes(1), 2));
   EXPECT_THAT(expired, ElementsAre(first->id));
   ASSERT_OK_AND_ASSIGN(RunRow run, store_->GetRun(first->id));
-  EXPECT_EQ(run.state, kRunQueued);
+  EXPECT_EQ(run.state, RunState::kQueued);
   EXPECT_EQ(run.member_id, "");
   EXPECT_FALSE(run.lease_expires_at.has_value());
   EXPECT_EQ(run.attempts, 1);
@@ -534,14 +558,14 @@ TEST_F(StoreTest, ExpireLeasesRequeuesThenFailsTheTrialAfterMaxAttempts) {
                        store_->ExpireLeases(absl::Now() + absl::Minutes(1), 2));
   EXPECT_THAT(expired, ElementsAre(first->id));
   ASSERT_OK_AND_ASSIGN(run, store_->GetRun(first->id));
-  EXPECT_EQ(run.state, kRunFailed);
+  EXPECT_EQ(run.state, RunState::kFailed);
   EXPECT_THAT(run.last_error, HasSubstr("expired"));
   ASSERT_OK_AND_ASSIGN(const TrialRow failed, store_->GetTrial(trial.id));
-  EXPECT_EQ(failed.state, kTrialFailed);
+  EXPECT_EQ(failed.state, TrialState::kFailed);
   EXPECT_THAT(failed.fail_reason, HasSubstr("fold 0"));
   EXPECT_TRUE(failed.finished_at.has_value());
   ASSERT_OK_AND_ASSIGN(const auto runs, store_->ListRuns(trial.id));
-  EXPECT_EQ(runs[1].state, kRunCancelled);
+  EXPECT_EQ(runs[1].state, RunState::kCancelled);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE outcome = 'expired'"), 2);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE released_at IS NULL"), 0);
   ASSERT_OK_AND_ASSIGN(auto none, store_->LeaseRun("l3", absl::Seconds(30)));
@@ -602,7 +626,7 @@ TEST_F(StoreTest, CompleteRunOnlyByTheHolderAndOnlyOnce) {
   EXPECT_EQ(artifacts[0].sha256, kSha);
   EXPECT_EQ(artifacts[1].path, "/ckpt/p1.pt");
   ASSERT_OK_AND_ASSIGN(const RunRow done, store_->GetRun(r1->id));
-  EXPECT_EQ(done.state, kRunDone);
+  EXPECT_EQ(done.state, RunState::kDone);
   EXPECT_EQ(done.env_steps, 200);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE outcome = 'done'"), 2);
 
@@ -610,7 +634,7 @@ TEST_F(StoreTest, CompleteRunOnlyByTheHolderAndOnlyOnce) {
   EXPECT_EQ(store_->CompleteTrial(trial.id, 0.6).code(),
             absl::StatusCode::kFailedPrecondition);
   ASSERT_OK_AND_ASSIGN(const TrialRow complete, store_->GetTrial(trial.id));
-  EXPECT_EQ(complete.state, kTrialComplete);
+  EXPECT_EQ(complete.state, TrialState::kComplete);
   ASSERT_TRUE(complete.score.has_value());
   EXPECT_DOUBLE_EQ(*complete.score, 0.5);
 }
@@ -683,7 +707,7 @@ TEST_F(StoreTest, FormerHolderCannotCompleteOrReportAfterReLease) {
   EXPECT_EQ(Count("SELECT COUNT(*) FROM fold_metrics"), 0);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM intermediate_values"), 1);
   ASSERT_OK_AND_ASSIGN(const RunRow run, store_->GetRun(mine->id));
-  EXPECT_EQ(run.state, kRunLeased);
+  EXPECT_EQ(run.state, RunState::kLeased);
   EXPECT_EQ(run.member_id, "new");
 }
 
@@ -721,14 +745,14 @@ TEST_F(StoreTest, FailRunFailsTheTrialAndCancelsItsSiblings) {
             absl::StatusCode::kFailedPrecondition);
   ASSERT_OK(store_->FailRun(r1->id, "l2", "nan loss"));
   ASSERT_OK_AND_ASSIGN(const TrialRow failed, store_->GetTrial(trial.id));
-  EXPECT_EQ(failed.state, kTrialFailed);
+  EXPECT_EQ(failed.state, TrialState::kFailed);
   EXPECT_EQ(failed.fail_reason, "fold 1: nan loss");
   ASSERT_OK_AND_ASSIGN(const auto runs, store_->ListRuns(trial.id));
-  EXPECT_EQ(runs[0].state, kRunCancelled);
+  EXPECT_EQ(runs[0].state, RunState::kCancelled);
   EXPECT_EQ(runs[0].member_id, "");
-  EXPECT_EQ(runs[1].state, kRunFailed);
+  EXPECT_EQ(runs[1].state, RunState::kFailed);
   EXPECT_EQ(runs[1].last_error, "nan loss");
-  EXPECT_EQ(runs[2].state, kRunCancelled);
+  EXPECT_EQ(runs[2].state, RunState::kCancelled);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE outcome = 'cancelled'"),
             1);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE outcome = 'failed'"), 1);
@@ -753,10 +777,10 @@ TEST_F(StoreTest, PruneTrialCancelsItsQueuedAndLeasedRuns) {
   ASSERT_OK(store_->PruneTrial(trial.id));
   ASSERT_OK(store_->PruneTrial(trial.id));  // idempotent
   ASSERT_OK_AND_ASSIGN(const TrialRow pruned, store_->GetTrial(trial.id));
-  EXPECT_EQ(pruned.state, kTrialPruned);
+  EXPECT_EQ(pruned.state, TrialState::kPruned);
   ASSERT_OK_AND_ASSIGN(const auto runs, store_->ListRuns(trial.id));
-  EXPECT_EQ(runs[0].state, kRunCancelled);
-  EXPECT_EQ(runs[1].state, kRunCancelled);
+  EXPECT_EQ(runs[0].state, RunState::kCancelled);
+  EXPECT_EQ(runs[1].state, RunState::kCancelled);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE released_at IS NULL"), 0);
   // Only the other trial's run is left to lease.
   ASSERT_OK_AND_ASSIGN(auto next, store_->LeaseRun("l1", absl::Minutes(1)));
@@ -796,9 +820,9 @@ TEST_F(StoreTest, ReleaseLeasesRequeuesTheMembersRunsAtOnce) {
   ASSERT_OK_AND_ASSIGN(auto r1, store_->LeaseRun("l2", absl::Hours(1)));
   ASSERT_OK(store_->ReleaseLeases("l1"));
   ASSERT_OK_AND_ASSIGN(const RunRow released, store_->GetRun(r0->id));
-  EXPECT_EQ(released.state, kRunQueued);
+  EXPECT_EQ(released.state, RunState::kQueued);
   ASSERT_OK_AND_ASSIGN(const RunRow kept, store_->GetRun(r1->id));
-  EXPECT_EQ(kept.state, kRunLeased);
+  EXPECT_EQ(kept.state, RunState::kLeased);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM leases WHERE outcome = 'released'"), 1);
   ASSERT_OK_AND_ASSIGN(auto again, store_->LeaseRun("l3", absl::Hours(1)));
   ASSERT_TRUE(again.has_value());
@@ -961,7 +985,8 @@ TEST_F(StoreTest, SurvivesPostgresRestartsWithNothingLostOrDuplicated) {
       EXPECT_EQ(trials[i].number, i);
       ASSERT_EQ(trials[i].params.size(), 1u);
       EXPECT_EQ(trials[i].params[0].value, absl::StrCat(i));
-      EXPECT_EQ(trials[i].state, w == 0 ? kTrialComplete : kTrialRunning);
+      EXPECT_EQ(trials[i].state,
+                w == 0 ? TrialState::kComplete : TrialState::kRunning);
     }
   }
   const int64_t done = 2 * trials_made[0];

@@ -339,8 +339,9 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
                   {{"service", "coordinator"}}),
             1 << 20);
 
-  ASSERT_TRUE(
-      (*store)->SetStudyState(study->id, coordinator::kStudyRunning).ok());
+  ASSERT_TRUE((*store)
+                  ->SetStudyState(study->id, coordinator::StudyState::kRunning)
+                  .ok());
   // The trial is created without any learner, and it cannot finish before
   // one starts: one running trial, whenever the scrape comes.
   body = ScrapeUntil(

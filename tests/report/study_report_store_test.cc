@@ -161,7 +161,7 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
   // Trials 0 (complete), 1 (complete, best, lockbox), 2 (pruned after
   // reports of 0.3 and 0.5), 3 (failed). Returns the lockbox options.
   learner::TrainerOptions Fill(int64_t study_id) {
-    EXPECT_TRUE(store_->SetStudyState(study_id, co::kStudyRunning).ok());
+    EXPECT_TRUE(store_->SetStudyState(study_id, co::StudyState::kRunning).ok());
     CompleteTrial(study_id, 1e-3, 1.0, /*lockbox=*/false);
     std::optional<learner::TrainerOptions> lockbox =
         CompleteTrial(study_id, 2e-3, 2.0, /*lockbox=*/true);
