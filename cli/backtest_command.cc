@@ -17,10 +17,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
+#include "cli/common_flags.h"
 #include "cli/table.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
@@ -33,6 +35,22 @@
 #include "learner/torch/policy_runner.h"
 #include "nlohmann/json.hpp"
 #include "report/svg_chart.h"
+
+ABSL_FLAG(std::string, from, "",
+          "the first bar played: Unix seconds or ISO-8601 UTC (2024-01-31, "
+          "2024-01-31T12:00:00Z); default: the dataset's first");
+ABSL_FLAG(std::string, to, "",
+          "the end of the bars played (excluded), as --from; default: the "
+          "dataset's end");
+ABSL_FLAG(int64_t, random_seeds, ristretto::coordinator::kRandomPolicySeeds,
+          "seeds of the random-policy baseline, in [1, 10000]");
+ABSL_FLAG(std::optional<double>, slippage_bps, std::nullopt,
+          "slippage in basis points, in [0, 10000) (default: the policy "
+          "contract's)");
+ABSL_FLAG(std::optional<double>, max_volume_share, std::nullopt,
+          "the largest share of a bar's volume one order may take, in [0, 1] "
+          "(0: no cap; default: the policy contract's)");
+ABSL_FLAG(int64_t, threads, 1, "CPU threads of the policy, in [1, 1024]");
 
 namespace ristretto::cli {
 namespace {
@@ -78,20 +96,20 @@ absl::StatusOr<int64_t> ParseTimeFlag(const char* flag,
   return *t;
 }
 
-absl::StatusOr<Request> ParseRequest(const Args& args) {
-  RETURN_IF_ERROR(
-      args.CheckKnown({"dataset", "from", "to", "out", "random-seeds",
-                       "slippage-bps", "max-volume-share", "threads"}));
+absl::StatusOr<Request> ParseRequest(const ParsedCommandLine& parsed) {
   Request r;
-  if (args.positional().size() != 1) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "backtest takes one POLICY_DIR (a directory with policy.pt and "
         "contract.json)");
   }
-  r.policy_dir = args.positional()[0];
-  ASSIGN_OR_RETURN(r.dataset_path, args.RequiredString("dataset"));
-  ASSIGN_OR_RETURN(r.from_text, args.String("from", ""));
-  ASSIGN_OR_RETURN(r.to_text, args.String("to", ""));
+  r.policy_dir = parsed.positional[0];
+  r.dataset_path = absl::GetFlag(FLAGS_dataset);
+  if (r.dataset_path.empty()) {
+    return absl::InvalidArgumentError("missing required --dataset");
+  }
+  r.from_text = absl::GetFlag(FLAGS_from);
+  r.to_text = absl::GetFlag(FLAGS_to);
   if (!r.from_text.empty()) {
     ASSIGN_OR_RETURN(r.from, ParseTimeFlag("from", r.from_text));
   }
@@ -102,11 +120,11 @@ absl::StatusOr<Request> ParseRequest(const Args& args) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--from ", r.from_text, " is not before --to ", r.to_text));
   }
-  ASSIGN_OR_RETURN(std::string out, args.String("out", kDefaultOut));
-  if (out.empty()) return absl::InvalidArgumentError("--out is empty");
+  std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) out = kDefaultOut;
   r.out = fs::absolute(fs::path(out)).lexically_normal();
   if (r.out.filename().empty()) r.out = r.out.parent_path();
-  ASSIGN_OR_RETURN(int64_t seeds, args.Int("random-seeds", r.random_seeds));
+  const int64_t seeds = absl::GetFlag(FLAGS_random_seeds);
   if (seeds < 1 || seeds > 10000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--random-seeds ", seeds,
@@ -114,22 +132,24 @@ absl::StatusOr<Request> ParseRequest(const Args& args) {
                      "policy is a required baseline)"));
   }
   r.random_seeds = static_cast<int>(seeds);
-  ASSIGN_OR_RETURN(int64_t threads, args.Int("threads", 1));
+  const int64_t threads = absl::GetFlag(FLAGS_threads);
   if (threads < 1 || threads > 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("--threads ", threads, " must be in [1, 1024]"));
   }
   r.threads = static_cast<int>(threads);
-  if (args.Has("slippage-bps")) {
-    ASSIGN_OR_RETURN(double s, args.Double("slippage-bps", 0));
+  if (const std::optional<double> slippage = absl::GetFlag(FLAGS_slippage_bps);
+      slippage.has_value()) {
+    const double s = *slippage;
     if (!(s >= 0 && s < 1e4)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--slippage-bps ", s, " must be in [0, 10000)"));
     }
     r.slippage_bps = s;
   }
-  if (args.Has("max-volume-share")) {
-    ASSIGN_OR_RETURN(double v, args.Double("max-volume-share", 0));
+  if (const std::optional<double> share = absl::GetFlag(FLAGS_max_volume_share);
+      share.has_value()) {
+    const double v = *share;
     if (!(v >= 0 && v <= 1)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--max-volume-share ", v, " must be in [0, 1] (0 = no cap)"));
@@ -667,9 +687,9 @@ absl::Status WriteOutputs(
 
 // ---- the command ------------------------------------------------------------
 
-absl::Status Backtest(const Args& args) {
+absl::Status Backtest(const ParsedCommandLine& parsed) {
   const auto start = Clock::now();
-  ASSIGN_OR_RETURN(Request req, ParseRequest(args));
+  ASSIGN_OR_RETURN(Request req, ParseRequest(parsed));
   RETURN_IF_ERROR(CheckOutDir(req.out));
   const fs::path policy_dir(req.policy_dir);
   ASSIGN_OR_RETURN(learner::PolicyContract contract,
@@ -875,8 +895,25 @@ absl::Status Backtest(const Args& args) {
 }  // namespace
 
 int RunBacktestCommand(int argc, char** argv, int first) {
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
-  absl::Status status = args.ok() ? Backtest(*args) : args.status();
+  const Command command{
+      "backtest",
+      "usage: ristretto backtest POLICY_DIR --dataset FILE [--from TS] "
+      "[--to TS]\n"
+      "           [--out backtest] [--random-seeds 20] [--slippage-bps X]\n"
+      "           [--max-volume-share Y] [--threads 1]\n"
+      "Plays an exported policy (policy.pt + contract.json) through the "
+      "training env\non the dataset's bars in [--from, --to) beside buy and "
+      "hold, cash and a random\npolicy; writes equity.csv, positions.csv, "
+      "metrics.json and SVG charts to --out.\n",
+      AnyOf({FlagsDefinedIn({"cli/backtest_command.cc"}),
+             FlagsOf(FLAGS_dataset, FLAGS_out)}),
+      /*max_positional=*/1};
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(command, argc, argv, first, &parsed)) {
+    return *exit_code;
+  }
+  const absl::Status status = Backtest(parsed);
   if (!status.ok()) {
     std::fprintf(stderr, "ristretto backtest: %s\n",
                  std::string(status.message()).c_str());

@@ -1,15 +1,19 @@
 #include "cli/env_commands.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
+#include "absl/strings/str_replace.h"
+#include "cli/common_flags.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "common/text_util.h"
@@ -22,10 +26,58 @@
 #include "env/synthetic.h"
 #include "env/vector_env.h"
 
+// env bench.
+ABSL_FLAG(int64_t, features, 98, "features per asset of the bench market");
+ABSL_FLAG(double, seconds, 3.0, "how long to step the envs");
+// dataset synth.
+ABSL_FLAG(double, signal_bars,
+          ristretto::env::SyntheticMarketOptions{}.signal_bars,
+          "persistence of the planted signal, >= 1: a run of equal signs "
+          "lasts 2x this many bars on average (1: a fresh sign every bar)");
+
 namespace ristretto::cli {
 namespace {
 
 using env::Dataset;
+
+constexpr char kEnvUsage[] =
+    "usage: ristretto env <command> [options]\n"
+    "  replay CASE_DIR [--copies 1]   replay a golden case, compare traces\n"
+    "  bench [--assets 7] [--features 98] [--lookback 1] [--copies 1024]\n"
+    "        [--seconds 3] [--rows 20000] [--seed 1]   env steps per second\n"
+    "  demo [--seed 7] [--rows 6000] [--lookback 2]   fixed policies on a\n"
+    "        synthetic market\n"
+    "ristretto env COMMAND --help lists a command's flags.\n";
+
+Command EnvReplayCommand() {
+  return {"env replay",
+          "usage: ristretto env replay CASE_DIR [--copies 1]\n"
+          "Replays a golden env case (params.json, expected.csv) in --copies "
+          "env copies and\ncompares every step; exit status 1 when a trace "
+          "differs.\n",
+          FlagsOf(FLAGS_copies), /*max_positional=*/1};
+}
+
+Command EnvBenchCommand() {
+  return {"env bench",
+          "usage: ristretto env bench [--assets 7] [--features 98] "
+          "[--lookback 1]\n"
+          "           [--copies 1024] [--seconds 3] [--rows 20000] "
+          "[--seed 1]\n"
+          "Steps a vector env with random actions and prints env steps per "
+          "second.\n",
+          FlagsOf(FLAGS_assets, FLAGS_features, FLAGS_lookback, FLAGS_copies,
+                  FLAGS_seconds, FLAGS_rows, FLAGS_seed)};
+}
+
+Command EnvDemoCommand() {
+  return {"env demo",
+          "usage: ristretto env demo [--seed 7] [--rows 6000] [--lookback 2]\n"
+          "Plays three fixed policies over the held-out slice of a synthetic "
+          "market\nand prints their metrics next to equal-weight buy and "
+          "hold.\n",
+          FlagsOf(FLAGS_seed, FLAGS_rows, FLAGS_lookback)};
+}
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "ristretto: %s\n",
@@ -74,30 +126,36 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
   std::printf("  %s\n", names.c_str());
 }
 
-absl::Status DatasetImport(const Args& args) {
-  std::set<std::string> known = kCsvImportFlags;
-  known.insert("out");
-  RETURN_IF_ERROR(args.CheckKnown(known));
-  ASSIGN_OR_RETURN(env::CsvImportOptions options,
-                   CsvImportOptionsFromArgs(args));
-  ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
+// --NAME's text; kInvalidArgument "missing required --NAME" when empty.
+absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag) {
+  std::string value = absl::GetFlag(flag);
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "missing required --",
+        absl::StrReplaceAll(absl::GetFlagReflectionHandle(flag).Name(),
+                            {{"_", "-"}})));
+  }
+  return value;
+}
+
+absl::Status DatasetImport() {
+  ASSIGN_OR_RETURN(env::CsvImportOptions options, CsvImportOptionsFromFlags());
+  ASSIGN_OR_RETURN(std::string out, Required(FLAGS_out));
   return ImportCsvToDatasetFile(options, out).status();
 }
 
-absl::Status DatasetSynth(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"out", "assets", "rows", "interval", "seed",
-                                   "predictability", "signal-bars"}));
+absl::Status DatasetSynth() {
   env::SyntheticMarketOptions o;
-  ASSIGN_OR_RETURN(std::string out, args.RequiredString("out"));
-  ASSIGN_OR_RETURN(int64_t assets, args.Int("assets", o.num_assets));
-  o.num_assets = static_cast<int>(assets);
-  ASSIGN_OR_RETURN(o.num_rows, args.Int("rows", o.num_rows));
-  ASSIGN_OR_RETURN(std::string interval, args.String("interval", "30m"));
-  ASSIGN_OR_RETURN(o.interval_seconds, env::ParseInterval(interval));
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
-  o.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(o.predictability, args.Double("predictability", 0.0));
-  ASSIGN_OR_RETURN(o.signal_bars, args.Double("signal-bars", o.signal_bars));
+  ASSIGN_OR_RETURN(std::string out, Required(FLAGS_out));
+  o.num_assets =
+      static_cast<int>(absl::GetFlag(FLAGS_assets).value_or(o.num_assets));
+  o.num_rows = absl::GetFlag(FLAGS_rows).value_or(o.num_rows);
+  std::string interval = absl::GetFlag(FLAGS_interval);
+  ASSIGN_OR_RETURN(o.interval_seconds,
+                   env::ParseInterval(interval.empty() ? "30m" : interval));
+  o.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed).value_or(1));
+  o.predictability = absl::GetFlag(FLAGS_predictability);
+  o.signal_bars = absl::GetFlag(FLAGS_signal_bars);
   ASSIGN_OR_RETURN(Dataset dataset, env::GenerateSyntheticDataset(o));
   RETURN_IF_ERROR(env::WriteDataset(dataset, out));
   std::printf("wrote %s\n", out.c_str());
@@ -105,46 +163,42 @@ absl::Status DatasetSynth(const Args& args) {
   return absl::OkStatus();
 }
 
-absl::Status DatasetInfo(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({}));
-  if (args.positional().size() != 2) {
+absl::Status DatasetInfo(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError("usage: ristretto dataset info FILE");
   }
-  ASSIGN_OR_RETURN(Dataset dataset, env::ReadDataset(args.positional()[1]));
+  ASSIGN_OR_RETURN(Dataset dataset, env::ReadDataset(parsed.positional[0]));
   PrintDatasetInfo(dataset, dataset.ComputeId());
   return absl::OkStatus();
 }
 
 // ---- env -------------------------------------------------------------------
 
-absl::StatusOr<bool> EnvReplay(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"copies"}));
-  if (args.positional().size() != 2) {
+absl::StatusOr<bool> EnvReplay(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto env replay CASE_DIR [--copies B]");
   }
-  ASSIGN_OR_RETURN(int64_t copies, args.Int("copies", 1));
+  const int64_t copies = absl::GetFlag(FLAGS_copies).value_or(1);
   if (copies < 1 || copies > 4096) {
     return absl::InvalidArgumentError("--copies must be in [1, 4096]");
   }
   ASSIGN_OR_RETURN(env::GoldenCase golden,
-                   env::LoadGoldenCase(args.positional()[1]));
+                   env::LoadGoldenCase(parsed.positional[0]));
   ASSIGN_OR_RETURN(env::ReplayReport report,
                    env::ReplayGoldenCase(golden, static_cast<int>(copies)));
   std::fputs(env::FormatReplayReport(report).c_str(), stdout);
   return report.passed();
 }
 
-absl::Status EnvBench(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown(
-      {"assets", "features", "lookback", "copies", "seconds", "rows", "seed"}));
-  ASSIGN_OR_RETURN(int64_t assets, args.Int("assets", 7));
-  ASSIGN_OR_RETURN(int64_t features, args.Int("features", 98));
-  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 1));
-  ASSIGN_OR_RETURN(int64_t copies, args.Int("copies", 1024));
-  ASSIGN_OR_RETURN(double seconds, args.Double("seconds", 3.0));
-  ASSIGN_OR_RETURN(int64_t rows, args.Int("rows", 20000));
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 1));
+absl::Status EnvBench() {
+  const int64_t assets = absl::GetFlag(FLAGS_assets).value_or(7);
+  const int64_t features = absl::GetFlag(FLAGS_features);
+  const int64_t lookback = absl::GetFlag(FLAGS_lookback).value_or(1);
+  const int64_t copies = absl::GetFlag(FLAGS_copies).value_or(1024);
+  const double seconds = absl::GetFlag(FLAGS_seconds);
+  const int64_t rows = absl::GetFlag(FLAGS_rows).value_or(20000);
+  const int64_t seed = absl::GetFlag(FLAGS_seed).value_or(1);
   if (copies < 1 || copies > (1 << 20) || seconds <= 0 || lookback < 1) {
     return absl::InvalidArgumentError(
         "--copies must be in [1, 2^20], --seconds > 0, --lookback >= 1");
@@ -199,13 +253,11 @@ absl::Status EnvBench(const Args& args) {
 
 // Plays three fixed policies over a held-out slice of a synthetic market and
 // prints their metrics next to equal-weight buy-and-hold.
-absl::Status EnvDemo(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"seed", "rows", "lookback"}));
+absl::Status EnvDemo() {
   env::SyntheticMarketOptions o;
-  ASSIGN_OR_RETURN(int64_t seed, args.Int("seed", 7));
-  o.seed = static_cast<uint64_t>(seed);
-  ASSIGN_OR_RETURN(o.num_rows, args.Int("rows", 6000));
-  ASSIGN_OR_RETURN(int64_t lookback, args.Int("lookback", 2));
+  o.seed = static_cast<uint64_t>(absl::GetFlag(FLAGS_seed).value_or(7));
+  o.num_rows = absl::GetFlag(FLAGS_rows).value_or(6000);
+  const int64_t lookback = absl::GetFlag(FLAGS_lookback).value_or(2);
   ASSIGN_OR_RETURN(Dataset dataset, env::GenerateSyntheticDataset(o));
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
   const int64_t T = market->num_rows;
@@ -288,29 +340,44 @@ absl::Status EnvDemo(const Args& args) {
 
 }  // namespace
 
-const std::set<std::string> kCsvImportFlags = {"csv-dir",   "interval",
-                                               "max-ffill", "on-long-gap",
-                                               "min-qty",   "min-domain-rows"};
+FlagFilter CsvImportFlags() {
+  return FlagsOf(FLAGS_csv_dir, FLAGS_interval, FLAGS_max_ffill,
+                 FLAGS_on_long_gap, FLAGS_min_qty, FLAGS_min_domain_rows);
+}
 
-absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromArgs(
-    const Args& args) {
+absl::Status CheckNoCsvImportFlags() {
+  const char* given =
+      !absl::GetFlag(FLAGS_interval).empty()             ? "interval"
+      : absl::GetFlag(FLAGS_max_ffill).has_value()       ? "max-ffill"
+      : !absl::GetFlag(FLAGS_on_long_gap).empty()        ? "on-long-gap"
+      : !absl::GetFlag(FLAGS_min_qty).empty()            ? "min-qty"
+      : absl::GetFlag(FLAGS_min_domain_rows).has_value() ? "min-domain-rows"
+                                                         : nullptr;
+  if (given == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", given, " is an import option: it needs --csv-dir"));
+}
+
+absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromFlags() {
   env::CsvImportOptions options;
-  ASSIGN_OR_RETURN(options.csv_dir, args.RequiredString("csv-dir"));
-  ASSIGN_OR_RETURN(std::string interval, args.RequiredString("interval"));
+  ASSIGN_OR_RETURN(options.csv_dir, Required(FLAGS_csv_dir));
+  ASSIGN_OR_RETURN(std::string interval, Required(FLAGS_interval));
   ASSIGN_OR_RETURN(options.interval_seconds, env::ParseInterval(interval));
-  ASSIGN_OR_RETURN(options.max_ffill_bars,
-                   args.Int("max-ffill", env::kDefaultMaxFfillBars));
-  ASSIGN_OR_RETURN(std::string policy, args.String("on-long-gap", "split"));
+  options.max_ffill_bars =
+      absl::GetFlag(FLAGS_max_ffill).value_or(env::kDefaultMaxFfillBars);
+  std::string policy = absl::GetFlag(FLAGS_on_long_gap);
+  if (policy.empty()) policy = "split";
   if (policy == "split") {
     options.on_long_gap = env::LongGapPolicy::kSplit;
   } else if (policy == "fail") {
     options.on_long_gap = env::LongGapPolicy::kFail;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--on-long-gap must be split or fail, got '", policy, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--on-long-gap must be split or fail, got '",
+                     EscapeForMessage(policy), "'"));
   }
-  ASSIGN_OR_RETURN(options.min_qty_file, args.String("min-qty", ""));
-  ASSIGN_OR_RETURN(options.min_domain_rows, args.Int("min-domain-rows", 2));
+  options.min_qty_file = absl::GetFlag(FLAGS_min_qty);
+  options.min_domain_rows = absl::GetFlag(FLAGS_min_domain_rows).value_or(2);
   return options;
 }
 
@@ -345,44 +412,85 @@ absl::StatusOr<std::string> ImportCsvToDatasetFile(
   return id;
 }
 
-int RunDatasetCommand(int argc, char** argv, int first) {
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
-  if (!args.ok()) return Fail(args.status());
-  const std::string verb = argv[first];
-  absl::Status status;
+std::optional<Command> DatasetFileCommand(const std::string& verb) {
   if (verb == "import") {
-    status = DatasetImport(*args);
-  } else if (verb == "synth") {
-    status = DatasetSynth(*args);
-  } else if (verb == "info") {
-    status = DatasetInfo(*args);
-  } else {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("unknown dataset command '", EscapeForMessage(verb),
-                     "' (import, synth, info)"));
+    return Command{
+        "dataset import",
+        "usage: ristretto dataset import --csv-dir DIR --interval 5m --out "
+        "FILE\n"
+        "           [--max-ffill 3] [--on-long-gap split|fail] [--min-qty "
+        "FILE]\n"
+        "           [--min-domain-rows 2] [--db DSN --data-dir DIR]\n"
+        "Imports per-asset CSV files into a dataset file (features computed);"
+        " with --db\nor --data-dir also registers it in the coordinator's "
+        "database.\n",
+        AnyOf(
+            {CsvImportFlags(), FlagsOf(FLAGS_out, FLAGS_db, FLAGS_data_dir)})};
   }
-  return status.ok() ? 0 : Fail(status);
+  if (verb == "synth") {
+    return Command{
+        "dataset synth",
+        "usage: ristretto dataset synth --out FILE [--assets 7] [--rows "
+        "10000]\n"
+        "           [--interval 30m] [--seed 1] [--predictability 0] "
+        "[--signal-bars 1]\n"
+        "           [--db DSN --data-dir DIR]\n"
+        "Writes a synthetic market (deterministic by seed) to a dataset file;"
+        " with --db\nor --data-dir also registers it in the coordinator's "
+        "database.\n",
+        FlagsOf(FLAGS_out, FLAGS_assets, FLAGS_rows, FLAGS_interval, FLAGS_seed,
+                FLAGS_predictability, FLAGS_signal_bars, FLAGS_db,
+                FLAGS_data_dir)};
+  }
+  if (verb == "info") {
+    return Command{"dataset info",
+                   "usage: ristretto dataset info FILE\n"
+                   "Prints a dataset file's id, assets, rows, domains and "
+                   "features.\n",
+                   FlagsOf(), /*max_positional=*/1};
+  }
+  return std::nullopt;
+}
+
+absl::Status RunDatasetFileCommand(const std::string& verb,
+                                   const ParsedCommandLine& parsed) {
+  if (verb == "import") return DatasetImport();
+  if (verb == "synth") return DatasetSynth();
+  if (verb == "info") return DatasetInfo(parsed);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dataset command '", EscapeForMessage(verb), "'"));
 }
 
 int RunEnvCommand(int argc, char** argv, int first) {
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
-  if (!args.ok()) return Fail(args.status());
+  if (first >= argc) {
+    std::fputs(kEnvUsage, stderr);
+    return 2;
+  }
   const std::string verb = argv[first];
+  if (IsHelpWord(verb)) {
+    std::fputs(kEnvUsage, stdout);
+    return 0;
+  }
+  std::optional<Command> command;
+  if (verb == "replay") command = EnvReplayCommand();
+  if (verb == "bench") command = EnvBenchCommand();
+  if (verb == "demo") command = EnvDemoCommand();
+  if (!command.has_value()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("unknown env command '", EscapeForMessage(verb),
+                     "' (replay, bench, demo)")));
+  }
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(*command, argc, argv, first + 1, &parsed)) {
+    return *exit_code;
+  }
   if (verb == "replay") {
-    absl::StatusOr<bool> passed = EnvReplay(*args);
+    absl::StatusOr<bool> passed = EnvReplay(parsed);
     if (!passed.ok()) return Fail(passed.status());
     return *passed ? 0 : 1;
   }
-  absl::Status status;
-  if (verb == "bench") {
-    status = EnvBench(*args);
-  } else if (verb == "demo") {
-    status = EnvDemo(*args);
-  } else {
-    status = absl::InvalidArgumentError(
-        absl::StrCat("unknown env command '", EscapeForMessage(verb),
-                     "' (replay, bench, demo)"));
-  }
+  const absl::Status status = verb == "bench" ? EnvBench() : EnvDemo();
   return status.ok() ? 0 : Fail(status);
 }
 

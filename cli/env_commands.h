@@ -1,29 +1,48 @@
-// `ristretto env ...` and `ristretto dataset ...` subcommands. Each returns
-// the process exit status and prints errors to stderr.
+// `ristretto env ...` and the file side of `ristretto dataset ...`. Each
+// returns the process exit status and prints errors to stderr.
 #ifndef RISTRETTO_CLI_ENV_COMMANDS_H_
 #define RISTRETTO_CLI_ENV_COMMANDS_H_
 
-#include <set>
+#include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
+#include "common/flags.h"
 #include "env/csv_import.h"
 
 namespace ristretto::cli {
 
-// argv[first] is the verb after the group ("replay", "import", ...).
+// `ristretto env replay|bench|demo`; argv[first] is the verb.
 int RunEnvCommand(int argc, char** argv, int first);
-int RunDatasetCommand(int argc, char** argv, int first);
 
-// The flags `dataset import` (and `up --csv-dir`) read besides --out.
-extern const std::set<std::string> kCsvImportFlags;
+// The command line of `dataset VERB` for the verbs that write or read a
+// dataset file: import, synth and info; std::nullopt for any other verb.
+// import and synth also accept --db and --data-dir, which register the file
+// written (study_commands.h, RunDatasetCommand).
+std::optional<Command> DatasetFileCommand(const std::string& verb);
 
-// --csv-dir (required), --interval (required), --max-ffill (default
-// env::kDefaultMaxFfillBars), --on-long-gap split|fail, --min-qty,
-// --min-domain-rows. Errors: kInvalidArgument naming the flag.
-absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromArgs(
-    const Args& args);
+// Runs `dataset VERB` (import, synth, info) once ParseCommand has set its
+// flags (`parsed`: its positional arguments). Prints what it did.
+// Errors: kInvalidArgument for bad usage or input (exit status 2), others.
+absl::Status RunDatasetFileCommand(const std::string& verb,
+                                   const ParsedCommandLine& parsed);
+
+// The flags of a CSV import, read by `dataset import` and `up --csv-dir`:
+// --csv-dir, --interval, --max-ffill, --on-long-gap, --min-qty,
+// --min-domain-rows.
+FlagFilter CsvImportFlags();
+
+// The import options those flags give: --csv-dir and --interval required,
+// --max-ffill (default env::kDefaultMaxFfillBars), --on-long-gap split|fail
+// (default split), --min-qty, --min-domain-rows (default 2). Errors:
+// kInvalidArgument naming the flag.
+absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromFlags();
+
+// kInvalidArgument "--FLAG is an import option: it needs --csv-dir" for the
+// first import flag besides --csv-dir that the command line set.
+absl::Status CheckNoCsvImportFlags();
 
 // What `dataset import` does after parsing its flags, so `up --csv-dir`
 // takes the same path: imports (env::ImportCsvDirectory), prints the import

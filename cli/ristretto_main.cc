@@ -2,10 +2,11 @@
 // replay/bench/demo, train, backtest, study
 // create/start/stop/ls/show/best/export, up.
 #include <cstdio>
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "cli/backtest_command.h"
+#include "cli/command_line.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "cli/train_command.h"
@@ -52,30 +53,50 @@ constexpr char kUsage[] =
     "                 and run by a study with `dataset: given`; without\n"
     "                 --study a built-in one)\n"
     "                 (PostgreSQL + coordinator + learner + actors; runs the\n"
-    "                 study, prints the leaderboard, exports the best)\n";
+    "                 study, prints the leaderboard, exports the best)\n"
+    "\n"
+    "ristretto GROUP COMMAND --help (or ristretto help GROUP COMMAND) lists "
+    "a\ncommand's flags; ristretto GROUP --help its commands.\n";
+
+// Runs the command argv[1] (argc >= 2).
+int Dispatch(int argc, char** argv) {
+  const std::string command = argv[1];
+  if (command == "train") return ristretto::cli::RunTrainCommand(argc, argv, 2);
+  if (command == "backtest") {
+    return ristretto::cli::RunBacktestCommand(argc, argv, 2);
+  }
+  if (command == "up") return ristretto::cli::RunUpCommand(argc, argv, 2);
+  if (command == "env") return ristretto::cli::RunEnvCommand(argc, argv, 2);
+  if (command == "dataset") {
+    return ristretto::cli::RunDatasetCommand(argc, argv, 2);
+  }
+  if (command == "study") return ristretto::cli::RunStudyCommand(argc, argv, 2);
+  std::fprintf(stderr,
+               "ristretto: unknown command group '%s' (see ristretto "
+               "--help)\n",
+               ristretto::EscapeForMessage(command).c_str());
+  return 2;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "train") == 0) {
-    return ristretto::cli::RunTrainCommand(argc, argv, 2);
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
   }
-  if (argc >= 2 && std::strcmp(argv[1], "backtest") == 0) {
-    return ristretto::cli::RunBacktestCommand(argc, argv, 2);
+  const std::string command = argv[1];
+  if (ristretto::cli::IsHelpWord(command)) {
+    if (command != "help" || argc == 2) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    // `ristretto help COMMAND...` is `ristretto COMMAND... --help`.
+    std::vector<char*> args(argv, argv + argc);
+    args.erase(args.begin() + 1);
+    char help[] = "--help";
+    args.push_back(help);
+    return Dispatch(static_cast<int>(args.size()), args.data());
   }
-  if (argc >= 2 && std::strcmp(argv[1], "up") == 0) {
-    return ristretto::cli::RunUpCommand(argc, argv, 2);
-  }
-  if (argc < 3 || std::strcmp(argv[1], "--help") == 0) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string group = argv[1];
-  if (group == "env") return ristretto::cli::RunEnvCommand(argc, argv, 2);
-  if (group == "dataset")
-    return ristretto::cli::RunDatasetCommandWithStore(argc, argv, 2);
-  if (group == "study") return ristretto::cli::RunStudyCommand(argc, argv, 2);
-  std::fprintf(stderr, "ristretto: unknown command group '%s'\n\n%s",
-               ristretto::EscapeForMessage(group).c_str(), kUsage);
-  return 2;
+  return Dispatch(argc, argv);
 }

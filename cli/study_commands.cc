@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -27,7 +28,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
+#include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/artifact_hash.h"
@@ -43,6 +45,12 @@
 #include "coordinator/store/study_result.h"
 #include "env/dataset.h"
 #include "report/study_report_store.h"
+
+ABSL_FLAG(std::string, name, "",
+          "the study's name (default: the study file's `name:`)");
+ABSL_FLAG(bool, wait, false,
+          "wait for the study, printing its progress, then print the "
+          "leaderboard (Ctrl-C stops waiting, not the study)");
 
 namespace ristretto::cli {
 namespace {
@@ -69,7 +77,61 @@ constexpr char kStudyUsage[] =
     "  report NAME --out DIR       write DIR/report.html: history, "
     "importance,\n"
     "                              folds, lockbox, statistics (offline HTML)\n"
-    "The database is --db DSN or $RISTRETTO_DB (libpq connection string).\n";
+    "The database is --db DSN or $RISTRETTO_DB (libpq connection string).\n"
+    "ristretto study COMMAND --help lists a command's flags.\n";
+
+constexpr char kDatasetUsage[] =
+    "usage: ristretto dataset <command> [options]\n"
+    "  import --csv-dir DIR --interval 5m --out FILE [import options]\n"
+    "         [--db DSN --data-dir DIR]   import CSV files (and register)\n"
+    "  synth --out FILE [--assets 7] [--rows 10000] [--interval 30m]\n"
+    "         [--seed 1] [--predictability 0] [--db DSN --data-dir DIR]\n"
+    "  info FILE                          a dataset file's summary\n"
+    "  ls [--db DSN]                      the registered datasets\n"
+    "ristretto dataset COMMAND --help lists a command's flags.\n";
+
+// The command line of `study VERB`, std::nullopt for an unknown verb.
+std::optional<Command> StudyCommand(const std::string& verb) {
+  auto db_and = [](FlagFilter more) {
+    return AnyOf({FlagsOf(FLAGS_db), std::move(more)});
+  };
+  if (verb == "create") {
+    return Command{"study create",
+                   "usage: ristretto study create FILE [--name NAME] "
+                   "[--db DSN]\n"
+                   "Validates a study file and stores it (state: created).\n",
+                   db_and(FlagsOf(FLAGS_name)), 1};
+  }
+  if (verb == "start") {
+    return Command{"study start",
+                   "usage: ristretto study start NAME [--wait] [--db DSN]\n"
+                   "Asks the coordinator to run the study.\n",
+                   db_and(FlagsOf(FLAGS_wait)), 1};
+  }
+  if (verb == "export" || verb == "report") {
+    return Command{
+        absl::StrCat("study ", verb),
+        verb == "export"
+            ? "usage: ristretto study export NAME --out DIR [--db DSN]\n"
+              "Copies the policy of the best trial's final run to DIR.\n"
+            : "usage: ristretto study report NAME --out DIR [--db DSN]\n"
+              "Writes DIR/report.html: history, importance, folds, lockbox,\n"
+              "statistics (offline HTML).\n",
+        db_and(FlagsOf(FLAGS_out)), 1};
+  }
+  const std::map<std::string, std::string> only_db = {
+      {"stop", "stop NAME [--db DSN]\nAsks the coordinator to stop the study."},
+      {"ls", "ls [--db DSN]\nLists every study."},
+      {"show", "show NAME [--db DSN]\nPrints a study's settings and trials."},
+      {"best",
+       "best NAME [--db DSN]\nPrints the best complete trial: params, folds, "
+       "lockbox, artifacts."}};
+  auto it = only_db.find(verb);
+  if (it == only_db.end()) return std::nullopt;
+  return Command{absl::StrCat("study ", verb),
+                 absl::StrCat("usage: ristretto study ", it->second, "\n"),
+                 FlagsOf(FLAGS_db), verb == "ls" ? size_t{0} : size_t{1}};
+}
 
 // Exit status for a failed command: 2 for bad usage or input, 1 otherwise.
 int Fail(const absl::Status& status) {
@@ -157,8 +219,8 @@ std::string MaskPassword(const std::string& message, const std::string& dsn) {
   return absl::StrReplaceAll(message, {{password, "***"}});
 }
 
-absl::StatusOr<std::string> ResolveDsn(const Args& args) {
-  ASSIGN_OR_RETURN(std::string dsn, args.String("db", ""));
+absl::StatusOr<std::string> ResolveDsn() {
+  const std::string dsn = absl::GetFlag(FLAGS_db);
   // A password on the command line is readable by every local user (ps);
   // one in $RISTRETTO_DB or libpq's passfile is not.
   RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(dsn, "db"));
@@ -171,8 +233,8 @@ absl::StatusOr<std::string> ResolveDsn(const Args& args) {
       "user=postgres\")");
 }
 
-absl::StatusOr<std::unique_ptr<Store>> OpenStore(const Args& args) {
-  ASSIGN_OR_RETURN(std::string dsn, ResolveDsn(args));
+absl::StatusOr<std::unique_ptr<Store>> OpenStore() {
+  ASSIGN_OR_RETURN(std::string dsn, ResolveDsn());
   return ConnectStore(dsn);
 }
 
@@ -500,13 +562,12 @@ absl::Status CheckStudyName(const std::string& name) {
       "'.'"));
 }
 
-absl::Status StudyCreate(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db", "name"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyCreate(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study create FILE [--name NAME] [--db DSN]");
   }
-  const std::string& file = args.positional()[1];
+  const std::string& file = parsed.positional[0];
   absl::StatusOr<std::string> text = coordinator::ReadStudyFile(file);
   if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
   absl::StatusOr<coordinator::StudyConfig> config =
@@ -516,7 +577,8 @@ absl::Status StudyCreate(const Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": ", config.status().message()));
   }
-  ASSIGN_OR_RETURN(std::string name, args.String("name", config->name));
+  std::string name = absl::GetFlag(FLAGS_name);
+  if (name.empty()) name = config->name;
   if (name.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file,
@@ -524,7 +586,7 @@ absl::Status StudyCreate(const Args& args) {
                      "--name NAME)"));
   }
   RETURN_IF_ERROR(CheckStudyName(name));
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   if (!config->dataset.synthetic) {
     absl::StatusOr<DatasetRow> dataset = store->GetDataset(config->dataset.id);
     if (absl::IsNotFound(dataset.status())) {
@@ -554,14 +616,13 @@ std::atomic<bool> interrupted{false};
 
 extern "C" void OnInterrupt(int /*signal*/) { interrupted.store(true); }
 
-absl::Status StudyStart(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db", "wait"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyStart(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study start NAME [--wait] [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   if (study.state == coordinator::StudyState::kDone) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -576,7 +637,7 @@ absl::Status StudyStart(const Args& args) {
                 name.c_str(),
                 std::string(coordinator::ToString(study.state)).c_str());
   }
-  if (!args.Has("wait")) return absl::OkStatus();
+  if (!absl::GetFlag(FLAGS_wait)) return absl::OkStatus();
   std::fflush(stdout);
   interrupted.store(false);
   std::signal(SIGINT, OnInterrupt);
@@ -588,14 +649,13 @@ absl::Status StudyStart(const Args& args) {
   return PrintLeaderboard(*store, name, 10, stdout);
 }
 
-absl::Status StudyStop(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyStop(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study stop NAME [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   if (study.state == coordinator::StudyState::kDone) {
     return absl::FailedPreconditionError(
@@ -615,12 +675,8 @@ absl::Status StudyStop(const Args& args) {
   return absl::OkStatus();
 }
 
-absl::Status StudyLs(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db"}));
-  if (args.positional().size() != 1) {
-    return absl::InvalidArgumentError("usage: ristretto study ls [--db DSN]");
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+absl::Status StudyLs() {
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::vector<StudyRow> studies, store->ListStudies());
   if (studies.empty()) {
     std::printf("no studies (ristretto study create FILE)\n");
@@ -642,14 +698,13 @@ absl::Status StudyLs(const Args& args) {
   return absl::OkStatus();
 }
 
-absl::Status StudyShow(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyShow(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study show NAME [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   std::printf("study        %s (id %lld)\n", study.name.c_str(),
               static_cast<long long>(study.id));
@@ -702,14 +757,13 @@ absl::Status StudyShow(const Args& args) {
   return PrintStudyStatistics(*store, study, stdout);
 }
 
-absl::Status StudyBest(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyBest(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study best NAME [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(*store, name));
   ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store->ListTrials(study.id));
   const std::optional<TrialRow> best = BestTrial(trials);
@@ -812,30 +866,34 @@ absl::Status StudyBest(const Args& args) {
   return PrintStudyStatistics(*store, study, stdout);
 }
 
-absl::Status StudyExport(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db", "out"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyExport(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study export NAME --out DIR [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::string out_dir, args.RequiredString("out"));
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  const std::string out_dir = absl::GetFlag(FLAGS_out);
+  if (out_dir.empty()) {
+    return absl::InvalidArgumentError("missing required --out");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::string exported, ExportBest(*store, name, out_dir));
   std::printf("exported the best policy of study %s to %s\n", name.c_str(),
               exported.c_str());
   return absl::OkStatus();
 }
 
-absl::Status StudyReport(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db", "out"}));
-  if (args.positional().size() != 2) {
+absl::Status StudyReport(const ParsedCommandLine& parsed) {
+  if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
         "usage: ristretto study report NAME --out DIR [--db DSN]");
   }
-  const std::string& name = args.positional()[1];
-  ASSIGN_OR_RETURN(std::string out_dir, args.RequiredString("out"));
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+  const std::string& name = parsed.positional[0];
+  const std::string out_dir = absl::GetFlag(FLAGS_out);
+  if (out_dir.empty()) {
+    return absl::InvalidArgumentError("missing required --out");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::string path,
                    report::WriteStudyReport(*store, name, out_dir));
   std::printf("wrote the report of study %s to %s\n", name.c_str(),
@@ -845,9 +903,8 @@ absl::Status StudyReport(const Args& args) {
 
 // ---- dataset commands ------------------------------------------------------
 
-absl::Status DatasetLs(const Args& args) {
-  RETURN_IF_ERROR(args.CheckKnown({"db"}));
-  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(args));
+absl::Status DatasetLs() {
+  ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::vector<DatasetRow> datasets, store->ListDatasets());
   if (datasets.empty()) {
     std::printf(
@@ -865,39 +922,29 @@ absl::Status DatasetLs(const Args& args) {
   return absl::OkStatus();
 }
 
-// `dataset import|synth … --db DSN --data-dir DIR`: the options the store
-// side adds are removed before the command runs as before.
-int DatasetWithRegistration(const Args& args, int argc, char** argv,
-                            int first) {
-  absl::StatusOr<std::string> dsn = ResolveDsn(args);
+// `dataset import|synth … --db DSN --data-dir DIR`: connects first (a bad
+// DSN fails before a long import), runs the command, then registers the
+// file it wrote.
+int DatasetWithRegistration(const std::string& verb,
+                            const ParsedCommandLine& parsed) {
+  absl::StatusOr<std::string> dsn = ResolveDsn();
   if (!dsn.ok()) return Fail(dsn.status());
-  absl::StatusOr<std::string> data_dir = args.RequiredString("data-dir");
-  if (!data_dir.ok()) {
+  const std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty()) {
     return Fail(absl::InvalidArgumentError(
         "registering a dataset needs --data-dir DIR (it is copied to "
         "DIR/datasets/<id>.rds, where the coordinator serves it)"));
   }
-  absl::StatusOr<std::string> out = args.RequiredString("out");
-  if (!out.ok()) return Fail(out.status());
-  // Connect first, so a bad DSN fails before a long import.
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) {
+    return Fail(absl::InvalidArgumentError("missing required --out"));
+  }
   absl::StatusOr<std::unique_ptr<Store>> store = ConnectStore(*dsn);
   if (!store.ok()) return Fail(store.status());
-
-  std::vector<char*> kept(argv, argv + first);
-  for (int i = first; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--db" || arg == "--data-dir") {
-      ++i;  // and its value
-    } else if (!absl::StartsWith(arg, "--db=") &&
-               !absl::StartsWith(arg, "--data-dir=")) {
-      kept.push_back(argv[i]);
-    }
-  }
-  const int status =
-      RunDatasetCommand(static_cast<int>(kept.size()), kept.data(), first);
-  if (status != 0) return status;
+  const absl::Status status = RunDatasetFileCommand(verb, parsed);
+  if (!status.ok()) return Fail(status);
   std::fflush(stdout);
-  absl::StatusOr<DatasetRow> row = RegisterDataset(**store, *out, *data_dir);
+  absl::StatusOr<DatasetRow> row = RegisterDataset(**store, out, data_dir);
   if (!row.ok()) return Fail(row.status());
   std::printf("registered dataset %s (%s)\n", row->id.c_str(),
               row->path.c_str());
@@ -1203,52 +1250,80 @@ int RunStudyCommand(int argc, char** argv, int first) {
     return 2;
   }
   const std::string verb = argv[first];
-  if (verb == "--help" || verb == "help") {
+  if (IsHelpWord(verb)) {
     std::fputs(kStudyUsage, stdout);
     return 0;
   }
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {"wait"});
-  if (!args.ok()) return Fail(args.status());
+  const std::optional<Command> command = StudyCommand(verb);
+  if (!command.has_value()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "unknown study command '", EscapeForMessage(verb),
+        "' (create, start, stop, ls, show, best, export, report)")));
+  }
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(*command, argc, argv, first + 1, &parsed)) {
+    return *exit_code;
+  }
   absl::Status status;
   if (verb == "create") {
-    status = StudyCreate(*args);
+    status = StudyCreate(parsed);
   } else if (verb == "start") {
-    status = StudyStart(*args);
+    status = StudyStart(parsed);
   } else if (verb == "stop") {
-    status = StudyStop(*args);
+    status = StudyStop(parsed);
   } else if (verb == "ls") {
-    status = StudyLs(*args);
+    status = StudyLs();
   } else if (verb == "show") {
-    status = StudyShow(*args);
+    status = StudyShow(parsed);
   } else if (verb == "best") {
-    status = StudyBest(*args);
+    status = StudyBest(parsed);
   } else if (verb == "export") {
-    status = StudyExport(*args);
-  } else if (verb == "report") {
-    status = StudyReport(*args);
+    status = StudyExport(parsed);
   } else {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "unknown study command '", EscapeForMessage(verb),
-        "' (create, start, stop, ls, show, best, export, report)"));
+    status = StudyReport(parsed);
   }
   return status.ok() ? 0 : Fail(status);
 }
 
-int RunDatasetCommandWithStore(int argc, char** argv, int first) {
-  const std::string verb = first < argc ? argv[first] : "";
-  if (verb != "ls" && verb != "import" && verb != "synth") {
-    return RunDatasetCommand(argc, argv, first);
+int RunDatasetCommand(int argc, char** argv, int first) {
+  if (first >= argc) {
+    std::fputs(kDatasetUsage, stderr);
+    return 2;
   }
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
-  if (!args.ok()) return Fail(args.status());
+  const std::string verb = argv[first];
+  if (IsHelpWord(verb)) {
+    std::fputs(kDatasetUsage, stdout);
+    return 0;
+  }
+  std::optional<Command> command = DatasetFileCommand(verb);
   if (verb == "ls") {
-    const absl::Status status = DatasetLs(*args);
+    command = Command{"dataset ls",
+                      "usage: ristretto dataset ls [--db DSN]\n"
+                      "Lists the datasets registered in the coordinator's "
+                      "database.\n",
+                      FlagsOf(FLAGS_db)};
+  }
+  if (!command.has_value()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("unknown dataset command '", EscapeForMessage(verb),
+                     "' (import, synth, info, ls)")));
+  }
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(*command, argc, argv, first + 1, &parsed)) {
+    return *exit_code;
+  }
+  if (verb == "ls") {
+    const absl::Status status = DatasetLs();
     return status.ok() ? 0 : Fail(status);
   }
-  if (!args->Has("db") && !args->Has("data-dir")) {
-    return RunDatasetCommand(argc, argv, first);
+  if (!absl::GetFlag(FLAGS_db).empty() ||
+      !absl::GetFlag(FLAGS_data_dir).empty()) {
+    return DatasetWithRegistration(verb, parsed);
   }
-  return DatasetWithRegistration(*args, argc, argv, first);
+  const absl::Status status = RunDatasetFileCommand(verb, parsed);
+  return status.ok() ? 0 : Fail(status);
 }
 
 }  // namespace ristretto::cli

@@ -29,11 +29,12 @@ namespace ristretto::cli {
 // and prints errors to stderr as "ristretto: <message>".
 int RunStudyCommand(int argc, char** argv, int first);
 
-// `ristretto dataset …`: `ls` lists the datasets registered in the store;
-// `import` and `synth` given `--db DSN` (or `--data-dir DIR` with
-// RISTRETTO_DB set) run as before, then RegisterDataset the file written to
-// --out. Any other invocation is RunDatasetCommand unchanged.
-int RunDatasetCommandWithStore(int argc, char** argv, int first);
+// `ristretto dataset import|synth|info|ls`; argv[first] is the verb. `ls`
+// lists the datasets registered in the store; `import` and `synth` given
+// `--db DSN` (or `--data-dir DIR` with RISTRETTO_DB set) write their file
+// (env_commands.h, RunDatasetFileCommand), then RegisterDataset it. Exit
+// status and errors as RunStudyCommand.
+int RunDatasetCommand(int argc, char** argv, int first);
 
 // `dsn` with its password replaced by "***" (key=value form
 // "password=…" and URI form "postgresql://user:…@host" or "?password=…").

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
+#include "cli/common_flags.h"
+#include "common/options_schema.h"
 #include "common/status_macros.h"
 #include "env/cv_split.h"
 #include "env/dataset.h"
@@ -20,8 +21,67 @@
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/trainer.h"
 
+// Besides these, `train` reads --dataset, --predictability, --out, --study
+// and --export (cli/common_flags.cc) and the run-option flags of the schema
+// (learner::RunFlagNames: --lr, --budget, --seed, ...).
+ABSL_FLAG(int64_t, synthetic_rows, 8678,
+          "bars of the synthetic market (without --dataset)");
+ABSL_FLAG(int64_t, synthetic_assets,
+          ristretto::learner::DatasetSource{}.synthetic_assets,
+          "assets of the synthetic market");
+ABSL_FLAG(int64_t, synthetic_seed,
+          ristretto::learner::DatasetSource{}.synthetic_seed,
+          "seed of the synthetic market");
+ABSL_FLAG(double, validation_share, 0.5,
+          "the share of the rows (the last ones) that validates, in (0, 1)");
+ABSL_FLAG(int64_t, eval_every, 0,
+          "evaluate every this many env steps (0: only at the end)");
+ABSL_FLAG(std::string, trial, "trial-0",
+          "the trial name in the run directory (with --out)");
+ABSL_FLAG(int64_t, fold, 0,
+          "the fold number in the run directory (with --out)");
+ABSL_FLAG(std::string, device, ristretto::learner::PpoOptions{}.device,
+          "where the networks train: cpu or cuda[:N]");
+ABSL_FLAG(bool, quiet, false, "no line per update");
+
 namespace ristretto::cli {
 namespace {
+
+constexpr char kTrainUsage[] =
+    "usage: ristretto train [--dataset FILE | --synthetic-rows N "
+    "--synthetic-seed S\n"
+    "           --predictability P] [--budget 100000] [--seed 1] [--envs 8]\n"
+    "           [--rollout 128] [--policy-hidden 512,512] [--lr 3e-4] "
+    "[--epochs 10]\n"
+    "           [--minibatch 2048] [--lookback 1] [--eval-every N]\n"
+    "           [--out DIR --study S --trial T --fold K] [--export DIR] "
+    "[--device cpu]\n"
+    "One run end to end in this process: vector env, PPO, validation on the "
+    "last\n--validation-share of the rows, checkpoints under --out, the best "
+    "policy exported\nto --export.\n";
+
+// The help of the run-option flags: the schema's flags with their defaults
+// (those of a study's runs) and meaning, then the two width lists.
+std::string RunFlagsHelp() {
+  std::string text =
+      "run options (the run-options schema, as ristretto-learner and a "
+      "study's runs):\n";
+  const learner::TrainerOptions defaults;
+  for (const OptionSpec& spec : kOptionSchema) {
+    if (spec.flag.empty()) continue;
+    absl::StatusOr<std::string> value = learner::GetRunOption(
+        absl::string_view(spec.name.data(), spec.name.size()), defaults);
+    absl::StrAppend(&text, "  --", std::string(spec.flag),
+                    " (default: ", value.ok() ? *value : "?", ")\n      ",
+                    std::string(spec.doc), "\n");
+  }
+  absl::StrAppend(&text,
+                  "  --policy-hidden W,W\n      the policy net's hidden layer "
+                  "widths\n"
+                  "  --value-hidden W,W\n      the value net's hidden layer "
+                  "widths (default: --policy-hidden)\n");
+  return text;
+}
 
 void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
   std::printf(
@@ -33,54 +93,27 @@ void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
       static_cast<long long>(e.trades), e.fees, e.turnover, 100 * e.exposure);
 }
 
-absl::Status Train(const Args& args) {
-  // The run-option flags (--lr, --epochs, --lookback, ...) and their
-  // defaults are the run-options schema's (learner::RunOptionsFromFlags), the
-  // same as the stand-alone learner's and a study's runs.
-  std::set<std::string> known = {"dataset",
-                                 "synthetic-rows",
-                                 "synthetic-assets",
-                                 "synthetic-seed",
-                                 "predictability",
-                                 "validation-share",
-                                 "eval-every",
-                                 "out",
-                                 "study",
-                                 "trial",
-                                 "fold",
-                                 "export",
-                                 "device",
-                                 "quiet"};
-  for (const std::string& flag : learner::RunFlagNames()) known.insert(flag);
-  RETURN_IF_ERROR(args.CheckKnown(known));
+absl::Status Train(const ParsedCommandLine& parsed) {
   learner::DatasetSource source;
-  if (args.Has("dataset")) {
-    ASSIGN_OR_RETURN(source.file, args.RequiredString("dataset"));
-  }
-  ASSIGN_OR_RETURN(source.synthetic_rows, args.Int("synthetic-rows", 8678));
-  ASSIGN_OR_RETURN(source.synthetic_assets,
-                   args.Int("synthetic-assets", source.synthetic_assets));
-  ASSIGN_OR_RETURN(source.synthetic_seed,
-                   args.Int("synthetic-seed", source.synthetic_seed));
-  ASSIGN_OR_RETURN(source.predictability,
-                   args.Double("predictability", source.predictability));
+  source.file = absl::GetFlag(FLAGS_dataset);
+  source.synthetic_rows = absl::GetFlag(FLAGS_synthetic_rows);
+  source.synthetic_assets = absl::GetFlag(FLAGS_synthetic_assets);
+  source.synthetic_seed = absl::GetFlag(FLAGS_synthetic_seed);
+  source.predictability = absl::GetFlag(FLAGS_predictability);
   ASSIGN_OR_RETURN(env::Dataset dataset, learner::LoadDataset(source));
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
-  std::map<std::string, std::string> run_flags;
-  for (const std::string& flag : learner::RunFlagNames()) {
-    if (!args.Has(flag)) continue;
-    ASSIGN_OR_RETURN(run_flags[flag], args.RequiredString(flag));
-  }
+  // The run-option flags (--lr, --epochs, --lookback, ...) and their
+  // defaults are the run-options schema's (learner::RunOptionsFromFlags), the
+  // same as the stand-alone learner's and a study's runs.
   ASSIGN_OR_RETURN(learner::TrainerOptions o,
-                   learner::RunOptionsFromFlags(run_flags));
-  ASSIGN_OR_RETURN(o.ppo.device, args.String("device", o.ppo.device));
-  ASSIGN_OR_RETURN(o.eval_every_env_steps, args.Int("eval-every", 0));
+                   learner::RunOptionsFromFlags(parsed.passed_through));
+  o.ppo.device = absl::GetFlag(FLAGS_device);
+  o.eval_every_env_steps = absl::GetFlag(FLAGS_eval_every);
   o.dataset_id = dataset.ComputeId();
   o.feature_names = dataset.feature_names;
 
-  ASSIGN_OR_RETURN(double validation_share,
-                   args.Double("validation-share", 0.5));
+  const double validation_share = absl::GetFlag(FLAGS_validation_share);
   if (!(validation_share > 0 && validation_share < 1)) {
     return absl::InvalidArgumentError("--validation-share must be in (0, 1)");
   }
@@ -124,15 +157,15 @@ absl::Status Train(const Args& args) {
       describe(o.train_domains, holdout->train_rows_dropped).c_str(),
       describe(o.validation_domains, holdout->test_rows_dropped).c_str());
 
-  ASSIGN_OR_RETURN(std::string out, args.String("out", ""));
+  const std::string out = absl::GetFlag(FLAGS_out);
   if (!out.empty()) {
-    ASSIGN_OR_RETURN(std::string study, args.String("study", "local"));
-    ASSIGN_OR_RETURN(std::string trial, args.String("trial", "trial-0"));
-    ASSIGN_OR_RETURN(int64_t fold, args.Int("fold", 0));
+    std::string study = absl::GetFlag(FLAGS_study);
+    if (study.empty()) study = "local";
     o.run_dir =
-        learner::RunDirectory(out, study, trial, static_cast<int>(fold));
+        learner::RunDirectory(out, study, absl::GetFlag(FLAGS_trial),
+                              static_cast<int>(absl::GetFlag(FLAGS_fold)));
   }
-  const bool quiet = args.Has("quiet");
+  const bool quiet = absl::GetFlag(FLAGS_quiet);
   std::printf(
       "train: %d assets x %lld rows, training before row %lld, validation "
       "from it, obs %lld, budget %lld env steps, %d envs x %d steps per "
@@ -169,7 +202,7 @@ absl::Status Train(const Args& args) {
   if (!result.last_checkpoint.empty()) {
     std::printf("checkpoint: %s\n", result.last_checkpoint.c_str());
   }
-  ASSIGN_OR_RETURN(std::string export_dir, args.String("export", ""));
+  const std::string export_dir = absl::GetFlag(FLAGS_export);
   if (result.best_evaluation.has_value()) {
     const learner::EvaluationResult& best = *result.best_evaluation;
     std::printf("best: eval@%lld, score %+.3f%s%s\n",
@@ -199,13 +232,22 @@ absl::Status Train(const Args& args) {
 }  // namespace
 
 int RunTrainCommand(int argc, char** argv, int first) {
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {"quiet"});
-  if (!args.ok()) {
-    std::fprintf(stderr, "ristretto: %s\n",
-                 std::string(args.status().message()).c_str());
-    return 2;
+  const std::vector<std::string> run_flags = learner::RunFlagNames();
+  const Command command{
+      "train",
+      kTrainUsage,
+      AnyOf({FlagsDefinedIn({"cli/train_command.cc"}),
+             FlagsOf(FLAGS_dataset, FLAGS_predictability, FLAGS_out,
+                     FLAGS_study, FLAGS_export)}),
+      /*max_positional=*/0,
+      std::set<std::string>(run_flags.begin(), run_flags.end()),
+      RunFlagsHelp()};
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(command, argc, argv, first, &parsed)) {
+    return *exit_code;
   }
-  absl::Status status = Train(*args);
+  absl::Status status = Train(parsed);
   if (!status.ok()) {
     std::fprintf(stderr, "ristretto train: %s\n",
                  std::string(status.message()).c_str());

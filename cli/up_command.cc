@@ -17,8 +17,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "cli/args.h"
+#include "cli/command_line.h"
+#include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "common/secret_file.h"
@@ -29,6 +31,17 @@
 #include "coordinator/store/store.h"
 #include "env/dataset.h"
 #include "report/study_report_store.h"
+
+// Besides these, `up` reads --study, --data-dir, --export, --dataset
+// (cli/common_flags.cc) and the CSV import flags (env_commands.h).
+ABSL_FLAG(int64_t, actors, 2, "actor processes");
+ABSL_FLAG(int64_t, envs, 16, "env copies per actor");
+ABSL_FLAG(std::optional<int64_t>, slots, std::nullopt,
+          "runs the learner trains at once (default: the study's "
+          "concurrency)");
+ABSL_FLAG(std::string, bin_dir, "",
+          "where ristretto-coordinator, -learner and -actor are (default: "
+          "next to this binary, the build tree, $PATH)");
 
 namespace ristretto::cli {
 namespace {
@@ -206,32 +219,27 @@ struct GivenData {
 };
 
 // --csv-dir and --dataset exclude each other; import flags need --csv-dir.
-absl::Status CheckDataFlags(const Args& args) {
-  const bool csv = args.Has("csv-dir");
-  if (csv && args.Has("dataset")) {
+absl::Status CheckDataFlags() {
+  const bool csv = !absl::GetFlag(FLAGS_csv_dir).empty();
+  if (csv && !absl::GetFlag(FLAGS_dataset).empty()) {
     return absl::InvalidArgumentError(
         "give --csv-dir DIR or --dataset FILE, not both");
   }
-  if (!csv) {
-    for (const std::string& flag : kCsvImportFlags) {
-      if (args.Has(flag)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", flag, " is an import option: it needs --csv-dir"));
-      }
-    }
-  }
+  if (!csv) return CheckNoCsvImportFlags();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<GivenData>> LoadGivenData(
-    const Args& args, const std::string& data_dir) {
-  RETURN_IF_ERROR(CheckDataFlags(args));
-  const bool csv = args.Has("csv-dir");
-  if (!csv && !args.Has("dataset")) return std::optional<GivenData>();
+    const std::string& data_dir) {
+  RETURN_IF_ERROR(CheckDataFlags());
+  const bool csv = !absl::GetFlag(FLAGS_csv_dir).empty();
+  if (!csv && absl::GetFlag(FLAGS_dataset).empty()) {
+    return std::optional<GivenData>();
+  }
   GivenData given;
   if (csv) {
     ASSIGN_OR_RETURN(env::CsvImportOptions options,
-                     CsvImportOptionsFromArgs(args));
+                     CsvImportOptionsFromFlags());
     std::printf("up: importing %s (as `ristretto dataset import`)\n",
                 options.csv_dir.c_str());
     std::fflush(stdout);
@@ -248,7 +256,7 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
     given.temporary = true;
     ASSIGN_OR_RETURN(given.id, ImportCsvToDatasetFile(options, given.file));
   } else {
-    ASSIGN_OR_RETURN(given.file, args.RequiredString("dataset"));
+    given.file = absl::GetFlag(FLAGS_dataset);
   }
   absl::StatusOr<env::Dataset> dataset = env::ReadDataset(given.file);
   if (!dataset.ok()) {
@@ -262,10 +270,10 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
   return std::optional<GivenData>(std::move(given));
 }
 
-absl::Status Up(const Args& args) {
-  RETURN_IF_ERROR(CheckDataFlags(args));
-  ASSIGN_OR_RETURN(std::string data_dir,
-                   args.String("data-dir", "ristretto-data"));
+absl::Status Up() {
+  RETURN_IF_ERROR(CheckDataFlags());
+  std::string data_dir = absl::GetFlag(FLAGS_data_dir);
+  if (data_dir.empty()) data_dir = "ristretto-data";
   std::error_code ec;
   fs::create_directories(fs::path(data_dir) / "logs", ec);
   if (ec) {
@@ -276,13 +284,15 @@ absl::Status Up(const Args& args) {
   // Read the study file first: a missing one fails before a long import.
   std::string study_file;
   std::string text;
-  if (args.Has("study") || !(args.Has("csv-dir") || args.Has("dataset"))) {
-    ASSIGN_OR_RETURN(study_file,
-                     args.String("study", "deploy/studies/small.yaml"));
+  study_file = absl::GetFlag(FLAGS_study);
+  if (study_file.empty() && absl::GetFlag(FLAGS_csv_dir).empty() &&
+      absl::GetFlag(FLAGS_dataset).empty()) {
+    study_file = "deploy/studies/small.yaml";
+  }
+  if (!study_file.empty()) {
     ASSIGN_OR_RETURN(text, coordinator::ReadStudyFile(study_file));
   }
-  ASSIGN_OR_RETURN(std::optional<GivenData> given,
-                   LoadGivenData(args, data_dir));
+  ASSIGN_OR_RETURN(std::optional<GivenData> given, LoadGivenData(data_dir));
   struct RemoveTemporary {
     const std::optional<GivenData>& given;
     ~RemoveTemporary() {
@@ -336,12 +346,13 @@ absl::Status Up(const Args& args) {
           " rows): ", fits.message()));
     }
   }
-  ASSIGN_OR_RETURN(int64_t num_actors, args.Int("actors", 2));
-  ASSIGN_OR_RETURN(int64_t envs, args.Int("envs", 16));
-  ASSIGN_OR_RETURN(int64_t slots, args.Int("slots", config->concurrency));
-  ASSIGN_OR_RETURN(std::string bin_dir, args.String("bin-dir", ""));
-  ASSIGN_OR_RETURN(std::string export_dir,
-                   args.String("export", data_dir + "/best-policy"));
+  const int64_t num_actors = absl::GetFlag(FLAGS_actors);
+  const int64_t envs = absl::GetFlag(FLAGS_envs);
+  const int64_t slots =
+      absl::GetFlag(FLAGS_slots).value_or(config->concurrency);
+  const std::string bin_dir = absl::GetFlag(FLAGS_bin_dir);
+  std::string export_dir = absl::GetFlag(FLAGS_export);
+  if (export_dir.empty()) export_dir = data_dir + "/best-policy";
   ASSIGN_OR_RETURN(std::string coordinator_bin,
                    FindBinary("ristretto-coordinator", bin_dir));
   ASSIGN_OR_RETURN(std::string learner_bin,
@@ -493,15 +504,29 @@ int RunUpCommand(int argc, char** argv, int first) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
-  absl::StatusOr<Args> args = Args::Parse(argc, argv, first, {});
-  absl::Status s = args.status();
-  if (s.ok()) {
-    std::set<std::string> known = {"study", "data-dir", "actors", "envs",
-                                   "slots", "bin-dir",  "export", "dataset"};
-    known.insert(kCsvImportFlags.begin(), kCsvImportFlags.end());
-    s = args->CheckKnown(known);
+  const Command command{
+      "up",
+      "usage: ristretto up [--study deploy/studies/small.yaml] [--data-dir "
+      "DIR]\n"
+      "           [--actors 2] [--envs 16] [--slots N] [--export DIR] "
+      "[--bin-dir DIR]\n"
+      "           [--csv-dir DIR --interval 5m [import flags] | --dataset "
+      "FILE]\n"
+      "A private PostgreSQL, the coordinator, a learner and --actors actors "
+      "run the\nstudy to the end; prints the leaderboard and exports the "
+      "best policy. With\n--csv-dir (imported as `dataset import`) or "
+      "--dataset the study runs on that\ndata (`dataset: given`; without "
+      "--study a built-in one). Ctrl-C stops\neverything in order; running "
+      "`up` again resumes.\n",
+      AnyOf(
+          {FlagsDefinedIn({"cli/up_command.cc"}), CsvImportFlags(),
+           FlagsOf(FLAGS_study, FLAGS_data_dir, FLAGS_export, FLAGS_dataset)})};
+  ParsedCommandLine parsed;
+  if (const std::optional<int> exit_code =
+          ParseCommand(command, argc, argv, first, &parsed)) {
+    return *exit_code;
   }
-  if (s.ok()) s = Up(*args);
+  const absl::Status s = Up();
   if (!s.ok()) {
     std::fprintf(stderr, "ristretto up: %s\n",
                  std::string(s.message()).c_str());

@@ -280,7 +280,7 @@ absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
           absl::StrCat("--", flag, " is not a run option flag"));
     }
     // Malformed text reads like every other flag error of the ristretto
-    // tool (cli/args.h); the value is echoed escaped and capped.
+    // tool (common/flags.h); the value is echoed escaped and capped.
     const std::string shown = EscapeForMessage(value);
     int64_t whole = 0;
     double number = 0;

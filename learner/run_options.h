@@ -93,8 +93,9 @@ absl::StatusOr<std::string> GetRunOption(absl::string_view name,
 // policy-hidden when only that is given). Options without a flag keep their
 // value in `o`. Errors (kInvalidArgument, `o` unchanged): "--FLAG expects
 // an integer, got 'V'" / "... a finite number ..." for malformed numbers
-// (V escaped, as cli/args.h does), otherwise "--FLAG: " + SetRunOption's
-// message; a bad width list; a flag that no schema option declares.
+// (V escaped, as common/flags.h does), otherwise "--FLAG: " +
+// SetRunOption's message; a bad width list; a flag that no schema option
+// declares.
 absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
                            TrainerOptions* o);
 

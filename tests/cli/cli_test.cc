@@ -1,13 +1,17 @@
 // End-to-end tests of the `ristretto` binary: real process, real files.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -20,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 using Result = ristretto::test_util::CommandResult;
@@ -169,12 +174,177 @@ TEST_F(CliTest, UnknownOptionsAndCommandsAreRejected) {
   Result r = RunCli("env bench --copiez 4");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("unknown option --copiez"));
+  r = RunCli("fly");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("unknown command group 'fly'"));
   r = RunCli("env fly");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("unknown env command 'fly'"));
   r = RunCli("dataset import --interval 5m");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.output, HasSubstr("missing required --csv-dir"));
+}
+
+// Each subcommand accepts only its own flags, although every flag of the
+// tool is registered in the one process.
+TEST_F(CliTest, ASubcommandRefusesAnotherSubcommandsFlag) {
+  struct Case {
+    const char* args;
+    const char* flag;
+  };
+  for (const Case& c : {Case{"env bench --out x", "--out"},
+                        Case{"env demo --copies 3", "--copies"},
+                        Case{"env replay CASE --seconds 1", "--seconds"},
+                        Case{"dataset synth --out x --csv-dir y", "--csv-dir"},
+                        Case{"dataset info FILE --db x", "--db"},
+                        Case{"study ls --wait", "--wait"},
+                        Case{"study start NAME --name x", "--name"},
+                        Case{"backtest POLICY --dataset d --lr 1", "--lr"},
+                        Case{"train --features 3", "--features"},
+                        Case{"up --name x", "--name"}}) {
+    const Result r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat("unknown option ", c.flag)))
+        << c.args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << c.args << ": " << r.output;
+  }
+}
+
+// The flag names listed under "flags:" in `ristretto ARGS` output.
+std::set<std::string> ListedFlags(const std::string& help) {
+  std::set<std::string> names;
+  bool in_flags = false;
+  for (absl::string_view line : absl::StrSplit(help, '\n')) {
+    if (line == "flags:") {
+      in_flags = true;
+    } else if (line.empty()) {
+      in_flags = false;
+    } else if (in_flags && absl::StartsWith(line, "  --")) {
+      names.emplace(line.substr(4, line.find(' ', 4) - 4));
+    }
+  }
+  return names;
+}
+
+TEST_F(CliTest, SubcommandHelpListsExactlyItsFlagsOnStdout) {
+  struct Case {
+    const char* command;
+    std::set<std::string> flags;
+  };
+  const std::vector<Case> cases = {
+      {"env replay", {"copies"}},
+      {"env bench",
+       {"assets", "copies", "features", "lookback", "rows", "seconds", "seed"}},
+      {"env demo", {"lookback", "rows", "seed"}},
+      {"dataset import",
+       {"csv-dir", "data-dir", "db", "interval", "max-ffill", "min-domain-rows",
+        "min-qty", "on-long-gap", "out"}},
+      {"dataset synth",
+       {"assets", "data-dir", "db", "interval", "out", "predictability", "rows",
+        "seed", "signal-bars"}},
+      {"dataset info", {}},
+      {"dataset ls", {"db"}},
+      {"study create", {"db", "name"}},
+      {"study start", {"db", "wait"}},
+      {"study stop", {"db"}},
+      {"study export", {"db", "out"}},
+      {"backtest",
+       {"dataset", "from", "max-volume-share", "out", "random-seeds",
+        "slippage-bps", "threads", "to"}},
+      {"train",
+       {"dataset", "device", "eval-every", "export", "fold", "out",
+        "predictability", "quiet", "study", "synthetic-assets",
+        "synthetic-rows", "synthetic-seed", "trial", "validation-share"}},
+      {"up",
+       {"actors", "bin-dir", "csv-dir", "data-dir", "dataset", "envs", "export",
+        "interval", "max-ffill", "min-domain-rows", "min-qty", "on-long-gap",
+        "slots", "study"}},
+  };
+  std::string train_help;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    // `help COMMAND` is `COMMAND --help` (asked both ways, alternately).
+    const std::string args = i % 2 == 0 ? absl::StrCat(c.command, " --help")
+                                        : absl::StrCat("help ", c.command);
+    const Result r =
+        RunCommand(absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>/dev/null"));
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.output;
+    EXPECT_THAT(r.output,
+                StartsWith(absl::StrCat("usage: ristretto ", c.command)))
+        << args;
+    EXPECT_EQ(ListedFlags(r.output), c.flags) << args << ": " << r.output;
+    if (std::string(c.command) == "train") train_help = r.output;
+  }
+  // train also lists the run-option flags of the schema it passes through.
+  EXPECT_THAT(train_help, HasSubstr("\nrun options"));
+  EXPECT_THAT(train_help, HasSubstr("\n  --lr (default: "));
+  EXPECT_THAT(train_help, HasSubstr("\n  --policy-hidden W,W\n"));
+}
+
+TEST_F(CliTest, HelpOfTheToolAndOfEachGroupIsUsageOnStdoutWithExitZero) {
+  for (const char* args :
+       {"--help", "help", "env --help", "dataset help", "help study"}) {
+    const Result r =
+        RunCommand(absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>/dev/null"));
+    EXPECT_EQ(r.exit_code, 0) << args;
+    EXPECT_THAT(r.output, StartsWith("usage: ristretto ")) << args;
+  }
+  // A group without its command is bad usage: the usage on stderr (and
+  // nothing on stdout), exit 2.
+  for (const char* args : {"", "env", "study"}) {
+    const Result r = RunCommand(
+        absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>&1 >/dev/null"));
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_THAT(r.output, StartsWith("usage: ristretto")) << args;
+  }
+}
+
+TEST_F(CliTest, BadCommandLinesAreOneLineNamingTheFlagWithExitTwo) {
+  struct Case {
+    std::string args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"env bench --copies", "option --copies needs a value"},
+      {"env bench --copies=x9", "--copies expects an integer, got 'x9'"},
+      {"env bench --seconds inf", "--seconds expects a finite number"},
+      {"env demo --seed 1 extra", "unexpected argument 'extra'"},
+      {"study start --wait=maybe NAME", "--wait expects true or false"},
+      // The offending text is echoed escaped, never raw.
+      {"env bench --copies \"$(printf 'x\033[2J')\"",
+       "--copies expects an integer, got 'x\\x1b[2J'"},
+      {"env bench \"$(printf -- '--co\033pies')\" 1",
+       "unknown option --co\\x1bpies"},
+  };
+  for (const Case& c : cases) {
+    const Result r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(r.output, HasSubstr("--help)")) << c.args;
+    EXPECT_THAT(r.output, Not(HasSubstr("\x1b"))) << c.args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << c.args << ": " << r.output;
+  }
+}
+
+// A flag given twice: the last one wins (Abseil's rule); so does the
+// --name=value form, and a bool flag's --noname clears it.
+TEST_F(CliTest, ARepeatedFlagTakesItsLastValue) {
+  auto id = [](const std::string& out) {
+    const size_t pos = out.find("dataset id      ");
+    return pos == std::string::npos ? std::string() : out.substr(pos + 16, 64);
+  };
+  const Result twice = RunCli(absl::StrCat(
+      "dataset synth --out ", dir_, "/a.rds --rows 400 --seed 5 --seed=6"));
+  const Result once = RunCli(
+      absl::StrCat("dataset synth --out ", dir_, "/b.rds --rows 400 --seed 6"));
+  const Result other = RunCli(
+      absl::StrCat("dataset synth --out ", dir_, "/c.rds --rows 400 --seed 5"));
+  ASSERT_EQ(twice.exit_code, 0) << twice.output;
+  ASSERT_EQ(id(twice.output).size(), 64u) << twice.output;
+  EXPECT_EQ(id(twice.output), id(once.output));
+  EXPECT_NE(id(twice.output), id(other.output));
 }
 
 TEST_F(CliTest, EnvDemoPrintsEveryPolicyAndTheBenchmark) {

@@ -1,10 +1,12 @@
-// Every ristretto binary answers --help with its usage on stdout and exit
-// status 0, and still refuses an unknown option with exit status 2 (issue
-// 15: `ristretto-learner --help` answered "option --help needs a value").
-// Runs the built binaries as real processes.
+// Every ristretto binary, and every subcommand of the `ristretto` tool,
+// answers --help with its usage on stdout and exit status 0, and still
+// refuses an unknown option with exit status 2 (`ristretto-learner --help`
+// once answered "option --help needs a value"). Runs the built binaries as
+// real processes.
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <ostream>
 #include <string>
@@ -96,11 +98,15 @@ INSTANTIATE_TEST_SUITE_P(
                "--learner 127.0.0.1:1 --envs=x9", "--envs"},
         Binary{"ristretto-coordinator", RISTRETTO_COORDINATOR_BINARY,
                "--tick-ms x9", "--tick-ms"},
-        Binary{"ristretto", RISTRETTO_BINARY, "train --budget x9", "--budget"}),
+        Binary{"ristretto", RISTRETTO_BINARY, "train --budget x9", "--budget"},
+        // A subcommand of the tool, with its own flags (tests/cli/cli_test.cc
+        // covers every subcommand).
+        Binary{"ristretto env bench", RISTRETTO_BINARY " env bench",
+               "--copies x9", "--copies"}),
     [](const ::testing::TestParamInfo<Binary>& info) {
       std::string name;
       for (const char* c = info.param.name; *c != '\0'; ++c) {
-        if (*c != '-') name += *c;
+        if (std::isalnum(static_cast<unsigned char>(*c)) != 0) name += *c;
       }
       return name;
     });

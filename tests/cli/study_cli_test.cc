@@ -604,5 +604,32 @@ TEST_F(StudyCliTest, DatasetImportWithDbRegistersTheDatasetAndLsListsIt) {
   EXPECT_THAT(plain.output, Not(HasSubstr("registered dataset")));
 }
 
+// `dataset synth --data-dir DIR` registers with the database of
+// $RISTRETTO_DB; --db without --data-dir is refused before anything is
+// written.
+TEST_F(StudyCliTest, DatasetSynthWithDataDirRegistersInTheEnvironmentsDb) {
+  const std::string data_dir = dir_ + "/data";
+  const Result synth = Cli(absl::StrCat("dataset synth --out ", dir_,
+                                        "/s.rds --rows 400 --assets 2 "
+                                        "--seed 4 --data-dir ",
+                                        data_dir));
+  ASSERT_EQ(synth.exit_code, 0) << synth.output;
+  const size_t pos = synth.output.find("dataset id      ");
+  ASSERT_NE(pos, std::string::npos) << synth.output;
+  const std::string id = synth.output.substr(pos + 16, 64);
+  EXPECT_THAT(synth.output, HasSubstr(absl::StrCat("registered dataset ", id)));
+  absl::StatusOr<coordinator::DatasetRow> row = store_->GetDataset(id);
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->rows, 400);
+  EXPECT_EQ(row->symbols.find(','), row->symbols.rfind(','));  // 2 assets
+
+  const Result no_dir = RunCli(absl::StrCat("dataset synth --out ", dir_,
+                                            "/t.rds --db ", ShellQuote(dsn())));
+  EXPECT_EQ(no_dir.exit_code, 2) << no_dir.output;
+  EXPECT_THAT(no_dir.output, HasSubstr("registering a dataset needs "
+                                       "--data-dir DIR"));
+  EXPECT_FALSE(fs::exists(dir_ + "/t.rds"));
+}
+
 }  // namespace
 }  // namespace ristretto

@@ -1,0 +1,39 @@
+// The flags of the `ristretto` tool that several subcommands read, each
+// declared once (cli/common_flags.cc). A subcommand lets them onto its
+// command line by naming them in its filter (cli/command_line.h, FlagsOf);
+// flags only one subcommand reads are declared in that subcommand's file.
+// Where subcommands give one flag different defaults, the flag has none
+// (std::optional, or empty text) and each subcommand applies its own; its
+// help says which.
+#ifndef RISTRETTO_CLI_COMMON_FLAGS_H_
+#define RISTRETTO_CLI_COMMON_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/flags/declare.h"
+
+// Files and directories.
+ABSL_DECLARE_FLAG(std::string, db);
+ABSL_DECLARE_FLAG(std::string, out);
+ABSL_DECLARE_FLAG(std::string, dataset);
+ABSL_DECLARE_FLAG(std::string, data_dir);
+ABSL_DECLARE_FLAG(std::string, study);
+ABSL_DECLARE_FLAG(std::string, export);
+// Markets (dataset synth, env bench|demo, train).
+ABSL_DECLARE_FLAG(std::string, interval);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, seed);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, rows);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, assets);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, lookback);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, copies);
+ABSL_DECLARE_FLAG(double, predictability);
+// The CSV import (dataset import, up --csv-dir; with --interval).
+ABSL_DECLARE_FLAG(std::string, csv_dir);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, max_ffill);
+ABSL_DECLARE_FLAG(std::string, on_long_gap);
+ABSL_DECLARE_FLAG(std::string, min_qty);
+ABSL_DECLARE_FLAG(std::optional<int64_t>, min_domain_rows);
+
+#endif  // RISTRETTO_CLI_COMMON_FLAGS_H_
