@@ -1,12 +1,10 @@
 #include "actor/actor.h"
 
-#include <grpcpp/grpcpp.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "actor/actor_metrics.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
@@ -26,16 +25,12 @@
 #include "env/vector_env.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/trajectory.h"
-#include "proto/coordinator.grpc.pb.h"
-#include "wire/chunk_codec.h"
-#include "wire/chunk_wire.h"
+#include "proto/coordinator.pb.h"
 #include "wire/dataset_cache.h"
-#include "wire/grpc_status.h"
+#include "wire/learner_client.h"
 
 namespace ristretto::actor {
 namespace {
-
-using Stream = wire::ActStream;
 
 // Chunk buffers for the rollout. A written chunk stays referenced by
 // gRPC's slices until it is on the wire (EncodeChunkMessage aliases its
@@ -95,10 +90,6 @@ void ShapeLike(const learner::TrajectoryChunk& like,
   chunk->rewards.resize(T * B);
   chunk->dones.resize(T * B);
   chunk->final_obs.clear();
-}
-
-std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
 }
 
 // FNV-1a: stable across platforms and different from the std::hash the
@@ -177,6 +168,11 @@ std::string DefaultCacheDir() {
 
 absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
     const ActorOptions& options) {
+  return Create(options, ActorClients());
+}
+
+absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
+    const ActorOptions& options, ActorClients clients) {
   if (options.learner_address.empty() && options.coordinator_address.empty()) {
     return absl::InvalidArgumentError(
         "give a learner address or a coordinator address");
@@ -206,7 +202,17 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   // processes, and small MLP forwards lose to thread hand-offs.
   static std::once_flag torch_threads;
   std::call_once(torch_threads, [] { torch::set_num_threads(1); });
-  std::unique_ptr<Actor> actor(new Actor(filled));
+  if (!clients.learners) {
+    wire::GrpcLearnerClientOptions grpc_options;
+    grpc_options.max_message_bytes = filled.max_message_bytes;
+    grpc_options.rpc_deadline = filled.rpc_deadline;
+    clients.learners = wire::GrpcLearnerClientFactory(grpc_options);
+  }
+  if (clients.coordinator == nullptr && !filled.coordinator_address.empty()) {
+    clients.coordinator = wire::NewGrpcActorCoordinatorClient(
+        filled.coordinator_address, absl::Seconds(5));
+  }
+  std::unique_ptr<Actor> actor(new Actor(filled, std::move(clients)));
   if (filled.metrics != nullptr) {
     actor->metrics_ =
         std::make_unique<ActorMetrics>(*filled.metrics, filled.actor_id);
@@ -214,38 +220,32 @@ absl::StatusOr<std::unique_ptr<Actor>> Actor::Create(
   return actor;
 }
 
-Actor::Actor(const ActorOptions& options)
+Actor::Actor(const ActorOptions& options, ActorClients clients)
     : options_(options),
       host_(Hostname()),
+      learner_factory_(std::move(clients.learners)),
+      coordinator_(std::move(clients.coordinator)),
       rollout_(std::make_unique<Rollout>()) {
   window_ = options_.max_inflight;
 }
 
-std::shared_ptr<grpc::Channel> Actor::NewChannel() const {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-  args.SetMaxSendMessageSize(options_.max_message_bytes);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(
-      current_learner_.empty() ? options_.learner_address : current_learner_,
-      grpc::InsecureChannelCredentials(), args);
+std::string Actor::LearnerAddress() const {
+  absl::MutexLock lock(&mu_);
+  return current_learner_.empty() ? options_.learner_address : current_learner_;
 }
 
 void Actor::ResolveLearner() {
-  if (options_.coordinator_address.empty()) return;
-  auto coordinator = v1::Coordinator::NewStub(grpc::CreateChannel(
-      options_.coordinator_address, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineIn(absl::Seconds(5)));
+  if (coordinator_ == nullptr) return;
   v1::FindLearnerRequest request;
   request.set_actor_id(options_.actor_id);
-  v1::FindLearnerResponse response;
-  const grpc::Status s = coordinator->FindLearner(&ctx, request, &response);
-  if (s.ok() && !response.learner_address().empty() &&
-      response.learner_address() != current_learner_) {
-    current_learner_ = response.learner_address();
-    std::fprintf(stderr, "actor %s: joining learner %s\n",
-                 options_.actor_id.c_str(), current_learner_.c_str());
+  const absl::StatusOr<v1::FindLearnerResponse> response =
+      coordinator_->FindLearner(request);
+  if (!response.ok() || response->learner_address().empty()) return;
+  absl::MutexLock lock(&mu_);
+  if (response->learner_address() != current_learner_) {
+    current_learner_ = response->learner_address();
+    RLOG(INFO) << "actor " << options_.actor_id << ": joining learner "
+               << current_learner_;
   }
 }
 
@@ -259,8 +259,8 @@ void Actor::SetCurrentVersion(int64_t version) {
 void Actor::Stop() {
   absl::MutexLock lock(&mu_);
   stop_ = true;
-  if (stream_ctx_ != nullptr) stream_ctx_->TryCancel();
-  if (fetch_ctx_ != nullptr) fetch_ctx_->TryCancel();
+  if (call_ != nullptr) call_->Cancel();
+  if (fetch_ != nullptr) fetch_->Cancel();
   cv_.SignalAll();
 }
 
@@ -270,13 +270,10 @@ std::map<int, int64_t> Actor::rejected_by_code() const {
 }
 
 absl::StatusOr<v1::LearnerStatus> Actor::GetLearnerStatus() {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
-  v1::LearnerStatus response;
-  const grpc::Status s = v1::Learner::NewStub(NewChannel())
-                             ->GetStatus(&ctx, v1::StatusRequest(), &response);
-  if (!s.ok()) return Annotate(wire::FromGrpcStatus(s), "GetStatus");
-  return response;
+  absl::StatusOr<v1::LearnerStatus> status =
+      learner_factory_(LearnerAddress())->GetStatus();
+  if (!status.ok()) return Annotate(status.status(), "GetStatus");
+  return status;
 }
 
 void Actor::EndSession(SessionEnd end, absl::Status error) {
@@ -297,8 +294,8 @@ absl::Status Actor::Run() {
       if (stop_) return absl::OkStatus();
       if (options_.exit_when_idle && idle_since_.has_value() &&
           absl::Now() >= *idle_since_ + options_.idle_timeout) {
-        std::fprintf(stderr, "actor %s: idle for %s; exiting\n", id.c_str(),
-                     Millis(options_.idle_timeout).c_str());
+        RLOG(INFO) << "actor " << id << ": idle for "
+                   << Millis(options_.idle_timeout) << "; exiting";
         return absl::OkStatus();
       }
     }
@@ -306,7 +303,7 @@ absl::Status Actor::Run() {
       reconnects_.fetch_add(1);
       if (metrics_ != nullptr) metrics_->CountReconnect();
     }
-    const grpc::Status final_status = RunSession();
+    const absl::Status final_status = RunSession();
 
     SessionEnd end;
     absl::Status error;
@@ -328,30 +325,27 @@ absl::Status Actor::Run() {
     bool retry_now = false;
     switch (end) {
       case SessionEnd::kIdle:
-        std::fprintf(stderr,
-                     "actor %s: no assignment within %s of the run "
-                     "finishing; exiting\n",
-                     id.c_str(), Millis(options_.idle_timeout).c_str());
+        RLOG(INFO) << "actor " << id << ": no assignment within "
+                   << Millis(options_.idle_timeout)
+                   << " of the run finishing; exiting";
         return absl::OkStatus();
       case SessionEnd::kError:
         if (IsFatal(error)) return error;
-        std::fprintf(stderr, "actor %s: %s\n", id.c_str(),
-                     error.ToString().c_str());
+        RLOG(WARNING) << "actor " << id << ": " << error.ToString();
         break;
       case SessionEnd::kResync:
-        std::fprintf(stderr,
-                     "actor %s: the learner rejected a chunk as invalid; "
-                     "reconnecting to resynchronise weights\n",
-                     id.c_str());
+        RLOG(WARNING) << "actor " << id
+                      << ": the learner rejected a chunk as invalid; "
+                         "reconnecting to resynchronise weights";
         // Act again only with the weights the learner sends next.
         rollout_->policy.reset();
         SetCurrentVersion(-1);
         retry_now = true;
         break;
       case SessionEnd::kLearnerStop:
-        std::fprintf(stderr, "actor %s: learner stop: %s%s\n", id.c_str(),
-                     stop_message->reason().c_str(),
-                     stop_message->run_finished() ? " (run finished)" : "");
+        RLOG(INFO) << "actor " << id
+                   << ": learner stop: " << stop_message->reason()
+                   << (stop_message->run_finished() ? " (run finished)" : "");
         if (stop_message->run_finished()) {
           // Drop the finished run; keep the market for the next one.
           rollout_->env.reset();
@@ -368,14 +362,13 @@ absl::Status Actor::Run() {
         break;
       case SessionEnd::kStreamClosed:
       case SessionEnd::kNone:
-        std::fprintf(stderr, "actor %s: stream to %s ended: %s\n", id.c_str(),
-                     options_.learner_address.c_str(),
-                     wire::FromGrpcStatus(final_status).ToString().c_str());
+        RLOG(WARNING) << "actor " << id << ": stream to "
+                      << options_.learner_address
+                      << " ended: " << final_status.ToString();
         break;
     }
     if (retry_now) continue;
-    std::fprintf(stderr, "actor %s: reconnecting in %s\n", id.c_str(),
-                 Millis(backoff).c_str());
+    RLOG(INFO) << "actor " << id << ": reconnecting in " << Millis(backoff);
     {
       absl::MutexLock lock(&mu_);
       absl::Time wake = absl::Now() + backoff;
@@ -388,9 +381,8 @@ absl::Status Actor::Run() {
   }
 }
 
-grpc::Status Actor::RunSession() {
-  grpc::ClientContext ctx;
-  v1::ActorMessage hello_message;
+absl::Status Actor::RunSession() {
+  v1::Hello hello;
   {
     absl::MutexLock lock(&mu_);
     session_end_ = SessionEnd::kNone;
@@ -401,25 +393,26 @@ grpc::Status Actor::RunSession() {
     rollout_done_ = false;
     unacked_.clear();
     window_ = options_.max_inflight;
-    if (stop_) return grpc::Status(grpc::StatusCode::CANCELLED, "stopped");
-    stream_ctx_ = &ctx;
-    v1::Hello* hello = hello_message.mutable_hello();
-    hello->set_actor_id(options_.actor_id);
-    hello->set_env_copies(options_.num_envs);
-    hello->set_host(host_);
+    if (stop_) return absl::CancelledError("stopped");
+    hello.set_actor_id(options_.actor_id);
+    hello.set_env_copies(options_.num_envs);
+    hello.set_host(host_);
     const bool rejoin = assignment_.has_value() && !idle_since_.has_value();
-    hello->set_want_run_id(rejoin ? assignment_->run_id() : "");
-    hello->set_have_version(rejoin ? have_version_ : -1);
+    hello.set_want_run_id(rejoin ? assignment_->run_id() : "");
+    hello.set_have_version(rejoin ? have_version_ : -1);
   }
   ResolveLearner();
-  const std::shared_ptr<grpc::Channel> channel = NewChannel();
-  stub_ = v1::Learner::NewStub(channel);
-  wire::ActStub act(channel);
-  std::unique_ptr<Stream> stream = act.Act(&ctx);
-  grpc::Status status;
-  if (stream->Write(wire::SerializeToByteBuffer(hello_message))) {
-    std::thread reader([this, &stream] { ReaderLoop(stream.get()); });
-    std::thread rollout([this, &stream] { RolloutLoop(stream.get()); });
+  learner_ = learner_factory_(LearnerAddress());
+  const std::unique_ptr<wire::ActCall> call = learner_->Act();
+  {
+    absl::MutexLock lock(&mu_);
+    // Stop() before the call was registered: cancel it here.
+    if (stop_) call->Cancel();
+    call_ = call.get();
+  }
+  if (call->WriteHello(hello)) {
+    std::thread reader([this, &call] { ReaderLoop(call.get()); });
+    std::thread rollout([this, &call] { RolloutLoop(call.get()); });
     bool drain = false;
     {
       absl::MutexLock lock(&mu_);
@@ -438,29 +431,29 @@ grpc::Status Actor::RunSession() {
       // Wake the rollout thread if it waits for work or credit, and abandon
       // a dataset fetch (the next session starts it again).
       cv_.SignalAll();
-      if (fetch_ctx_ != nullptr) fetch_ctx_->TryCancel();
+      if (fetch_ != nullptr) fetch_->Cancel();
       // A stream the learner closed keeps its status for Finish(), and one
       // it stopped is drained (chunks already written are still counted
       // there); any other end cancels the call (Stop() may still cancel it
       // later).
       drain = session_end_ == SessionEnd::kLearnerStop && !stop_;
       if (session_end_ != SessionEnd::kStreamClosed && !drain) {
-        ctx.TryCancel();
+        call->Cancel();
       }
     }
-    if (drain) DrainSession(&ctx);
+    if (drain) DrainSession(call.get());
     reader.join();
     rollout.join();
   } else {
     EndSession(SessionEnd::kStreamClosed, absl::OkStatus());
   }
-  status = stream->Finish();
+  absl::Status status = call->Finish();
   absl::MutexLock lock(&mu_);
-  stream_ctx_ = nullptr;
+  call_ = nullptr;
   return status;
 }
 
-void Actor::DrainSession(grpc::ClientContext* ctx) {
+void Actor::DrainSession(wire::ActCall* call) {
   const absl::Time deadline = absl::Now() + options_.drain_timeout;
   absl::MutexLock lock(&mu_);
   while (!stop_ && !(reader_done_ && rollout_done_) && absl::Now() < deadline) {
@@ -468,19 +461,18 @@ void Actor::DrainSession(grpc::ClientContext* ctx) {
   }
   if (reader_done_ && rollout_done_) return;
   if (!stop_) {
-    std::fprintf(stderr,
-                 "actor %s: the learner did not end the stream within %s of "
-                 "its stop; cancelling\n",
-                 options_.actor_id.c_str(),
-                 Millis(options_.drain_timeout).c_str());
+    RLOG(WARNING) << "actor " << options_.actor_id
+                  << ": the learner did not end the stream within "
+                  << Millis(options_.drain_timeout)
+                  << " of its stop; cancelling";
   }
   // Unblocks a Write held by flow control and the reader's Read.
-  ctx->TryCancel();
+  call->Cancel();
 }
 
-void Actor::ReaderLoop(Stream* stream) {
+void Actor::ReaderLoop(wire::ActCall* call) {
   v1::LearnerMessage message;
-  while (stream->Read(&message)) {
+  while (call->Read(&message)) {
     {
       absl::MutexLock lock(&mu_);
       if (stop_) break;
@@ -542,12 +534,11 @@ void Actor::HandleAssignment(const v1::RunAssignment& a) {
     EndSession(SessionEnd::kError, problem);
     return;
   }
-  std::fprintf(stderr,
-               "actor %s: assigned run %s (dataset %.12s, T=%d, B=%d, "
-               "obs=%d, actions=%d)\n",
-               options_.actor_id.c_str(), a.run_id().c_str(),
-               a.dataset_id().c_str(), a.rollout_steps(), options_.num_envs,
-               contract->obs_size, contract->action_size);
+  RLOG(INFO) << "actor " << options_.actor_id << ": assigned run " << a.run_id()
+             << " (dataset " << a.dataset_id().substr(0, 12)
+             << ", T=" << a.rollout_steps() << ", B=" << options_.num_envs
+             << ", obs=" << contract->obs_size
+             << ", actions=" << contract->action_size << ")";
   absl::MutexLock lock(&mu_);
   if (!assignment_.has_value() || assignment_->run_id() != a.run_id()) {
     pending_policy_.reset();
@@ -609,9 +600,8 @@ void Actor::HandleAck(const v1::ChunkAck& ack) {
   if (it == unacked_.end()) {
     // Not one of our chunks (e.g. sequence -1: a rejected Hello).
     if (ack.code() != 0) {
-      std::fprintf(stderr, "actor %s: learner error %d: %s\n",
-                   options_.actor_id.c_str(), ack.code(),
-                   ack.message().c_str());
+      RLOG(WARNING) << "actor " << options_.actor_id << ": learner error "
+                    << ack.code() << ": " << ack.message();
     }
     return;
   }
@@ -626,10 +616,9 @@ void Actor::HandleAck(const v1::ChunkAck& ack) {
   if (metrics_ != nullptr) metrics_->CountRejected(ack.code());
   const int64_t n = ++rejected_by_code_[ack.code()];
   if (n <= 3) {
-    std::fprintf(stderr, "actor %s: chunk %lld rejected (code %d): %s\n",
-                 options_.actor_id.c_str(),
-                 static_cast<long long>(ack.sequence()), ack.code(),
-                 ack.message().c_str());
+    RLOG(WARNING) << "actor " << options_.actor_id << ": chunk "
+                  << ack.sequence() << " rejected (code " << ack.code()
+                  << "): " << ack.message();
   }
   // INVALID_ARGUMENT for a chunk of the newest version we hold means that
   // version is from the learner's future: it restarted from an older
@@ -659,10 +648,10 @@ void Actor::HandleStop(const v1::Stop& stop) {
   cv_.SignalAll();
 }
 
-void Actor::RolloutLoop(Stream* stream) {
+void Actor::RolloutLoop(wire::ActCall* call) {
   absl::Status status;
   try {
-    status = RolloutChunks(stream);
+    status = RolloutChunks(call);
   } catch (const std::exception& e) {
     // LibTorch (c10::Error) or allocation failures: retry from scratch.
     status = absl::InternalError(absl::StrCat("rollout: ", e.what()));
@@ -676,13 +665,13 @@ void Actor::RolloutLoop(Stream* stream) {
   // The learner stopped us: no more chunks. Half-closing tells it that it
   // has read every chunk we wrote; it then ends the call (DrainSession).
   // This thread is the stream's only writer, so nothing races the close.
-  if (half_close) stream->WritesDone();
+  if (half_close) call->WritesDone();
   absl::MutexLock lock(&mu_);
   rollout_done_ = true;
   cv_.SignalAll();
 }
 
-absl::Status Actor::RolloutChunks(Stream* stream) {
+absl::Status Actor::RolloutChunks(wire::ActCall* call) {
   Rollout& r = *rollout_;
   const int B = options_.num_envs;
   while (true) {
@@ -801,8 +790,7 @@ absl::Status Actor::RolloutChunks(Stream* stream) {
       if (stop_ || session_end_ != SessionEnd::kNone) return absl::OkStatus();
       unacked_[next_sequence_] = sent->policy_version;
     }
-    if (!stream->Write(
-            wire::EncodeChunkMessage(std::move(sent), next_sequence_))) {
+    if (!call->WriteChunk(std::move(sent), next_sequence_)) {
       // The call is over. The reader ends the session once it has drained
       // what the learner sent before (possibly a Stop that says why).
       return absl::OkStatus();
@@ -905,9 +893,8 @@ absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
 }
 
 absl::StatusOr<env::Dataset> Actor::EnsureDataset(const std::string& id) {
-  std::fprintf(stderr, "actor %s: dataset %s (cache %s)\n",
-               options_.actor_id.c_str(), id.c_str(),
-               options_.cache_dir.c_str());
+  RLOG(INFO) << "actor " << options_.actor_id << ": dataset " << id
+             << " (cache " << options_.cache_dir << ")";
   return wire::LoadOrFetchDataset(
       options_.cache_dir, id,
       [this, &id](const std::string& path) { return FetchDataset(id, path); });
@@ -915,23 +902,18 @@ absl::StatusOr<env::Dataset> Actor::EnsureDataset(const std::string& id) {
 
 absl::Status Actor::FetchDataset(const std::string& id,
                                  const std::string& path) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
+  const std::unique_ptr<wire::DatasetFetch> fetch = learner_->FetchDataset(id);
   {
     absl::MutexLock lock(&mu_);
     if (stop_ || session_end_ != SessionEnd::kNone) {
       return absl::UnavailableError("the session ended before the fetch");
     }
-    fetch_ctx_ = &ctx;
+    fetch_ = fetch.get();
   }
-  v1::FetchDatasetRequest request;
-  request.set_dataset_id(id);
-  std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-      stub_->FetchDataset(&ctx, request);
-  absl::Status status = wire::ReceiveDatasetFile(reader.get(), &ctx, id, path);
+  absl::Status status = fetch->Receive(path);
   {
     absl::MutexLock lock(&mu_);
-    fetch_ctx_ = nullptr;
+    fetch_ = nullptr;
   }
   return status;
 }

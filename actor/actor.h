@@ -17,6 +17,11 @@
 // ends the call (which it does once it has read every chunk written before
 // the half-close), so each chunk counted in env_steps_sent() reaches the
 // learner's accounting; after drain_timeout the call is cancelled.
+//
+// Network: everything goes through wire/learner_client.h (LearnerClient,
+// one per connection attempt, and ActorCoordinatorClient). Create() uses
+// the gRPC implementations unless ActorClients gives others (unit tests
+// pass in-memory fakes).
 #ifndef RISTRETTO_ACTOR_ACTOR_H_
 #define RISTRETTO_ACTOR_ACTOR_H_
 
@@ -34,12 +39,9 @@
 #include "absl/time/time.h"
 #include "env/dataset.h"
 #include "learner/contract.h"
-#include "proto/ristretto.grpc.pb.h"
-#include "wire/chunk_wire.h"
+#include "proto/ristretto.pb.h"
+#include "wire/learner_client.h"
 
-namespace grpc {
-class ClientContext;
-}  // namespace grpc
 namespace prometheus {
 class Registry;
 }  // namespace prometheus
@@ -93,6 +95,18 @@ struct ActorOptions {
 // The default dataset cache directory (see ActorOptions::cache_dir).
 std::string DefaultCacheDir();
 
+// The actor's network clients. A member left empty gets the gRPC
+// implementation: learners through wire::GrpcLearnerClientFactory
+// (max_message_bytes, rpc_deadline), the coordinator through
+// wire::NewGrpcActorCoordinatorClient (5 s deadline; only when
+// coordinator_address is set).
+struct ActorClients {
+  // Called with the learner address before every connection attempt.
+  wire::LearnerClientFactory learners;
+  // Asked for the learner before every connection (coordinator mode).
+  std::unique_ptr<wire::ActorCoordinatorClient> coordinator;
+};
+
 class Actor {
  public:
   // Validates the options and fills in the defaults (actor id, cache dir);
@@ -101,6 +115,9 @@ class Actor {
   // max_inflight < 1 or a bad backoff/message limit.
   static absl::StatusOr<std::unique_ptr<Actor>> Create(
       const ActorOptions& options);
+  // The same over the given clients (empty members: gRPC).
+  static absl::StatusOr<std::unique_ptr<Actor>> Create(
+      const ActorOptions& options, ActorClients clients);
   // Stops; Run() must have returned (its caller owns the threads it joins).
   ~Actor();
 
@@ -157,16 +174,16 @@ class Actor {
     kIdle,          // exit_when_idle and nothing to do
   };
 
-  explicit Actor(const ActorOptions& options);
-  // A new channel of its own to the learner (message limits, no shared
-  // subchannels, so its first call makes a real connection attempt).
-  std::shared_ptr<grpc::Channel> NewChannel() const;
+  Actor(const ActorOptions& options, ActorClients clients);
+  // The learner to connect to: the coordinator's answer, else
+  // learner_address.
+  std::string LearnerAddress() const;
 
   // One connection: Hello, reader + rollout threads, until the session ends.
-  // Returns the learner's final status (for logging).
-  grpc::Status RunSession();
-  void ReaderLoop(wire::ActStream* stream);
-  void RolloutLoop(wire::ActStream* stream);
+  // Returns the call's final status (for logging).
+  absl::Status RunSession();
+  void ReaderLoop(wire::ActCall* call);
+  void RolloutLoop(wire::ActCall* call);
   void HandleAssignment(const v1::RunAssignment& assignment);
   void HandleWeights(const v1::WeightVersion& weights);
   void HandleAck(const v1::ChunkAck& ack);
@@ -175,11 +192,11 @@ class Actor {
   void EndSession(SessionEnd end, absl::Status error);
   // After the learner's Stop: waits (drain_timeout at most, Stop() cuts it
   // short) for the rollout thread to half-close and the learner to end the
-  // call; cancels `ctx` if it has not by then.
-  void DrainSession(grpc::ClientContext* ctx);
+  // call; cancels `call` if it has not by then.
+  void DrainSession(wire::ActCall* call);
 
   // Rollout thread. Returns OK when the session ends; errors end it.
-  absl::Status RolloutChunks(wire::ActStream* stream);
+  absl::Status RolloutChunks(wire::ActCall* call);
   // Builds the env for an assignment (kept if it is the one applied).
   // Errors: kFailedPrecondition / kInvalidArgument when the dataset, env
   // and contract disagree; EnsureDataset's errors.
@@ -195,24 +212,28 @@ class Actor {
 
   ActorOptions options_;
   std::string host_;
+  // Set in the constructor, then only used.
+  wire::LearnerClientFactory learner_factory_;
+  std::unique_ptr<wire::ActorCoordinatorClient> coordinator_;  // or null
 
   // Touched only by the rollout thread, and by the supervisor while no
   // rollout thread runs (thread start/join order the accesses).
-  // A fresh channel per connection attempt: gRPC's own reconnect backoff
+  // A fresh client per connection attempt: gRPC's own reconnect backoff
   // must not stack on ours (a fail-fast call on a channel in backoff fails
   // without trying, so an actor could miss a learner that is back).
-  std::unique_ptr<v1::Learner::Stub> stub_;
+  std::unique_ptr<wire::LearnerClient> learner_;
   std::unique_ptr<Rollout> rollout_;
   int64_t next_sequence_ = 0;
 
   mutable absl::Mutex mu_;
   absl::CondVar cv_;  // any change below
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  // Contexts to cancel on Stop(): the Act stream and a dataset fetch.
-  grpc::ClientContext* stream_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
-  grpc::ClientContext* fetch_ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
-  // Learner of the current session (coordinator mode); Run()'s thread only.
-  std::string current_learner_;
+  // Calls to cancel on Stop(): the Act stream and a dataset fetch.
+  wire::ActCall* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  wire::DatasetFetch* fetch_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // Learner of the current session (coordinator mode); written by Run()'s
+  // thread, read by GetLearnerStatus too.
+  std::string current_learner_ ABSL_GUARDED_BY(mu_);
   // Asks the coordinator which learner to join; keeps the previous answer
   // when it has none or cannot be reached.
   void ResolveLearner();

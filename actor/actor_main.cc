@@ -9,7 +9,8 @@
 //   actor <id>: env_steps_sent=<n> chunks_sent=<n> chunks_rejected=<n>
 //   reconnects=<n> versions=<n>
 // Exit status: 0 after a signal or an idle exit, 1 on a fatal error, 2 for
-// bad flags.
+// bad flags. Progress and errors are log lines (common/log.h) on stderr;
+// flag errors and the usage text stay plain stderr text for the user.
 
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "actor/actor.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
@@ -98,10 +100,11 @@ absl::StatusOr<Flags> FlagsFromCommandLine() {
 }
 
 int Main(int argc, char** argv) {
+  log::Init(argv[0]);
   wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   if (const absl::Status s = InstallShutdownHandlers(); !s.ok()) {
-    std::fprintf(stderr, "ristretto-actor: %s\n", s.ToString().c_str());
+    RLOG(ERROR) << "ristretto-actor: " << s.ToString();
     return 1;
   }
 
@@ -119,8 +122,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<MetricsServer>> metrics =
       StartMetricsServer(flags->metrics_port, flags->metrics_address, "actor");
   if (!metrics.ok()) {
-    std::fprintf(stderr, "ristretto-actor: %s\n",
-                 metrics.status().ToString().c_str());
+    RLOG(ERROR) << "ristretto-actor: " << metrics.status().ToString();
     return 1;
   }
   if (*metrics != nullptr) flags->options.metrics = &(*metrics)->registry();
@@ -132,22 +134,22 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Actor& actor = **created;
-  std::fprintf(stderr, "actor %s: learner %s, %d envs, cache %s\n",
-               actor.actor_id().c_str(),
-               actor.options().learner_address.c_str(),
-               actor.options().num_envs, actor.options().cache_dir.c_str());
+  RLOG(INFO) << "actor " << actor.actor_id() << ": learner "
+             << actor.options().learner_address << ", "
+             << actor.options().num_envs << " envs, cache "
+             << actor.options().cache_dir;
 
   absl::Status status;
   {
     // The first signal stops the actor cleanly, a second exits at once.
     SignalWatcher signals([&actor](int n) {
       if (n == 1) {
-        std::fprintf(stderr, "actor %s: signal received; stopping\n",
-                     actor.actor_id().c_str());
+        RLOG(INFO) << "actor " << actor.actor_id()
+                   << ": signal received; stopping";
         actor.Stop();
       } else {
-        std::fprintf(stderr, "actor %s: second signal; exiting now\n",
-                     actor.actor_id().c_str());
+        RLOG(WARNING) << "actor " << actor.actor_id()
+                      << ": second signal; exiting now";
         std::_Exit(1);
       }
     });
@@ -164,8 +166,7 @@ int Main(int argc, char** argv) {
       static_cast<long long>(actor.weight_versions_received()));
   std::fflush(stdout);
   if (!status.ok()) {
-    std::fprintf(stderr, "actor %s: %s\n", actor.actor_id().c_str(),
-                 status.ToString().c_str());
+    RLOG(ERROR) << "actor " << actor.actor_id() << ": " << status.ToString();
     return 1;
   }
   return 0;

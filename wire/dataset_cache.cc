@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 
 namespace ristretto::wire {
@@ -85,8 +85,9 @@ absl::StatusOr<env::Dataset> LoadOrFetchDataset(
   if (fs::exists(path, ec)) {
     absl::StatusOr<env::Dataset> cached = env::ReadDataset(path);
     if (cached.ok() && cached->ComputeId() == id) return cached;
-    std::fprintf(stderr, "cached %s is unusable (%s); fetching\n", path.c_str(),
-                 cached.ok() ? "wrong id" : cached.status().ToString().c_str());
+    RLOG(WARNING) << "cached " << path << " is unusable ("
+                  << (cached.ok() ? "wrong id" : cached.status().ToString())
+                  << "); fetching";
     fs::remove(path, ec);
   }
   RETURN_IF_ERROR(fetch(path));
