@@ -1,0 +1,119 @@
+// Who is calling: the credentials every ristretto RPC carries and how a
+// server checks them, independent of gRPC (the gRPC glue reads the
+// "authorization" metadata and hands its value to Authenticate).
+//
+// Roles:
+//   kOperator  the study owner's tools (`ristretto study ...`, `up`) and the
+//              registration of learners: the operator token (--token-file,
+//              $RISTRETTO_TOKEN).
+//   kLearner   one registered learner: a secret the coordinator issues at
+//              registration, bound to that learner's member id, so a learner
+//              can act only as itself (and, checked by the service, only on
+//              runs leased to it).
+//   kActor     one actor: a secret bound to the actor's id and the runs it
+//              was assigned.
+//
+// A call presents "Bearer <secret>". Secrets are looked up by their SHA-256
+// digest and the digests compared in constant time, so neither the lookup
+// nor the comparison leaks how much of a guessed secret was right.
+//
+// Errors: a missing, malformed or unknown credential is kUnauthenticated; a
+// known principal calling outside its role is kPermissionDenied. Messages
+// never echo the presented secret.
+//
+// Thread-safety: TokenRegistry is thread-safe; the free functions are pure.
+#ifndef RISTRETTO_COMMON_AUTH_H_
+#define RISTRETTO_COMMON_AUTH_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace ristretto::auth {
+
+// The metadata key (gRPC lower-cases keys) and the scheme of its value.
+inline constexpr char kMetadataKey[] = "authorization";
+inline constexpr char kBearerPrefix[] = "Bearer ";
+
+enum class Role { kOperator, kLearner, kActor };
+
+// "operator", "learner" or "actor".
+absl::string_view RoleName(Role role);
+
+struct Principal {
+  Role role = Role::kOperator;
+  std::string id;  // member id (learner), actor id, or "operator"
+
+  friend bool operator==(const Principal& a, const Principal& b) {
+    return a.role == b.role && a.id == b.id;
+  }
+};
+
+// True when a and b are equal; the time taken depends only on their lengths.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
+
+// The secret of a "Bearer <secret>" metadata value. kUnauthenticated when
+// the value is empty, has another scheme, or the secret is empty or holds
+// bytes outside printable ASCII.
+absl::StatusOr<std::string> ParseBearer(absl::string_view metadata_value);
+
+// "Bearer <secret>": what a client sends.
+std::string BearerValue(absl::string_view secret);
+
+// kOk when `principal` has one of `allowed`; otherwise kPermissionDenied
+// naming the principal's role and id (escaped, capped) and `what`.
+absl::Status RequireRole(const Principal& principal,
+                         std::initializer_list<Role> allowed,
+                         absl::string_view what);
+
+// kOk when `principal` is the learner `member_id`, else kPermissionDenied.
+absl::Status RequireLearner(const Principal& principal,
+                            absl::string_view member_id,
+                            absl::string_view what);
+
+class TokenRegistry {
+ public:
+  // Shortest secret accepted by Add: 128 bits as hex.
+  static constexpr size_t kMinSecretBytes = 32;
+
+  TokenRegistry() = default;
+  TokenRegistry(const TokenRegistry&) = delete;
+  TokenRegistry& operator=(const TokenRegistry&) = delete;
+
+  // Binds `secret` to `principal` (a secret already bound is re-bound).
+  // kInvalidArgument when the secret is shorter than kMinSecretBytes or
+  // holds non-printable bytes.
+  absl::Status Add(absl::string_view secret, Principal principal)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A fresh random secret (32 bytes from the OS, hex) bound to `principal`;
+  // the principal's previous issued secrets stay valid until Revoke.
+  absl::StatusOr<std::string> Issue(Principal principal)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Forgets every secret bound to `principal`; returns how many.
+  int Revoke(const Principal& principal) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The principal of a "Bearer <secret>" metadata value; kUnauthenticated
+  // when absent, malformed or unknown.
+  absl::StatusOr<Principal> Authenticate(absl::string_view metadata_value) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable absl::Mutex mu_;
+  // hex SHA-256 of the secret -> principal.
+  absl::flat_hash_map<std::string, Principal> by_digest_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ristretto::auth
+
+#endif  // RISTRETTO_COMMON_AUTH_H_
