@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Makes a development certificate authority and the certificates ristretto's
+# gRPC servers and clients use for TLS and mutual TLS (openssl only).
+#
+# Usage: scripts/make_dev_certs.sh DIR [NAME...]
+#   DIR   created if missing; existing files in it are kept (re-running
+#         does not replace a CA that certificates were already issued from)
+#   NAME  extra DNS names or IP addresses the server certificate is valid for
+#         (compose service names, a host's address); localhost and 127.0.0.1
+#         are always included.
+#
+# Writes (keys mode 600, certificates 644):
+#   ca.pem, ca.key          the development CA (10 years; keep ca.key private)
+#   server.pem, server.key  for --tls-cert/--tls-key of the coordinator and
+#                           learners (serverAuth and clientAuth: a learner is
+#                           both a server and a client of the coordinator)
+#   client.pem, client.key  for actors and tools under mutual TLS (clientAuth)
+#
+# Not for production: one server certificate for every server, no
+# revocation, CA key on the same disk.
+set -euo pipefail
+if [ $# -lt 1 ]; then
+  echo "usage: $0 DIR [NAME...]" >&2
+  exit 2
+fi
+dir=$1
+shift
+command -v openssl >/dev/null || { echo "make_dev_certs: openssl not found" >&2; exit 1; }
+mkdir -p "$dir"
+umask 077
+
+san="DNS:localhost,IP:127.0.0.1"
+for name in "$@"; do
+  if [[ $name =~ ^[0-9.]+$ || $name == *:* ]]; then
+    san+=",IP:$name"
+  elif [[ $name =~ ^[A-Za-z0-9.-]+$ ]]; then
+    san+=",DNS:$name"
+  else
+    echo "make_dev_certs: not a DNS name or IP address: '$name'" >&2
+    exit 2
+  fi
+done
+
+key() {  # key FILE: a P-256 private key
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null
+}
+
+if [ ! -f "$dir/ca.pem" ] || [ ! -f "$dir/ca.key" ]; then
+  key "$dir/ca.key"
+  openssl req -x509 -new -key "$dir/ca.key" -sha256 -days 3650 \
+    -subj "/CN=ristretto development CA" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$dir/ca.pem"
+fi
+
+issue() {  # issue NAME CN EXTENDED_KEY_USAGE [SAN]
+  local name=$1 cn=$2 eku=$3 alt=${4:-}
+  local ext
+  ext=$(mktemp)
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$eku"
+    if [ -n "$alt" ]; then echo "subjectAltName=$alt"; fi
+  } > "$ext"
+  key "$dir/$name.key"
+  openssl req -new -key "$dir/$name.key" -subj "/CN=$cn" -out "$dir/$name.csr"
+  openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 825 -sha256 -extfile "$ext" -out "$dir/$name.pem" 2>/dev/null
+  rm -f "$dir/$name.csr" "$ext"
+}
+
+issue server "ristretto server" "serverAuth,clientAuth" "$san"
+issue client "ristretto client" "clientAuth"
+chmod 644 "$dir/ca.pem" "$dir/server.pem" "$dir/client.pem"
+chmod 600 "$dir/ca.key" "$dir/server.key" "$dir/client.key"
+rm -f "$dir/ca.srl"
+echo "make_dev_certs: wrote $dir/{ca,server,client}.{pem,key} (server names: $san)"

@@ -1,0 +1,185 @@
+// TLS and mutual TLS on a real gRPC server on 127.0.0.1, with certificates
+// made by scripts/make_dev_certs.sh (openssl), and the loopback-only rule.
+#include "common/grpc_security.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/ristretto.grpc.pb.h"
+#include "tests/common/temp_dir.h"
+
+namespace ristretto {
+namespace {
+
+using ::testing::HasSubstr;
+
+class StatusOnly final : public v1::Learner::Service {
+ public:
+  grpc::Status GetStatus(grpc::ServerContext* /*context*/,
+                         const v1::StatusRequest* /*request*/,
+                         v1::LearnerStatus* /*reply*/) override {
+    return grpc::Status::OK;
+  }
+};
+
+class GrpcSecurityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    certs_ = new tests::TempDir("certs");
+    const std::string command = std::string(RISTRETTO_SOURCE_DIR) +
+                                "/scripts/make_dev_certs.sh " + certs_->path() +
+                                " > /dev/null";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    certs_ = nullptr;
+  }
+  static std::string File(const std::string& name) {
+    return certs_->path() + "/" + name;
+  }
+
+  // Starts a server with `files`; returns its port.
+  int Serve(const TlsFiles& files) {
+    auto credentials = MakeServerCredentials(files);
+    EXPECT_TRUE(credentials.ok()) << credentials.status();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(server_, nullptr);
+    EXPECT_GT(port, 0);
+    return port;
+  }
+
+  // One GetStatus call to 127.0.0.1:port with client `files`.
+  static grpc::Status Call(int port, const TlsFiles& files) {
+    auto credentials = MakeChannelCredentials(files);
+    if (!credentials.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(credentials.status().message()));
+    }
+    auto stub = v1::Learner::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), *credentials));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(20));
+    v1::StatusRequest request;
+    v1::LearnerStatus reply;
+    return stub->GetStatus(&context, request, &reply);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  static tests::TempDir* certs_;
+  StatusOnly service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+tests::TempDir* GrpcSecurityTest::certs_ = nullptr;
+
+TEST_F(GrpcSecurityTest, TlsServerAcceptsVerifyingClientsAndRefusesPlaintext) {
+  const int port = Serve({File("server.pem"), File("server.key"), ""});
+  EXPECT_TRUE(Call(port, {"", "", File("ca.pem")}).ok());
+  const grpc::Status plaintext = Call(port, {});
+  EXPECT_EQ(plaintext.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << plaintext.error_message();
+}
+
+TEST_F(GrpcSecurityTest, ClientRefusesAServerItsCaDidNotSign) {
+  tests::TempDir other("other-ca");
+  const std::string command = std::string(RISTRETTO_SOURCE_DIR) +
+                              "/scripts/make_dev_certs.sh " + other.path() +
+                              " > /dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const int port = Serve({File("server.pem"), File("server.key"), ""});
+  const grpc::Status status = Call(port, {"", "", other.path() + "/ca.pem"});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
+}
+
+TEST_F(GrpcSecurityTest, MutualTlsRequiresAClientCertificate) {
+  const int port =
+      Serve({File("server.pem"), File("server.key"), File("ca.pem")});
+  EXPECT_TRUE(
+      Call(port, {File("client.pem"), File("client.key"), File("ca.pem")})
+          .ok());
+  EXPECT_FALSE(Call(port, {"", "", File("ca.pem")}).ok());
+  EXPECT_FALSE(Call(port, {}).ok());
+}
+
+TEST_F(GrpcSecurityTest, BadFilesAreClearErrors) {
+  auto no_key = MakeServerCredentials({File("server.pem"), "", ""});
+  EXPECT_THAT(std::string(no_key.status().message()),
+              HasSubstr("--tls-cert needs --tls-key"));
+  auto missing =
+      MakeServerCredentials({File("nope.pem"), File("server.key"), ""});
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("nope.pem"));
+
+  const std::string not_pem = certs_->path() + "/not.pem";
+  std::ofstream(not_pem) << "hello";
+  auto bad = MakeServerCredentials({not_pem, File("server.key"), ""});
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not a PEM file"));
+
+  const std::string open_key = certs_->path() + "/open.key";
+  std::ofstream(open_key) << "-----BEGIN PRIVATE KEY-----\n";
+  chmod(open_key.c_str(), 0644);
+  auto readable = MakeServerCredentials({File("server.pem"), open_key, ""});
+  EXPECT_THAT(std::string(readable.status().message()),
+              HasSubstr("readable by group or others"));
+
+  auto client_without_ca =
+      MakeChannelCredentials({File("client.pem"), File("client.key"), ""});
+  EXPECT_EQ(client_without_ca.status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto dir = MakeChannelCredentials({"", "", certs_->path()});
+  EXPECT_THAT(std::string(dir.status().message()),
+              HasSubstr("not a regular file"));
+}
+
+TEST(ExposureTest, UnprotectedServersStayOnLoopback) {
+  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("127.8.0.1"));
+  EXPECT_TRUE(IsLoopbackHost("localhost"));
+  EXPECT_TRUE(IsLoopbackHost("::1"));
+  EXPECT_TRUE(IsLoopbackHost("[::1]"));
+  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
+  EXPECT_FALSE(IsLoopbackHost("127.0.0.1.example.com"));
+  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+  EXPECT_EQ(HostOfAddress("127.0.0.1:50051"), "127.0.0.1");
+  EXPECT_EQ(HostOfAddress("[::1]:50051"), "::1");
+  EXPECT_EQ(HostOfAddress("0.0.0.0"), "0.0.0.0");
+
+  const auto refused = CheckExposure("0.0.0.0:50051", false, false, false);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("--allow-insecure-network"));
+  const auto loopback = CheckExposure("127.0.0.1:0", false, false, false);
+  ASSERT_TRUE(loopback.ok());
+  EXPECT_THAT(*loopback, HasSubstr("loopback only"));
+  const auto allowed = CheckExposure("0.0.0.0:1", false, false, true);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_THAT(*allowed, HasSubstr("clear"));
+  // TLS alone authenticates nobody.
+  EXPECT_FALSE(CheckExposure("0.0.0.0:1", true, false, false).ok());
+  const auto token_in_clear = CheckExposure("0.0.0.0:1", false, true, false);
+  ASSERT_TRUE(token_in_clear.ok());
+  EXPECT_THAT(*token_in_clear, HasSubstr("in clear"));
+  EXPECT_EQ(*CheckExposure("0.0.0.0:1", true, true, false),
+            "TLS on, every call authenticated");
+}
+
+}  // namespace
+}  // namespace ristretto
