@@ -10,13 +10,13 @@
 // --token-file (mode 600) or $RISTRETTO_TOKEN, and a --db DSN that carries a
 // password is refused (libpq reads ~/.pgpass, $PGPASSFILE or $PGPASSWORD).
 // With --metrics-port it serves Prometheus metrics (docs/metrics.md) and
-// prints "metrics on HOST:PORT". Prints "listening on HOST:PORT" once
+// prints "metrics on HOST:PORT". Logs "listening on HOST:PORT" once
 // serving; on SIGTERM/SIGINT it stops scheduling, finishes the calls in
-// flight and exits 0. A restart resumes every study from the database.
+// flight, logs its counters and exits 0. A restart resumes every study from
+// the database. Diagnostics go to stderr through common/log.h.
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/secret_file.h"
 #include "common/shutdown_signal.h"
@@ -137,32 +138,26 @@ absl::Status Main() {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", address, ":", port));
   }
-  std::printf("listening on %s:%d\n", address.c_str(), bound_port);
-  std::fflush(stdout);
+  RLOG(INFO) << "listening on " << address << ":" << bound_port;
 
   {
     SignalWatcher signals;
     while (!signals.WaitForSignal(absl::Milliseconds(tick_ms))) {
       absl::Status s = scheduler.Tick();
       if (!s.ok()) {
-        std::fprintf(stderr, "coordinator: scheduling pass failed: %s\n",
-                     s.ToString().c_str());
+        RLOG(ERROR) << "scheduling pass failed: " << s.ToString();
       }
     }
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   const SchedulerCounters c = scheduler.counters();
-  std::printf(
-      "coordinator: trials_created=%lld runs_leased=%lld leases_expired=%lld "
-      "runs_completed=%lld trials_completed=%lld trials_pruned=%lld "
-      "trials_failed=%lld\n",
-      static_cast<long long>(c.trials_created),
-      static_cast<long long>(c.runs_leased),
-      static_cast<long long>(c.leases_expired),
-      static_cast<long long>(c.runs_completed),
-      static_cast<long long>(c.trials_completed),
-      static_cast<long long>(c.trials_pruned),
-      static_cast<long long>(c.trials_failed));
+  RLOG(INFO) << "trials_created=" << c.trials_created
+             << " runs_leased=" << c.runs_leased
+             << " leases_expired=" << c.leases_expired
+             << " runs_completed=" << c.runs_completed
+             << " trials_completed=" << c.trials_completed
+             << " trials_pruned=" << c.trials_pruned
+             << " trials_failed=" << c.trials_failed;
   return absl::OkStatus();
 }
 
@@ -170,6 +165,7 @@ absl::Status Main() {
 }  // namespace ristretto::coordinator
 
 int main(int argc, char** argv) {
+  ristretto::log::Init(argv[0]);
   if (const std::optional<int> exit_code = ristretto::HandleProcessCommandLine(
           "ristretto-coordinator", ristretto::coordinator::kUsage, argc,
           argv)) {
@@ -177,8 +173,7 @@ int main(int argc, char** argv) {
   }
   absl::Status s = ristretto::coordinator::Main();
   if (!s.ok()) {
-    std::fprintf(stderr, "ristretto-coordinator: %s\n",
-                 std::string(s.message()).c_str());
+    RLOG(ERROR) << s.message();
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;

@@ -1,9 +1,9 @@
 #include "coordinator/service/coordinator_service.h"
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "common/log.h"
 #include "wire/grpc_status.h"
 
 namespace ristretto::coordinator {
@@ -14,8 +14,7 @@ namespace {
 grpc::Status ToGrpc(const absl::Status& s) {
   if (!s.ok() && s.code() != absl::StatusCode::kNotFound &&
       s.code() != absl::StatusCode::kFailedPrecondition) {
-    std::fprintf(stderr, "coordinator: call failed: %s\n",
-                 s.ToString().c_str());
+    RLOG(ERROR) << "call failed: " << s.ToString();
   }
   return wire::ToGrpcStatus(s);
 }

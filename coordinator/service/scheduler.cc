@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/study_result.h"
@@ -189,8 +190,7 @@ absl::Status Scheduler::Tick() {
     options_.metrics->CountLeasesExpired(static_cast<int64_t>(expired.size()));
   }
   for (int64_t run_id : expired) {
-    std::fprintf(stderr, "coordinator: lease of run %lld expired\n",
-                 static_cast<long long>(run_id));
+    RLOG(WARNING) << "lease of run " << run_id << " expired";
   }
   for (const StudyRow& row : studies) {
     if (row.state != StudyState::kRunning) continue;
@@ -198,8 +198,7 @@ absl::Status Scheduler::Tick() {
     if (!s.ok()) {
       if (s.code() == absl::StatusCode::kUnavailable) return s;
       if (broken_.count(row.id) == 0) {
-        std::fprintf(stderr, "coordinator: study %s cannot run: %s\n",
-                     row.name.c_str(), std::string(s.message()).c_str());
+        RLOG(ERROR) << "study " << row.name << " cannot run: " << s.message();
         broken_[row.id] = std::string(s.message());
       }
       RETURN_IF_ERROR(Db(DbOp::kSetStudyState)
@@ -275,9 +274,8 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
                          ->CreateTrial(row.id, param_rows, configs,
                                        options_.data_dir + "/runs"));
     ++counters_.trials_created;
-    std::fprintf(stderr, "coordinator: %s trial %lld started (%zu runs)\n",
-                 row.name.c_str(), static_cast<long long>(trial.number),
-                 configs.size());
+    RLOG(INFO) << row.name << " trial " << trial.number << " started ("
+               << configs.size() << " runs)";
     ++running;
     ++created;
   }
@@ -293,8 +291,7 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
             ->PutStudyResult(row.id, StudyStatisticsToJson(result)));
     RETURN_IF_ERROR(
         Db(DbOp::kSetStudyState)->SetStudyState(row.id, StudyState::kDone));
-    std::fprintf(stderr, "coordinator: study %s done: %s\n", row.name.c_str(),
-                 result.verdict.c_str());
+    RLOG(INFO) << "study " << row.name << " done: " << result.verdict;
   }
   return absl::OkStatus();
 }
@@ -341,9 +338,8 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
   if (!options.ok()) {
     // The trial keeps its CV score; it simply has no lockbox result (the
     // verdict says so if it is the best).
-    std::fprintf(stderr, "coordinator: trial %lld gets no final run: %s\n",
-                 static_cast<long long>(trial.number),
-                 std::string(options.status().message()).c_str());
+    RLOG(WARNING) << "trial " << trial.number
+                  << " gets no final run: " << options.status().message();
     study->final_queued.insert(trial.id);
     return absl::OkStatus();
   }
@@ -354,12 +350,9 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
                         options_.data_dir + "/runs"));
   study->final_queued.insert(trial.id);
   if (run.state == RunState::kQueued && run.attempts == 0) {
-    std::fprintf(stderr,
-                 "coordinator: trial %lld final run queued (%lld env steps on "
-                 "rows before %lld, then the lockbox)\n",
-                 static_cast<long long>(trial.number),
-                 static_cast<long long>(steps),
-                 static_cast<long long>(options->lockbox_guard));
+    RLOG(INFO) << "trial " << trial.number << " final run queued (" << steps
+               << " env steps on rows before " << options->lockbox_guard
+               << ", then the lockbox)";
   }
   return absl::OkStatus();
 }
@@ -399,12 +392,11 @@ absl::Status Scheduler::CompleteFinalRun(
                       ->CompleteFinalRun(run.id, request.member_id(),
                                          std::move(row), artifacts));
   ++counters_.runs_completed;
-  std::fprintf(stderr,
-               "coordinator: run %lld (final) done: lockbox Sharpe %.2f, buy "
-               "& hold %.2f, random %.2f\n",
-               static_cast<long long>(run.id),
-               request.final_evaluation().sharpe(), base.buy_and_hold.sharpe,
-               base.random_sharpe_mean);
+  RLOG(INFO) << absl::StrFormat(
+      "run %d (final) done: lockbox Sharpe %.2f, buy & hold %.2f, random "
+      "%.2f",
+      run.id, request.final_evaluation().sharpe(), base.buy_and_hold.sharpe,
+      base.random_sharpe_mean);
   return absl::OkStatus();
 }
 
@@ -444,8 +436,8 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   }
   RETURN_IF_ERROR(s);
   ++counters_.trials_completed;
-  std::fprintf(stderr, "coordinator: trial %lld complete, score %.4f\n",
-               static_cast<long long>(trial_id), score);
+  RLOG(INFO) << absl::StrFormat("trial %d complete, score %.4f", trial_id,
+                                score);
   return absl::OkStatus();
 }
 
@@ -478,9 +470,8 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
                    ",\"device\":\"", request.device(), "\"}");
   RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
   learners_[request.member_id()] = request.address();
-  std::fprintf(stderr, "coordinator: learner %s at %s (%d slots)\n",
-               request.member_id().c_str(), request.address().c_str(),
-               request.slots());
+  RLOG(INFO) << "learner " << request.member_id() << " at " << request.address()
+             << " (" << request.slots() << " slots)";
   v1::RegisterLearnerResponse response;
   response.set_lease_ttl_ms(absl::ToInt64Milliseconds(options_.lease_ttl));
   response.set_heartbeat_interval_ms(
@@ -520,9 +511,8 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   response.set_has_run(true);
   ++counters_.runs_leased;
   if (options_.metrics != nullptr) options_.metrics->CountRunLeased();
-  std::fprintf(stderr, "coordinator: leased %s to %s (attempt %d)\n",
-               lease->run_name().c_str(), request.member_id().c_str(),
-               run->attempts);
+  RLOG(INFO) << "leased " << lease->run_name() << " to " << request.member_id()
+             << " (attempt " << run->attempts << ")";
   return response;
 }
 
@@ -591,9 +581,8 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
     absl::Status pruned = Db(DbOp::kPruneTrial)->PruneTrial(run.trial_id);
     if (pruned.ok()) {
       ++counters_.trials_pruned;
-      std::fprintf(stderr, "coordinator: trial %lld pruned at %lld steps\n",
-                   static_cast<long long>(run.trial_id),
-                   static_cast<long long>(e.env_steps()));
+      RLOG(INFO) << "trial " << run.trial_id << " pruned at " << e.env_steps()
+                 << " steps";
     } else if (pruned.code() != absl::StatusCode::kFailedPrecondition) {
       return pruned;
     }
@@ -632,9 +621,8 @@ absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
       Db(DbOp::kFailRun)
           ->FailRun(request.run_id(), request.member_id(), request.reason()));
   ++counters_.trials_failed;
-  std::fprintf(stderr, "coordinator: run %lld failed: %s\n",
-               static_cast<long long>(request.run_id()),
-               request.reason().c_str());
+  RLOG(WARNING) << "run " << request.run_id()
+                << " failed: " << request.reason();
   return absl::OkStatus();
 }
 
