@@ -362,8 +362,8 @@ absl::Status Actor::Run() {
         break;
       case SessionEnd::kStreamClosed:
       case SessionEnd::kNone:
-        RLOG(WARNING) << "actor " << id << ": stream to "
-                      << options_.learner_address
+        // The learner connected to (the coordinator's choice, if any).
+        RLOG(WARNING) << "actor " << id << ": stream to " << LearnerAddress()
                       << " ended: " << final_status.ToString();
         break;
     }
