@@ -60,7 +60,7 @@
 #include "coordinator/store/store.h"
 #include "coordinator/store/study_result.h"
 #include "env/synthetic.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "report/study_report.h"
 #include "report/study_report_store.h"
 
@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> configs;
     configs.reserve(fold_options.size());
     for (const auto& o : fold_options) {
-      configs.push_back(ristretto::learner::TrainerOptionsToJson(o));
+      configs.push_back(
+          Check(ristretto::learner::TrainerOptionsToConfigJson(o), "config"));
     }
     const co::TrialRow trial = Check(
         store->CreateTrial(study.id, rows, configs, (tmp / "runs").string()),
@@ -236,10 +237,13 @@ int main(int argc, char** argv) {
     // Its final run on the lockbox.
     const ristretto::learner::TrainerOptions final_options = Check(
         co::BuildFinalRunOptions(config, params, info, 100000), "final run");
-    Check(store->AddFinalRun(
-              trial.id, ristretto::learner::TrainerOptionsToJson(final_options),
-              (tmp / "runs").string()),
-          "AddFinalRun");
+    Check(
+        store->AddFinalRun(
+            trial.id,
+            Check(ristretto::learner::TrainerOptionsToConfigJson(final_options),
+                  "final config"),
+            (tmp / "runs").string()),
+        "AddFinalRun");
     std::optional<co::RunRow> final_run =
         Check(store->LeaseRun(member, absl::Minutes(10)), "LeaseRun final");
     if (!final_run.has_value() || final_run->fold != co::kLockboxFold) {

@@ -1,6 +1,5 @@
 #include "learner/run_options_json.h"
 
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -16,107 +15,6 @@ namespace ristretto::learner {
 namespace {
 
 using Json = nlohmann::json;
-
-// ---- enum names (the study-file spellings; parsers live with the enums)
-
-std::string RewardModeName(env::RewardMode m) {
-  return m == env::RewardMode::kShaped ? "shaped" : "log_return";
-}
-std::string TerminalRewardName(env::TerminalReward m) {
-  return m == env::TerminalReward::kStep ? "step" : "discounted_sum";
-}
-std::string ValueLossName(ValueLoss v) {
-  return v == ValueLoss::kMse ? "mse" : "smooth_l1";
-}
-std::string LrScheduleName(LrSchedule s) {
-  return s == LrSchedule::kConstant ? "constant" : "linear";
-}
-std::string AutocastModeName(AutocastMode m) {
-  switch (m) {
-    case AutocastMode::kOff:
-      return "off";
-    case AutocastMode::kBf16:
-      return "bf16";
-    case AutocastMode::kFp16:
-      return "fp16";
-  }
-  return "off";
-}
-
-// Non-finite doubles have no JSON spelling; null makes the reader refuse.
-Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
-Json DomainsJson(const std::vector<env::Domain>& domains) {
-  Json out = Json::array();
-  for (const env::Domain& d : domains) out.push_back({d.begin, d.end});
-  return out;
-}
-
-Json EnvJson(const env::EnvOptions& e) {
-  return Json{
-      {"lookback", e.lookback},
-      {"initial_capital", Number(e.initial_capital)},
-      {"buy_fee", Number(e.buy_fee)},
-      {"sell_fee", Number(e.sell_fee)},
-      {"slippage_bps", Number(e.slippage_bps)},
-      {"max_volume_share", Number(e.max_volume_share)},
-      {"buy_safety", Number(e.buy_safety)},
-      {"norm_cash", Number(e.norm_cash)},
-      {"norm_stocks", Number(e.norm_stocks)},
-      {"norm_tech", Number(e.norm_tech)},
-      {"norm_reward", Number(e.norm_reward)},
-      {"norm_action", Number(e.norm_action)},
-      {"time_decay_floor", Number(e.time_decay_floor)},
-      {"min_cash_reserve", Number(e.min_cash_reserve)},
-      {"concentration_penalty", Number(e.concentration_penalty)},
-      {"trailing_stop_pct", Number(e.trailing_stop_pct)},
-      {"cooldown_trim_bars", e.cooldown_trim_bars},
-      {"trim_fraction", Number(e.trim_fraction)},
-      {"gamma", Number(e.gamma)},
-      {"action_clip", Number(e.action_clip)},
-      {"reward_mode", RewardModeName(e.reward_mode)},
-      {"reward_scale", Number(e.reward_scale)},
-      {"terminal_reward", TerminalRewardName(e.terminal_reward)},
-  };
-}
-
-Json NetworkJson(const NetworkOptions& n) {
-  return Json{
-      {"policy_hidden", n.policy_hidden},
-      {"value_hidden", n.value_hidden},
-      {"activation", ActivationName(n.activation)},
-      {"log_std_init", Number(n.log_std_init)},
-      {"log_prob", LogProbModeName(n.log_prob)},
-      {"normalize_observations", n.normalize_observations},
-      {"obs_clip", Number(n.obs_clip)},
-  };
-}
-
-Json PpoJson(const PpoOptions& p) {
-  return Json{
-      {"learning_rate", Number(p.learning_rate)},
-      {"lr_schedule", LrScheduleName(p.lr_schedule)},
-      {"gamma", Number(p.gamma)},
-      {"gae_lambda", Number(p.gae_lambda)},
-      {"bootstrap_truncation", p.bootstrap_truncation},
-      {"clip_ratio", Number(p.clip_ratio)},
-      {"value_loss", ValueLossName(p.value_loss)},
-      {"value_clip", Number(p.value_clip)},
-      {"value_coef", Number(p.value_coef)},
-      {"entropy_coef", Number(p.entropy_coef)},
-      {"normalize_advantages", p.normalize_advantages},
-      {"epochs", p.epochs},
-      {"minibatch_size", p.minibatch_size},
-      {"sample_with_replacement", p.sample_with_replacement},
-      {"max_grad_norm", Number(p.max_grad_norm)},
-      {"adam_eps", Number(p.adam_eps)},
-      {"max_policy_lag", p.max_policy_lag},
-      {"device", p.device},
-      {"allow_tf32", p.allow_tf32},
-      {"autocast", AutocastModeName(p.autocast)},
-      {"cpu_threads", p.cpu_threads},
-  };
-}
 
 // ---- reading: every object is read through a table of named fields, so an
 // unknown name is caught in one place.
@@ -334,32 +232,8 @@ Reader PpoReader(PpoOptions* p) {
 
 }  // namespace
 
-std::string TrainerOptionsToJson(const TrainerOptions& o) {
-  const Json j{
-      {"env", EnvJson(o.env)},
-      {"network", NetworkJson(o.network)},
-      {"ppo", PpoJson(o.ppo)},
-      {"num_envs", o.num_envs},
-      {"rollout_steps", o.rollout_steps},
-      {"episode_steps", o.episode_steps},
-      {"budget_env_steps", o.budget_env_steps},
-      {"seed", o.seed},
-      {"train_domains", DomainsJson(o.train_domains)},
-      {"validation_domains", DomainsJson(o.validation_domains)},
-      {"eval_every_env_steps", o.eval_every_env_steps},
-      {"run_dir", o.run_dir},
-      {"resume", o.resume},
-      {"dataset_id", o.dataset_id},
-      {"feature_names", o.feature_names},
-      {"objective", o.objective},
-      {"lockbox_begin", o.lockbox_begin},
-      {"lockbox_guard", o.lockbox_guard},
-      {"final_evaluation", o.final_evaluation},
-  };
-  return j.dump();
-}
-
-absl::StatusOr<TrainerOptions> TrainerOptionsFromJson(const std::string& json) {
+absl::StatusOr<TrainerOptions> TrainerOptionsFromLegacyJson(
+    const std::string& json) {
   Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     return absl::InvalidArgumentError("run options are not valid JSON");

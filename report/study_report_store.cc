@@ -29,7 +29,7 @@
 #include "env/dataset.h"
 #include "env/market_data.h"
 #include "env/synthetic.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 
 namespace ristretto::report {
 namespace {
@@ -277,7 +277,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
   std::map<int, learner::TrainerOptions> options_of_fold;
   for (const coordinator::RunRow& run : runs) {
     absl::StatusOr<learner::TrainerOptions> o =
-        learner::TrainerOptionsFromJson(run.config_json);
+        learner::TrainerOptionsFromConfigJson(run.config_json);
     if (o.ok()) options_of_fold[run.fold] = *std::move(o);
   }
   absl::StatusOr<LoadedMarket> market = LoadMarket(store, *config);

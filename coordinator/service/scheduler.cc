@@ -14,7 +14,7 @@
 #include "env/dataset.h"
 #include "env/market_data.h"
 #include "learner/objective.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -264,7 +264,9 @@ absl::Status Scheduler::AdvanceStudy(const StudyRow& row) {
     std::vector<std::string> configs;
     configs.reserve(runs.size());
     for (const learner::TrainerOptions& o : runs) {
-      configs.push_back(learner::TrainerOptionsToJson(o));
+      ASSIGN_OR_RETURN(std::string config,
+                       learner::TrainerOptionsToConfigJson(o));
+      configs.push_back(std::move(config));
     }
     std::vector<ParamRow> param_rows;
     for (const auto& [name, value] : params)
@@ -343,11 +345,12 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
     study->final_queued.insert(trial.id);
     return absl::OkStatus();
   }
+  ASSIGN_OR_RETURN(const std::string config,
+                   learner::TrainerOptionsToConfigJson(*options));
   ASSIGN_OR_RETURN(
       const RunRow run,
       Db(DbOp::kAddFinalRun)
-          ->AddFinalRun(trial.id, learner::TrainerOptionsToJson(*options),
-                        options_.data_dir + "/runs"));
+          ->AddFinalRun(trial.id, config, options_.data_dir + "/runs"));
   study->final_queued.insert(trial.id);
   if (run.state == RunState::kQueued && run.attempts == 0) {
     RLOG(INFO) << "trial " << trial.number << " final run queued (" << steps
@@ -363,7 +366,7 @@ absl::Status Scheduler::CompleteFinalRun(
                    Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
   ASSIGN_OR_RETURN(learner::TrainerOptions options,
-                   learner::TrainerOptionsFromJson(run.config_json));
+                   learner::TrainerOptionsFromConfigJson(run.config_json));
   ASSIGN_OR_RETURN(
       const SegmentBaselines base,
       ComputeBaselines(study->market, options.env, options.validation_domains));
@@ -493,7 +496,7 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   ASSIGN_OR_RETURN(StudyRow study,
                    Db(DbOp::kGetStudyById)->GetStudyById(run->study_id));
   ASSIGN_OR_RETURN(learner::TrainerOptions options,
-                   learner::TrainerOptionsFromJson(run->config_json));
+                   learner::TrainerOptionsFromConfigJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
   lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
@@ -504,7 +507,7 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   lease->set_trial_id(run->trial_id);
   lease->set_trial_number(trial.number);
   lease->set_fold(run->fold);
-  lease->set_trainer_options_json(run->config_json);
+  *lease->mutable_run_config() = learner::TrainerOptionsToRunConfig(options);
   lease->set_dataset_id(options.dataset_id);
   lease->set_checkpoint_dir(run->checkpoint_dir);
   lease->set_attempt(run->attempts);

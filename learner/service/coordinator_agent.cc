@@ -10,7 +10,7 @@
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "learner/torch/checkpoint.h"
 #include "wire/dataset_cache.h"
 
@@ -308,8 +308,14 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
 }
 
 absl::Status CoordinatorAgent::Build(Hosted& h) {
+  // A lease without its run would train on defaults nobody chose.
+  if (!h.lease.has_run_config()) {
+    return absl::InvalidArgumentError(
+        "the lease carries no run_config (a coordinator older than this "
+        "learner?)");
+  }
   ASSIGN_OR_RETURN(h.options,
-                   TrainerOptionsFromJson(h.lease.trainer_options_json()));
+                   TrainerOptionsFromRunConfig(h.lease.run_config()));
   // Refused before the dataset is fetched or anything trains.
   RETURN_IF_ERROR(CheckLockbox(h.options));
   h.options.ppo.device = options_.device;

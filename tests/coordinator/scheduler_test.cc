@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/core/verdict.h"
 #include "gtest/gtest.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "tests/coordinator/scheduler_test_helpers.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
@@ -161,7 +161,7 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
     run = lease->lease().run_id();
     // CV runs never see the lockbox rows.
     absl::StatusOr<learner::TrainerOptions> o =
-        learner::TrainerOptionsFromJson(lease->lease().trainer_options_json());
+        learner::TrainerOptionsFromRunConfig(lease->lease().run_config());
     ASSERT_TRUE(o.ok());
     EXPECT_FALSE(o->final_evaluation);
     EXPECT_TRUE(learner::CheckLockbox(*o).ok());
@@ -208,7 +208,7 @@ TEST_F(SchedulerTest, CompleteTrialsGetOneLockboxRunThatNeverScores) {
     EXPECT_EQ(lease->lease().fold(), kLockboxFold);
     EXPECT_NE(lease->lease().run_name().find("/lockbox"), std::string::npos);
     absl::StatusOr<learner::TrainerOptions> o =
-        learner::TrainerOptionsFromJson(lease->lease().trainer_options_json());
+        learner::TrainerOptionsFromRunConfig(lease->lease().run_config());
     ASSERT_TRUE(o.ok());
     EXPECT_TRUE(o->final_evaluation);
     // The folds' best checkpoint (4000 steps) scaled to the refit's rows.

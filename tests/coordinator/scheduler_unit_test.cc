@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -25,7 +26,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/server_context.h"
 #include "gtest/gtest.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "tests/coordinator/scheduler_test_helpers.h"
 
 namespace ristretto::coordinator {
@@ -212,8 +213,8 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   ASSERT_TRUE(final_lease.has_run());
   EXPECT_EQ(final_lease.lease().fold(), kLockboxFold);
   EXPECT_THAT(final_lease.lease().run_name(), HasSubstr("/lockbox"));
-  absl::StatusOr<learner::TrainerOptions> o = learner::TrainerOptionsFromJson(
-      final_lease.lease().trainer_options_json());
+  absl::StatusOr<learner::TrainerOptions> o =
+      learner::TrainerOptionsFromRunConfig(final_lease.lease().run_config());
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_TRUE(o->final_evaluation);
   Tick();  // leased, not finished: still running
@@ -409,6 +410,29 @@ TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
 
 // CoordinatorService, called in process: proto in, Scheduler, gRPC codes
 // out.
+// A run queued by an earlier coordinator holds the older JSON layout in
+// runs.config_json; it is leased as a typed RunConfig all the same.
+TEST_F(SchedulerUnitTest, RunsStoredInTheOlderJsonLayoutAreLeasedTyped) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  const std::string legacy =
+      R"({"ppo": {"epochs": 3, "learning_rate": 0.001}, "dataset_id": "d0",)"
+      R"( "seed": 18446744073709551615, "train_domains": [[0, 1000]]})";
+  absl::StatusOr<TrialRow> trial = store_->CreateTrial(
+      study_id_, {{"learning_rate", "0.001"}}, {legacy}, data_dir_ + "/runs");
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  const v1::LeaseRunResponse lease = Lease();
+  ASSERT_TRUE(lease.has_run());
+  ASSERT_TRUE(lease.lease().has_run_config());
+  EXPECT_EQ(lease.lease().dataset_id(), "d0");
+  absl::StatusOr<learner::TrainerOptions> o =
+      learner::TrainerOptionsFromRunConfig(lease.lease().run_config());
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->ppo.epochs, 3);
+  EXPECT_EQ(o->ppo.learning_rate, 0.001);
+  EXPECT_EQ(o->seed, UINT64_MAX);
+  EXPECT_EQ(o->train_domains, (std::vector<env::Domain>{{0, 1000}}));
+}
+
 TEST_F(SchedulerUnitTest, CoordinatorServiceMapsSchedulerResultsToGrpc) {
   Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30),
         "sesame");

@@ -3,8 +3,9 @@
 //   * `ristretto train` and the stand-alone learner: process flags through
 //     learner::RunOptionsFromFlags (train_command.cc calls it);
 //   * a study's run on a coordinated learner: BuildRunOptions on the
-//     coordinator, the options' JSON (the coordinator -> learner transport),
-//     TrainerOptionsFromJson on the learner.
+//     coordinator, stored as runs.config_json (TrainerOptionsToConfigJson),
+//     read back and sent as a typed v1::RunConfig (the coordinator ->
+//     learner transport), TrainerOptionsFromRunConfig on the learner.
 // Every schema option is compared through learner::GetRunOption, so an
 // option added to the schema is compared without touching this test.
 #include <map>
@@ -16,8 +17,8 @@
 #include "common/options_schema.h"
 #include "coordinator/core/study_config.h"
 #include "gtest/gtest.h"
+#include "learner/run_config_codec.h"
 #include "learner/run_options.h"
-#include "learner/run_options_json.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -43,16 +44,24 @@ DatasetInfo Data() {
   return d;
 }
 
-// The coordinated learner's options: built by the coordinator, sent as
-// JSON, read back by the learner.
+// The coordinated learner's options: built by the coordinator, stored,
+// read back from the store and leased as a RunConfig, read by the learner.
 learner::TrainerOptions Coordinated(const StudyConfig& study) {
   absl::StatusOr<std::vector<learner::TrainerOptions>> runs =
       BuildRunOptions(study, {}, Data());
   EXPECT_TRUE(runs.ok()) << runs.status();
   if (!runs.ok() || runs->empty()) return {};
+  absl::StatusOr<std::string> stored =
+      learner::TrainerOptionsToConfigJson(runs->front());
+  EXPECT_TRUE(stored.ok()) << stored.status();
+  if (!stored.ok()) return {};
+  absl::StatusOr<learner::TrainerOptions> leased =
+      learner::TrainerOptionsFromConfigJson(*stored);
+  EXPECT_TRUE(leased.ok()) << leased.status();
+  if (!leased.ok()) return {};
   absl::StatusOr<learner::TrainerOptions> received =
-      learner::TrainerOptionsFromJson(
-          learner::TrainerOptionsToJson(runs->front()));
+      learner::TrainerOptionsFromRunConfig(
+          learner::TrainerOptionsToRunConfig(*leased));
   EXPECT_TRUE(received.ok()) << received.status();
   return received.ok() ? *received : learner::TrainerOptions{};
 }

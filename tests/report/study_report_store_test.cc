@@ -18,12 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/file_util.h"
+#include "common/options_schema.h"
 #include "coordinator/core/study_config.h"
 #include "env/market_data.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
 namespace ristretto::report {
@@ -74,6 +75,33 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
     fs::remove_all(tmp_, ec);
   }
 
+  // runs.config_json for `o`: RunConfig's JSON, or with legacy_configs_ the
+  // layout rows held before RunConfig (the fields the report reads).
+  std::string Stored(const learner::TrainerOptions& o) const {
+    if (legacy_configs_) {
+      auto domains = [](const std::vector<env::Domain>& ds) {
+        std::string out = "[";
+        for (const env::Domain& d : ds) {
+          absl::StrAppend(&out, out.size() > 1 ? "," : "", "[", d.begin, ",",
+                          d.end, "]");
+        }
+        return out + "]";
+      };
+      return absl::StrCat(
+          R"({"env":{"lookback":)", o.env.lookback, R"(,"buy_fee":)",
+          FormatOptionNumber(o.env.buy_fee), R"(,"sell_fee":)",
+          FormatOptionNumber(o.env.sell_fee), R"(},"train_domains":)",
+          domains(o.train_domains), R"(,"validation_domains":)",
+          domains(o.validation_domains), R"(,"lockbox_begin":)",
+          o.lockbox_begin, R"(,"lockbox_guard":)", o.lockbox_guard,
+          R"(,"final_evaluation":)", o.final_evaluation ? "true" : "false",
+          R"(,"seed":)", o.seed, "}");
+    }
+    absl::StatusOr<std::string> json = learner::TrainerOptionsToConfigJson(o);
+    EXPECT_TRUE(json.ok()) << json.status();
+    return json.ok() ? *json : std::string();
+  }
+
   co::Params ParamsOf(double lr) const {
     return {{"learning_rate", co::FormatDouble(lr)},
             {"gamma", "0.95"},
@@ -91,7 +119,7 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
     EXPECT_TRUE(options.ok()) << options.status();
     std::vector<std::string> configs;
     for (const auto& o : *options) {
-      configs.push_back(learner::TrainerOptionsToJson(o));
+      configs.push_back(Stored(o));
     }
     absl::StatusOr<co::TrialRow> trial =
         store_->CreateTrial(study_id, rows, configs, tmp_ + "/runs");
@@ -133,11 +161,9 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
     absl::StatusOr<learner::TrainerOptions> final_options =
         co::BuildFinalRunOptions(config_, ParamsOf(lr), info_, 100000);
     EXPECT_TRUE(final_options.ok()) << final_options.status();
-    EXPECT_TRUE(store_
-                    ->AddFinalRun(trial.id,
-                                  learner::TrainerOptionsToJson(*final_options),
-                                  tmp_ + "/runs")
-                    .ok());
+    EXPECT_TRUE(
+        store_->AddFinalRun(trial.id, Stored(*final_options), tmp_ + "/runs")
+            .ok());
     absl::StatusOr<std::optional<co::RunRow>> run =
         store_->LeaseRun(kMember, absl::Minutes(5));
     EXPECT_TRUE(run.ok() && run->has_value());
@@ -181,6 +207,7 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
   }
 
   std::unique_ptr<co::Store> store_;
+  bool legacy_configs_ = false;
   std::string text_;
   co::StudyConfig config_;
   env::Dataset dataset_;
@@ -272,6 +299,41 @@ TEST_F(StudyReportStoreTest, LoadsEveryPartOfARealStudy) {
   for (double r : l.bh_log_returns) sum += r;
   EXPECT_NEAR(sum, expected, 1e-9);
   EXPECT_FALSE(d->statistics.verdict.empty());
+}
+
+// A database written before RunConfig: its runs.config_json rows hold the
+// older JSON layout, and the report still reads every run's rows from them.
+TEST_F(StudyReportStoreTest, ReadsRunConfigsOfTheOlderJsonLayout) {
+  legacy_configs_ = true;
+  absl::StatusOr<co::StudyRow> study = store_->CreateStudy("small", text_);
+  ASSERT_TRUE(study.ok()) << study.status();
+  Fill(study->id);
+  absl::StatusOr<std::vector<co::TrialRow>> trials =
+      store_->ListTrials(study->id);
+  ASSERT_TRUE(trials.ok() && !trials->empty());
+  absl::StatusOr<std::vector<co::RunRow>> runs =
+      store_->ListRuns(trials->front().id);
+  ASSERT_TRUE(runs.ok() && !runs->empty());
+  for (const co::RunRow& run : *runs) {
+    EXPECT_THAT(run.config_json, Not(HasSubstr("\"options\"")));
+    EXPECT_THAT(run.config_json, HasSubstr("\"validation_domains\":[["));
+  }
+  absl::StatusOr<StudyReportData> d = LoadStudyReport(*store_, "small");
+  ASSERT_TRUE(d.ok()) << d.status();
+  // Buy & hold is rebuilt on each fold's validation rows, which only the
+  // stored options name.
+  ASSERT_EQ(d->best_folds.size(), 2U);
+  for (const ReportFold& f : d->best_folds) {
+    EXPECT_TRUE(std::isfinite(f.bh_sharpe_se)) << f.fold;
+    EXPECT_GT(f.bh_sharpe_se, 0);
+  }
+  ASSERT_TRUE(d->lockbox.has_value());
+  EXPECT_EQ(d->lockbox->bh_log_returns.size(),
+            d->lockbox->policy_log_returns.size());
+  EXPECT_FALSE(d->lockbox->bh_log_returns.empty());
+  for (const std::string& note : d->notes) {
+    EXPECT_THAT(note, Not(HasSubstr("could not be rebuilt"))) << note;
+  }
 }
 
 TEST_F(StudyReportStoreTest, WritesOnePageAtomicallyAndEscapesNames) {

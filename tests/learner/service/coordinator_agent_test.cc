@@ -21,7 +21,7 @@
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "learner/run_options_json.h"
+#include "learner/run_config_codec.h"
 #include "learner/service/learner_service.h"
 #include "tests/learner/service/fake_coordinator_client.h"
 
@@ -42,14 +42,14 @@ bool WaitUntil(const std::function<bool()>& done) {
 }
 
 v1::LeaseRunResponse Lease(int64_t run_id, const std::string& name,
-                           const std::string& options_json,
+                           const v1::RunConfig& config,
                            const std::string& dataset_id) {
   v1::LeaseRunResponse response;
   response.set_has_run(true);
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run_id);
   lease->set_run_name(name);
-  lease->set_trainer_options_json(options_json);
+  *lease->mutable_run_config() = config;
   lease->set_dataset_id(dataset_id);
   lease->set_attempt(1);
   return response;
@@ -171,11 +171,15 @@ TEST_F(CoordinatorAgentTest, RegistersAgainWhenALeaseIsNotKnown) {
 }
 
 TEST_F(CoordinatorAgentTest, FailsALeaseWhoseOptionsDoNotParse) {
-  const std::string bad_json = "{\"ppo\": ";
-  const absl::Status parse_error = TrainerOptionsFromJson(bad_json).status();
+  // A value outside the schema: refused by the learner's decoder.
+  v1::RunConfig bad = TrainerOptionsToRunConfig(TrainerOptions());
+  for (v1::RunOptionValue& v : *bad.mutable_options()) {
+    if (v.name() == "epochs") v.set_integer(0);
+  }
+  const absl::Status parse_error = TrainerOptionsFromRunConfig(bad).status();
   ASSERT_FALSE(parse_error.ok());
   Start([&](FakeCoordinatorClient& f) {
-    f.ScriptLease(Lease(42, "study-x/trial-3/fold-0", bad_json, "d0"));
+    f.ScriptLease(Lease(42, "study-x/trial-3/fold-0", bad, "d0"));
   });
   ASSERT_TRUE(WaitUntil([&] {
     return fake_->Count("FailRun") >= 1 && fake_->Count("Heartbeat") >= 2;
@@ -199,6 +203,21 @@ TEST_F(CoordinatorAgentTest, FailsALeaseWhoseOptionsDoNotParse) {
             "failed: " + std::string(parse_error.message()));
 }
 
+TEST_F(CoordinatorAgentTest, FailsALeaseWithoutItsRunConfig) {
+  v1::LeaseRunResponse lease =
+      Lease(43, "study-x/trial-4/fold-0", v1::RunConfig(), "d0");
+  lease.mutable_lease()->clear_run_config();  // not the defaults: nothing
+  Start([&](FakeCoordinatorClient& f) { f.ScriptLease(lease); });
+  ASSERT_TRUE(WaitUntil([&] { return fake_->Count("FailRun") >= 1; }));
+  agent_->Stop();
+
+  const std::vector<v1::FailRunRequest> fails = fake_->fails();
+  ASSERT_EQ(fails.size(), 1u);
+  EXPECT_EQ(fails[0].run_id(), 43);
+  EXPECT_THAT(fails[0].reason(), HasSubstr("carries no run_config"));
+  EXPECT_EQ(fake_->Count("FetchDataset"), 0);
+}
+
 TEST_F(CoordinatorAgentTest, FailsRunsLargerThanTheMemoryBudget) {
   env::SyntheticMarketOptions market;
   market.num_assets = 2;
@@ -207,12 +226,12 @@ TEST_F(CoordinatorAgentTest, FailsRunsLargerThanTheMemoryBudget) {
   absl::StatusOr<env::Dataset> dataset = env::GenerateSyntheticDataset(market);
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   const std::string id = dataset->ComputeId();
-  const std::string options_json = TrainerOptionsToJson(TrainerOptions());
+  const v1::RunConfig config = TrainerOptionsToRunConfig(TrainerOptions());
   options_.memory_budget_bytes = int64_t{1} << 20;  // 1 MiB: nothing fits
   Start([&](FakeCoordinatorClient& f) {
     f.AddDataset(*dataset);
-    f.ScriptLease(Lease(7, "s/trial-0/fold-0", options_json, id));
-    f.ScriptLease(Lease(8, "s/trial-0/fold-1", options_json, id));
+    f.ScriptLease(Lease(7, "s/trial-0/fold-0", config, id));
+    f.ScriptLease(Lease(8, "s/trial-0/fold-1", config, id));
   });
   ASSERT_TRUE(WaitUntil([&] { return fake_->Count("FailRun") >= 2; }));
   agent_->Stop();
@@ -233,9 +252,9 @@ TEST_F(CoordinatorAgentTest, FailsRunsLargerThanTheMemoryBudget) {
 }
 
 TEST_F(CoordinatorAgentTest, FailsALeaseWhoseDatasetCannotBeFetched) {
-  const std::string options_json = TrainerOptionsToJson(TrainerOptions());
+  const v1::RunConfig config = TrainerOptionsToRunConfig(TrainerOptions());
   Start([&](FakeCoordinatorClient& f) {
-    f.ScriptLease(Lease(9, "s/trial-1/fold-0", options_json, "no-such-id"));
+    f.ScriptLease(Lease(9, "s/trial-1/fold-0", config, "no-such-id"));
   });
   ASSERT_TRUE(WaitUntil([&] { return fake_->Count("FailRun") >= 1; }));
   agent_->Stop();
