@@ -1,8 +1,9 @@
 #include "learner/gae.h"
 
 #include <cstddef>
-#include <cstdio>
 #include <cstdlib>
+
+#include "common/log.h"
 
 namespace ristretto::learner {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 // caller: fail loudly (the core library has no glog CHECK).
 void CheckOrDie(bool ok, const char* what) {
   if (ok) return;
-  std::fprintf(stderr, "ComputeGae: %s\n", what);
+  RLOG(ERROR) << "ComputeGae: " << what;
   std::abort();
 }
 

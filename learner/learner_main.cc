@@ -24,8 +24,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,19 +37,20 @@
 #include "common/flags.h"
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
-#include "env/env_options.h"
 #include "grpcpp/grpcpp.h"
-#include "learner/ppo_options.h"
 #include "learner/run_flags.h"
+#include "learner/run_options.h"
 #include "learner/service/coordinator_agent.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
+#include "learner/standalone_run.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/device_memory.h"
 #include "wire/grpc_options.h"
@@ -57,7 +60,6 @@
 ABSL_FLAG(std::string, address, "127.0.0.1", "address the gRPC server binds");
 ABSL_FLAG(int64_t, port, 0, "gRPC port (0: any free port)");
 ABSL_FLAG(std::string, device, "cpu", "cpu, cuda or cuda:N");
-ABSL_FLAG(int64_t, threads, 1, "CPU threads of LibTorch per run");
 ABSL_FLAG(std::optional<int64_t>, memory_mb, std::nullopt,
           "memory budget every run's estimate is admitted against, MiB "
           "(empty: half the machine's RAM)");
@@ -90,10 +92,12 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
-// Runs from the command line (without --coordinator).
+// Runs from the command line (without --coordinator). The run options
+// themselves (--lr, --epochs, --policy-hidden, --budget, --seed, --threads,
+// ...) are not ABSL_FLAGs: they are the run-options schema's flags, passed
+// through to learner::RunOptionsFromFlags like `ristretto train`'s, with the
+// schema's names, defaults and ranges (StandaloneRunsFromFlags).
 ABSL_FLAG(int64_t, runs, 1, "runs K, seeded seed..seed+K-1");
-ABSL_FLAG(int64_t, seed, 1, "seed of the first run");
-ABSL_FLAG(int64_t, budget, 100000, "env steps per run");
 ABSL_FLAG(std::string, dataset, "",
           "dataset file (empty: a synthetic market from --synthetic-*)");
 ABSL_FLAG(int64_t, synthetic_rows, 4000, "rows of the synthetic market");
@@ -106,33 +110,13 @@ ABSL_FLAG(int64_t, synthetic_seed,
 ABSL_FLAG(double, predictability,
           ristretto::learner::DatasetSource{}.predictability,
           "how predictable the synthetic market's returns are (0: not)");
-ABSL_FLAG(int64_t, samples_per_update, 1024, "env steps per PPO update");
-ABSL_FLAG(int64_t, rollout, 128, "steps per env copy per chunk");
-ABSL_FLAG(int64_t, episode, 1024, "training episode length, steps");
-ABSL_FLAG(std::string, policy_hidden, "64,64",
-          "hidden layer widths of the policy and value networks");
-ABSL_FLAG(double, lr, 3e-4, "learning rate");
-ABSL_FLAG(int64_t, epochs, 4, "PPO epochs per update");
-ABSL_FLAG(int64_t, minibatch, 1024, "PPO minibatch size");
-ABSL_FLAG(int64_t, lookback, 1, "bars of features in an observation");
+ABSL_FLAG(std::optional<int64_t>, samples_per_update, std::nullopt,
+          "env steps per PPO update (empty: --envs x --rollout, as a "
+          "study's run)");
 ABSL_FLAG(double, validation_share, 0.5,
           "share of the rows (the last ones) that validates");
 ABSL_FLAG(int64_t, eval_every, 0,
           "env steps between evaluations (0: only at the end)");
-ABSL_FLAG(double, norm_action, ristretto::env::EnvOptions{}.norm_action,
-          "action 1 trades 1/norm_action of the initial capital per asset");
-ABSL_FLAG(double, buy_fee, ristretto::env::EnvOptions{}.buy_fee,
-          "fee per unit bought");
-ABSL_FLAG(double, sell_fee, ristretto::env::EnvOptions{}.sell_fee,
-          "fee per unit sold");
-ABSL_FLAG(std::string, reward, "shaped", "reward mode: shaped or log_return");
-ABSL_FLAG(double, gamma, ristretto::learner::PpoOptions{}.gamma,
-          "discount per env step");
-ABSL_FLAG(double, lambda, ristretto::learner::PpoOptions{}.gae_lambda,
-          "GAE lambda");
-ABSL_FLAG(int64_t, max_policy_lag,
-          ristretto::learner::PpoOptions{}.max_policy_lag,
-          "policy versions a chunk may lag before it is dropped");
 ABSL_FLAG(bool, exit_when_done, false,
           "exit once every run has reached its budget");
 
@@ -150,14 +134,12 @@ constexpr char kUsage[] =
     "    [--advertise HOST:PORT] [--cache-dir DIR]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "  or runs from the command line:\n"
-    "    [--runs K (1)] [--seed N (1)] [--budget STEPS (100000)]\n"
-    "    [--dataset FILE | --synthetic-rows N --synthetic-assets N\n"
-    "     --synthetic-seed N --predictability X] [--samples-per-update N]\n"
-    "    [--rollout N (128)] [--episode N (1024)] [--policy-hidden W,W]\n"
-    "    [--lr X] [--epochs N] [--minibatch N] [--lookback N]\n"
-    "    [--validation-share X (0.5)] [--eval-every N] [--norm-action X]\n"
-    "    [--buy-fee X] [--sell-fee X] [--reward MODE] [--gamma X]\n"
-    "    [--lambda X] [--max-policy-lag N] [--exit-when-done]\n";
+    "    [--runs K (1)] [--dataset FILE | --synthetic-rows N\n"
+    "     --synthetic-assets N --synthetic-seed N --predictability X]\n"
+    "    [--samples-per-update N (--envs x --rollout)]\n"
+    "    [--validation-share X (0.5)] [--eval-every N] [--exit-when-done]\n"
+    "    [run options: --lr X --epochs N --policy-hidden W,W --budget N\n"
+    "     --seed N ... (listed below), as `ristretto train`]\n";
 
 struct Listening {
   std::unique_ptr<grpc::Server> server;
@@ -234,7 +216,7 @@ int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
 
 // Coordinator mode: lease runs from --coordinator until SIGTERM.
 absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
-                              int64_t max_message_bytes,
+                              int64_t max_message_bytes, int cpu_threads,
                               LearnerMetrics* metrics) {
   const int64_t slots = absl::GetFlag(FLAGS_slots);
   if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
@@ -256,7 +238,7 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   options.slots = static_cast<int>(slots);
   options.memory_budget_bytes = budget_bytes;
   options.device = absl::GetFlag(FLAGS_device);
-  options.cpu_threads = static_cast<int>(absl::GetFlag(FLAGS_threads));
+  options.cpu_threads = cpu_threads;
   options.cache_dir = absl::GetFlag(FLAGS_cache_dir);
   if (options.cache_dir.empty()) {
     options.cache_dir = absl::GetFlag(FLAGS_run_dir) + "/datasets";
@@ -278,8 +260,35 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   return absl::OkStatus();
 }
 
-// Runs the learner with the parsed flags.
-absl::Status Main() {
+// The --help text: the process flags' usage, then every run-option flag
+// with the schema's default, range and meaning.
+std::string Usage() {
+  return absl::StrCat(kUsage, "\nrun options (the run-options schema's):\n",
+                      RunFlagsHelp(), "\nprocess flags:\n");
+}
+
+// The run-option flags checked before anything starts (a bad one is a
+// command-line error, exit 2, with nothing created or logged): valid for the
+// schema, and with --coordinator only --threads (the coordinator's studies
+// describe the runs).
+absl::Status CheckRunFlags(
+    const std::map<std::string, std::string>& run_flags) {
+  if (!absl::GetFlag(FLAGS_coordinator).empty()) {
+    for (const auto& [flag, value] : run_flags) {
+      if (flag != "threads") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag,
+            " sets a run option; with --coordinator the runs come from the "
+            "coordinator's studies (only --threads applies)"));
+      }
+    }
+  }
+  return RunOptionsFromFlags(run_flags).status();
+}
+
+// Runs the learner with the parsed flags; `run_flags` are the run-option
+// flags given (passed through, unparsed).
+absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
@@ -319,18 +328,19 @@ absl::Status Main() {
     std::shared_ptr<const GpuMonitor> gpu =
         GpuMonitor::Open(GpuMonitorOptions{});
     if (gpu->source() == GpuMonitor::kNone) {
-      std::fprintf(stderr,
-                   "learner: no GPU telemetry (neither NVML nor ROCm SMI "
-                   "could be loaded)\n");
+      RLOG(WARNING) << "no GPU telemetry (neither NVML nor ROCm SMI could "
+                       "be loaded)";
     } else {
-      std::fprintf(stderr, "learner: GPU telemetry from %s: %s\n",
-                   gpu->source().c_str(), gpu->detail().c_str());
+      RLOG(INFO) << "GPU telemetry from " << gpu->source() << ": "
+                 << gpu->detail();
     }
     metrics_server->AddCollectable(MakeGpuCollector(gpu));
   }
   if (!absl::GetFlag(FLAGS_coordinator).empty()) {
+    ASSIGN_OR_RETURN(const TrainerOptions process,
+                     RunOptionsFromFlags(run_flags));
     return ServeCoordinated(token, budget_bytes, max_message_bytes,
-                            metrics.get());
+                            process.ppo.cpu_threads, metrics.get());
   }
 
   // Dataset: a file, or a synthetic market written next to the runs so
@@ -353,57 +363,33 @@ absl::Status Main() {
   const std::string dataset_id = dataset.ComputeId();
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
-  TrainerOptions base;
-  base.env.lookback = static_cast<int>(absl::GetFlag(FLAGS_lookback));
-  base.env.norm_action = absl::GetFlag(FLAGS_norm_action);
-  base.env.buy_fee = absl::GetFlag(FLAGS_buy_fee);
-  base.env.sell_fee = absl::GetFlag(FLAGS_sell_fee);
-  RETURN_IF_ERROR(
-      env::ParseRewardMode(absl::GetFlag(FLAGS_reward), &base.env.reward_mode));
-  ASSIGN_OR_RETURN(base.network.policy_hidden,
-                   ParseWidths(absl::GetFlag(FLAGS_policy_hidden)));
-  base.network.value_hidden = base.network.policy_hidden;
-  base.ppo.learning_rate = absl::GetFlag(FLAGS_lr);
-  base.ppo.epochs = static_cast<int>(absl::GetFlag(FLAGS_epochs));
-  base.ppo.minibatch_size = static_cast<int>(absl::GetFlag(FLAGS_minibatch));
-  base.ppo.gamma = absl::GetFlag(FLAGS_gamma);
-  base.ppo.gae_lambda = absl::GetFlag(FLAGS_lambda);
-  base.ppo.max_policy_lag =
-      static_cast<int>(absl::GetFlag(FLAGS_max_policy_lag));
-  base.ppo.device = device;
-  base.ppo.cpu_threads = static_cast<int>(absl::GetFlag(FLAGS_threads));
-  base.budget_env_steps = absl::GetFlag(FLAGS_budget);
-  base.episode_steps = absl::GetFlag(FLAGS_episode);
-  base.eval_every_env_steps = absl::GetFlag(FLAGS_eval_every);
-  base.dataset_id = dataset_id;
-  base.feature_names = dataset.feature_names;
-  const double share = absl::GetFlag(FLAGS_validation_share);
-  const int64_t T = market->num_rows;
-  const int64_t split = T - static_cast<int64_t>(share * T);
-  base.train_domains = {env::Domain{0, split}};
-  base.validation_domains = {env::Domain{split, T}};
-
-  base.rollout_steps = static_cast<int>(absl::GetFlag(FLAGS_rollout));
+  StandaloneFlags flags;
+  flags.run_flags = run_flags;
+  flags.samples_per_update = absl::GetFlag(FLAGS_samples_per_update);
+  flags.validation_share = absl::GetFlag(FLAGS_validation_share);
+  flags.eval_every = absl::GetFlag(FLAGS_eval_every);
+  flags.device = device;
+  ASSIGN_OR_RETURN(const StandaloneRuns shared,
+                   StandaloneRunsFromFlags(
+                       flags, StandaloneData{market->num_rows, dataset_id,
+                                             dataset.feature_names}));
   const int64_t num_runs = absl::GetFlag(FLAGS_runs);
-  const int64_t seed = absl::GetFlag(FLAGS_seed);
-  const int64_t samples = absl::GetFlag(FLAGS_samples_per_update);
   const int64_t queue = absl::GetFlag(FLAGS_queue);
   std::vector<std::shared_ptr<RunHost>> runs;
   int64_t bytes_in_use = 0;
   for (int64_t k = 0; k < num_runs; ++k) {
     RunSpec spec;
     spec.run_id = absl::StrCat("run-", k);
-    spec.trainer = base;
-    spec.trainer.seed = static_cast<uint64_t>(seed + k);
+    spec.trainer = StandaloneRunOptions(shared, k);
     spec.trainer.run_dir = RunDirectory(run_root, "local", spec.run_id, 0);
-    spec.samples_per_update = samples;
+    spec.samples_per_update = shared.samples_per_update;
     spec.queue_capacity = static_cast<int>(queue);
     spec.metrics = metrics.get();
     spec.study = "local";
     spec.trial = k;
     spec.fold = 0;
-    const int obs_size =
-        1 + market->num_assets + market->num_features * base.env.lookback;
+    const int obs_size = 1 + market->num_assets +
+                         market->num_features * shared.trainer.env.lookback;
     const int64_t bytes = EstimateRunBytes(
         spec, obs_size, market->num_assets,
         MaxChunkSamples(max_message_bytes, obs_size, market->num_assets));
@@ -419,10 +405,8 @@ absl::Status Main() {
                      RunHost::Create(spec, market));
     runs.push_back(std::move(host));
   }
-  std::fprintf(stderr, "learner: %lld run(s), ~%lld MiB of %lld MiB budget\n",
-               static_cast<long long>(num_runs),
-               static_cast<long long>(bytes_in_use >> 20),
-               static_cast<long long>(*memory_mb));
+  RLOG(INFO) << num_runs << " run(s), ~" << (bytes_in_use >> 20) << " MiB of "
+             << *memory_mb << " MiB budget";
 
   LearnerServiceOptions service_options;
   service_options.dataset_path = dataset_path;
@@ -451,14 +435,24 @@ absl::Status Main() {
 }  // namespace ristretto::learner
 
 int main(int argc, char** argv) {
+  ristretto::log::Init(argv[0]);
+  const std::vector<std::string> names = ristretto::learner::RunFlagNames();
+  const std::set<std::string> run_flag_names(names.begin(), names.end());
+  std::map<std::string, std::string> run_flags;
   if (const std::optional<int> exit_code = ristretto::HandleProcessCommandLine(
-          "ristretto-learner", ristretto::learner::kUsage, argc, argv)) {
+          "ristretto-learner", ristretto::learner::Usage(), argc, argv,
+          run_flag_names, &run_flags)) {
     return *exit_code;
   }
-  absl::Status s = ristretto::learner::Main();
-  if (!s.ok()) {
-    std::fprintf(stderr, "ristretto-learner: %s\n",
+  if (const absl::Status s = ristretto::learner::CheckRunFlags(run_flags);
+      !s.ok()) {
+    std::fprintf(stderr, "ristretto-learner: %s (see --help)\n",
                  std::string(s.message()).c_str());
+    return 2;
+  }
+  absl::Status s = ristretto::learner::Main(run_flags);
+  if (!s.ok()) {
+    RLOG(ERROR) << s.message();
     return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   return 0;

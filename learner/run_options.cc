@@ -266,6 +266,32 @@ std::vector<std::string> RunFlagNames() {
   return names;
 }
 
+std::string RunFlagsHelp() {
+  std::string out;
+  for (const OptionSpec& s : kOptionSchema) {
+    if (s.flag.empty()) continue;
+    const std::string range =
+        s.type == OptionType::kBool || s.type == OptionType::kChoice
+            ? absl::StrCat("one of ",
+                           absl::StrReplaceAll(View(s.choices), {{"|", ", "}}))
+            : absl::StrCat("in ", OptionRangeText(s));
+    absl::StrAppend(&out, "  --", View(s.flag),
+                    " (default: ", OptionDefaultText(s), ", ", range,
+                    s.unit.empty() ? "" : ", ", View(s.unit), ")\n      ",
+                    View(s.doc), " [", View(s.name), "]\n");
+  }
+  const TrainerOptions defaults;
+  absl::StrAppend(&out, "  --", View(kListFlags[0]), " (default: ",
+                  absl::StrJoin(defaults.network.policy_hidden, ","),
+                  ")\n      hidden layer widths of the policy network, and "
+                  "of the value network without --",
+                  View(kListFlags[1]), "\n");
+  absl::StrAppend(&out, "  --", View(kListFlags[1]), " (default: --",
+                  View(kListFlags[0]),
+                  ")\n      hidden layer widths of the value network\n");
+  return out;
+}
+
 absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
                            TrainerOptions* o) {
   TrainerOptions out = *o;

@@ -102,6 +102,14 @@ absl::Status ApplyRunFlags(const std::map<std::string, std::string>& flags,
 // The flag names ApplyRunFlags accepts, in schema order (list flags last).
 std::vector<std::string> RunFlagNames();
 
+// The --help text of the flags ApplyRunFlags accepts, in RunFlagNames()
+// order, in common/flags.h's FlagsHelp layout: per flag
+//   "  --lr (default: 0.0003, in (0, 1])\n      Adam step size
+//   [learning_rate]\n"
+// with the schema's default, range or choices, unit and doc (the list flags'
+// defaults are TrainerOptions{}'s).
+std::string RunFlagsHelp();
+
 // The options of a run started from process flags (`ristretto train`, the
 // stand-alone `ristretto-learner`): TrainerOptions{} — the schema defaults,
 // the same a study's runs start from — then ApplyRunFlags(flags), then the

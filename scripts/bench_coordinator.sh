@@ -145,9 +145,9 @@ for rep in $(seq "$REPS"); do
     {
       kind = ""
       if (match($0, /assigned run [^ ]*\/trial-[0-9]+\/fold-[0-9]+/)) kind = "step"
-      else if (match($0, /learner: hosting [^ ]*\/trial-[0-9]+\/fold-[0-9]+/)) kind = "host"
+      else if (match($0, /\] hosting [^ ]*\/trial-[0-9]+\/fold-[0-9]+/)) kind = "host"
       else if (match($0, /\] leased [^ ]*\/trial-[0-9]+\/fold-[0-9]+/)) kind = "leased"
-      else if (match($0, /learner: run [^ ]*\/trial-[0-9]+\/fold-[0-9]+ (completed|pruned|stopped|released|dropped|failed)/)) kind = "freed"
+      else if (match($0, /\] run [^ ]*\/trial-[0-9]+\/fold-[0-9]+ (completed|pruned|stopped|released|dropped|failed)/)) kind = "freed"
       if (kind == "") next
       s = substr($0, RSTART, RLENGTH)
       match(s, /trial-[0-9]+\/fold-[0-9]+/)

@@ -1,13 +1,13 @@
 #include "learner/service/coordinator_agent.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/artifact_hash.h"
 #include "common/file_util.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "learner/run_config_codec.h"
@@ -106,18 +106,16 @@ bool CoordinatorAgent::Register() {
   const absl::StatusOr<v1::RegisterLearnerResponse> response =
       client_->RegisterLearner(request);
   if (!response.ok()) {
-    std::fprintf(stderr, "learner: cannot register with %s: %s\n",
-                 options_.coordinator_address.c_str(),
-                 std::string(response.status().message()).c_str());
+    RLOG(WARNING) << "cannot register with " << options_.coordinator_address
+                  << ": " << response.status().message();
     return false;
   }
   if (response->lease_ttl_ms() > 0) {
     lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
   }
   registered_ = true;
-  std::fprintf(stderr, "learner: registered with %s as %s (%d slots)\n",
-               options_.coordinator_address.c_str(), options_.member_id.c_str(),
-               options_.slots);
+  RLOG(INFO) << "registered with " << options_.coordinator_address << " as "
+             << options_.member_id << " (" << options_.slots << " slots)";
   return true;
 }
 
@@ -145,8 +143,7 @@ void CoordinatorAgent::Record(const Hosted& h, const std::string& outcome) {
   summary.run_name = h.lease.run_name();
   summary.outcome = outcome;
   if (h.host != nullptr) summary.counters = h.host->counters();
-  std::fprintf(stderr, "learner: run %s %s\n", summary.run_name.c_str(),
-               outcome.c_str());
+  RLOG(INFO) << "run " << summary.run_name << " " << outcome;
   absl::MutexLock lock(&mu_);
   summaries_.push_back(std::move(summary));
 }
@@ -231,9 +228,8 @@ void CoordinatorAgent::Reap(bool shutting_down) {
           erase = true;
         } else if (s.code() == absl::StatusCode::kUnavailable ||
                    s.code() == absl::StatusCode::kDeadlineExceeded) {
-          std::fprintf(stderr, "learner: completing %s: %s; will retry\n",
-                       h.lease.run_name().c_str(),
-                       std::string(s.message()).c_str());
+          RLOG(WARNING) << "completing " << h.lease.run_name() << ": "
+                        << s.message() << "; will retry";
         } else {
           Fail(h, absl::StrCat("the coordinator refused the result: ",
                                s.message()));
@@ -367,14 +363,10 @@ void CoordinatorAgent::Admit() {
     }
     h.host = std::shared_ptr<RunHost>(std::move(*host));
     service_->AddRun(h.host);
-    std::fprintf(
-        stderr,
-        "learner: hosting %s (attempt %d, from step %lld, ~%lld MiB of %lld "
-        "MiB)\n",
-        h.lease.run_name().c_str(), h.lease.attempt(),
-        static_cast<long long>(h.host->counters().env_steps_trained),
-        static_cast<long long>(Mib(h.bytes)),
-        static_cast<long long>(Mib(options_.memory_budget_bytes)));
+    RLOG(INFO) << "hosting " << h.lease.run_name() << " (attempt "
+               << h.lease.attempt() << ", from step "
+               << h.host->counters().env_steps_trained << ", ~" << Mib(h.bytes)
+               << " MiB of " << Mib(options_.memory_budget_bytes) << " MiB)";
   }
   for (auto it = runs_.begin(); it != runs_.end();) {
     if (it->second.lease.run_id() < 0) {

@@ -20,22 +20,11 @@ namespace {
 // An outgoing message, serialised (weights: once per version, shared by
 // every stream).
 using MessagePtr = std::shared_ptr<const grpc::ByteBuffer>;
-using WeightsPtr = std::shared_ptr<const RunHost::PublishedWeights>;
 
 MessagePtr Serialised(const v1::LearnerMessage& message) {
   return std::make_shared<const grpc::ByteBuffer>(
       wire::SerializeToByteBuffer(message));
 }
-
-class ActorReactor;
-
-// Shared by a reactor and the callbacks that may outlive it (weight
-// listeners, ingest resumptions): OnDone clears `reactor` under `mu`
-// before the reactor is deleted.
-struct ReactorLink {
-  absl::Mutex mu;
-  ActorReactor* reactor ABSL_GUARDED_BY(mu) = nullptr;
-};
 
 MessagePtr AckMessage(int64_t sequence, absl::StatusCode code,
                       absl::string_view message, int credits) {
@@ -55,306 +44,31 @@ MessagePtr StopMessage(const std::string& reason, bool run_finished) {
   return Serialised(m);
 }
 
-// Reads the actor's messages as raw buffers (chunk_wire.h: decoded in
-// place, one copy) and writes serialised LearnerMessages.
+// An ActorStream on gRPC's callback API: reads the actor's messages as raw
+// buffers (chunk_wire.h: decoded in place, one copy) and writes serialised
+// LearnerMessages. Deletes itself when the call is done.
 class ActorReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      private ActorTransport {
  public:
-  explicit ActorReactor(LearnerService* service)
-      : service_(service), link_(std::make_shared<ReactorLink>()) {
-    {
-      absl::MutexLock lock(&link_->mu);
-      link_->reactor = this;
-    }
-    StartRead(&in_);
+  explicit ActorReactor(LearnerService* service) : stream_(service, this) {
+    stream_.Start();
   }
 
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the actor half-closed or the call ended
-      FinishWhenDrained(grpc::Status::OK);
-      return;
-    }
-    const absl::Status parsed = wire::ParseActorMessage(in_, &frame_);
-    if (!parsed.ok()) {
-      if (frame_.chunk.sequence >= 0) {  // a chunk: reject it, go on
-        Reject(frame_.chunk.sequence, parsed.code(), parsed.message(),
-               RejectReason::kMalformed);
-        frame_.slices.clear();
-        ContinueReading();
-        return;
-      }
-      // Nothing to acknowledge it with: end the call with the reason.
-      service_->CountRejected(RejectReason::kProtocol);
-      FinishWhenDrained(wire::ToGrpcStatus(parsed));
-      return;
-    }
-    if (frame_.kind == wire::ActorFrame::Kind::kHello) {
-      HandleHello();
-      ContinueReading();
-    } else if (frame_.kind == wire::ActorFrame::Kind::kChunk) {
-      HandleChunk();  // continues reading when the chunk is queued
-    } else {
-      Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage",
-             RejectReason::kProtocol);
-      ContinueReading();
-    }
-  }
-
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    outbox_.pop_front();
-    if (!ok) broken_ = true;
-    if (!outbox_.empty() && !broken_) {
-      StartWrite(outbox_.front().get());
-      return;
-    }
-    writing_ = false;
-    if (finish_requested_ && !finished_) {
-      finished_ = true;
-      Finish(finish_status_);
-    }
-  }
-
-  void OnCancel() override { FinishWhenDrained(grpc::Status::CANCELLED); }
-
+  void OnReadDone(bool ok) override { stream_.OnReadDone(ok); }
+  void OnWriteDone(bool ok) override { stream_.OnWriteDone(ok); }
+  void OnCancel() override { stream_.OnCancel(); }
   void OnDone() override {
-    {
-      absl::MutexLock lock(&link_->mu);
-      link_->reactor = nullptr;
-    }
-    if (run_ != nullptr) {
-      run_->Unsubscribe(listener_);
-      service_->ReleaseRun(run_.get());
-    }
+    stream_.OnDone();
     delete this;
   }
 
-  // Called through the link (listener thread).
-  void OnWeights(const WeightsPtr& weights) {
-    if (weights == nullptr) {
-      // Keep reading until the actor half-closes: chunks already in flight
-      // are still received (and counted as dropped), so the actors' sent
-      // steps equal the learner's trained + dropped steps exactly. Sent
-      // once (a stopped run announces it at Stop() and again at the end).
-      {
-        absl::MutexLock lock(&mu_);
-        if (stop_sent_) return;
-        stop_sent_ = true;
-      }
-      const bool finished = run_->budget_reached();
-      Send(StopMessage(finished ? "run finished" : "learner shutting down",
-                       finished));
-      return;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      if (weights->version <= sent_version_) return;
-      sent_version_ = weights->version;
-    }
-    // The aliasing constructor: shares the published buffer, no copy.
-    Send(MessagePtr(weights, &weights->message));
-  }
-
-  // Called through the link when a parked chunk entered the queue.
-  void OnQueued(int64_t sequence) {
-    Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
-    ContinueReading();
-  }
-
  private:
-  // The credit for the next ack: sized by the run for this actor's chunks
-  // (RunHost::ActorCredits), at most options().credits; that value
-  // until the first chunk has been decoded.
-  int Credits() const {
-    const int64_t steps = chunk_steps_.load(std::memory_order_relaxed);
-    const int cap = service_->options().credits;
-    if (run_ == nullptr || steps <= 0) return cap;
-    return run_->ActorCredits(steps, cap);
-  }
+  void RequestRead(grpc::ByteBuffer* into) override { StartRead(into); }
+  void Write(const grpc::ByteBuffer* message) override { StartWrite(message); }
+  void End(const grpc::Status& status) override { Finish(status); }
 
-  void ContinueReading() {
-    absl::MutexLock lock(&mu_);
-    if (!finish_requested_) StartRead(&in_);
-  }
-
-  void Send(MessagePtr message) {
-    absl::MutexLock lock(&mu_);
-    if (finish_requested_ || broken_) return;
-    outbox_.push_back(std::move(message));
-    if (!writing_) {
-      writing_ = true;
-      StartWrite(outbox_.front().get());
-    }
-  }
-
-  void FinishWhenDrained(const grpc::Status& status) {
-    absl::MutexLock lock(&mu_);
-    if (finish_requested_) return;
-    finish_requested_ = true;
-    finish_status_ = status;
-    if (!writing_ && !finished_) {
-      finished_ = true;
-      Finish(status);
-    }
-  }
-
-  // `reason`: why the service refused the chunk; null when the run did
-  // (RunHost::Ingest counts its own reasons).
-  void Reject(int64_t sequence, absl::StatusCode code,
-              absl::string_view message, std::optional<RejectReason> reason) {
-    service_->CountRejected(reason);
-    Send(AckMessage(sequence, code, message, Credits()));
-  }
-
-  void HandleHello() {
-    if (run_ != nullptr) {
-      Reject(-1, absl::StatusCode::kFailedPrecondition, "duplicate Hello",
-             RejectReason::kProtocol);
-      return;
-    }
-    const v1::Hello& hello = frame_.hello;
-    run_ = service_->AssignRun(hello.want_run_id());
-    if (run_ == nullptr) {
-      // A run stopping short of its budget means the learner is shutting
-      // down (to restart from its checkpoint): not "finished", or an actor
-      // with --exit-when-idle quits before the learner is back, as
-      // OnWeights tells the actors already connected.
-      bool shutting_down = false;
-      for (const std::shared_ptr<RunHost>& run : service_->runs()) {
-        if (!run->accepting() && !run->budget_reached()) shutting_down = true;
-      }
-      if (shutting_down) {
-        Send(StopMessage("learner shutting down", false));
-        FinishWhenDrained(grpc::Status::OK);
-        return;
-      }
-      Send(StopMessage("no run is accepting actors", true));
-      FinishWhenDrained(grpc::Status::OK);
-      return;
-    }
-    if (hello.want_run_id() == run_->run_id()) {
-      // An actor can hold a version this learner never reached (it was
-      // restarted from an older checkpoint): then it gets our newest.
-      const int64_t ours = run_->counters().policy_version;
-      absl::MutexLock lock(&mu_);
-      sent_version_ = hello.have_version() <= ours ? hello.have_version() : -1;
-    }
-    const RunSpec& spec = run_->spec();
-    v1::LearnerMessage assignment;
-    v1::RunAssignment* a = assignment.mutable_assignment();
-    a->set_run_id(spec.run_id);
-    a->set_dataset_id(spec.trainer.dataset_id);
-    a->set_contract_json(run_->contract().ToJson());
-    const std::vector<env::Domain>& domains = spec.trainer.train_domains;
-    for (const env::Domain& d : domains) {
-      v1::Domain* out = a->add_train_domains();
-      out->set_begin(d.begin);
-      out->set_end(d.end);
-    }
-    a->set_episode_steps(spec.trainer.episode_steps);
-    a->set_rollout_steps(spec.trainer.rollout_steps);
-    a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
-    Send(Serialised(assignment));
-    std::shared_ptr<ReactorLink> link = link_;
-    listener_ = run_->Subscribe([link](const WeightsPtr& weights) {
-      absl::MutexLock lock(&link->mu);
-      if (link->reactor != nullptr) link->reactor->OnWeights(weights);
-    });
-    OnWeights(run_->latest_weights());
-    // A run that finished or was stopped (pruned, shut down) before this
-    // stream subscribed never calls the listener again: stop the actor now
-    // instead of letting it stream chunks that can only be refused.
-    if (!run_->accepting()) OnWeights(nullptr);
-  }
-
-  void HandleChunk() {
-    const wire::ChunkView& view = frame_.chunk;
-    const int64_t sequence = view.sequence;
-    if (run_ == nullptr) {
-      Reject(sequence, absl::StatusCode::kFailedPrecondition,
-             "send Hello before chunks", RejectReason::kProtocol);
-      ContinueReading();
-      return;
-    }
-    // A sequence going backwards (or repeated) is a replay or a confused
-    // client: its acks could not be told apart.
-    const absl::Status order =
-        wire::CheckChunkSequence(last_sequence_, sequence);
-    if (!order.ok()) {
-      frame_.slices.clear();
-      in_.Clear();
-      Reject(sequence, order.code(), order.message(), RejectReason::kProtocol);
-      ContinueReading();
-      return;
-    }
-    last_sequence_ = sequence;
-    if (view.run_id != run_->run_id()) {
-      Reject(
-          sequence, absl::StatusCode::kNotFound,
-          absl::StrCat("unknown run '", EscapeForMessage(view.run_id),
-                       "' (this stream is assigned to '", run_->run_id(), "')"),
-          RejectReason::kUnknownRun);
-      ContinueReading();
-      return;
-    }
-    TrajectoryChunk chunk;
-    const absl::Status decoded =
-        wire::DecodeChunk(view, run_->obs_size(), run_->action_size(),
-                          service_->options().limits, &chunk);
-    // The received buffers are no longer needed: drop both references to
-    // them (frame and in_), or a parked chunk would pin them until the
-    // next read.
-    frame_.slices.clear();
-    in_.Clear();
-    if (decoded.ok()) {
-      chunk_steps_.store(chunk.num_samples(), std::memory_order_relaxed);
-    }
-    if (!decoded.ok()) {
-      Reject(sequence, decoded.code(), decoded.message(),
-             RejectReason::kMalformed);
-      ContinueReading();
-      return;
-    }
-    std::shared_ptr<ReactorLink> link = link_;
-    const absl::Status status =
-        run_->Ingest(std::move(chunk), [link, sequence] {
-          absl::MutexLock lock(&link->mu);
-          if (link->reactor != nullptr) link->reactor->OnQueued(sequence);
-        });
-    if (status.ok()) {
-      Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
-      ContinueReading();
-    } else if (status.code() != absl::StatusCode::kUnavailable) {
-      Reject(sequence, status.code(), status.message(), std::nullopt);
-      ContinueReading();
-    }
-    // kUnavailable: parked; OnQueued acknowledges and resumes reading.
-  }
-
-  LearnerService* const service_;
-  const std::shared_ptr<ReactorLink> link_;
-  grpc::ByteBuffer in_;
-  wire::ActorFrame frame_;  // the parsed in_ (reactor thread only)
-  // Env steps (T × B) of this actor's latest decoded chunk; read when acks
-  // are sent, also from the training thread (OnQueued).
-  std::atomic<int64_t> chunk_steps_{0};
-  // Set once by the first Hello (reactor thread); shared so a run removed
-  // from the service stays valid until its last stream ends.
-  std::shared_ptr<RunHost> run_;
-  int listener_ = -1;
-  // Sequence of the last chunk that passed the order check (reactor
-  // thread only); -1 before the first.
-  int64_t last_sequence_ = -1;
-
-  absl::Mutex mu_;
-  std::deque<MessagePtr> outbox_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
-  int64_t sent_version_ ABSL_GUARDED_BY(mu_) = -1;
-  bool stop_sent_ ABSL_GUARDED_BY(mu_) = false;
+  ActorStream stream_;
 };
 
 // Streams the dataset file in 1 MiB pieces.
@@ -415,6 +129,290 @@ class DatasetReactor final : public grpc::ServerWriteReactor<v1::DatasetPiece> {
 };
 
 }  // namespace
+
+// Shared by a stream and the callbacks that may outlive it (weight
+// listeners, ingest resumptions): OnDone clears `stream` under `mu` before
+// the stream may be destroyed.
+struct ActorStream::Link {
+  absl::Mutex mu;
+  ActorStream* stream ABSL_GUARDED_BY(mu) = nullptr;
+};
+
+ActorStream::ActorStream(LearnerService* service, ActorTransport* transport)
+    : service_(service),
+      transport_(transport),
+      link_(std::make_shared<Link>()) {
+  absl::MutexLock lock(&link_->mu);
+  link_->stream = this;
+}
+
+ActorStream::~ActorStream() {
+  if (!done_) OnDone();
+}
+
+void ActorStream::Start() {
+  absl::MutexLock lock(&mu_);
+  transport_->RequestRead(&in_);
+}
+
+void ActorStream::OnReadDone(bool ok) {
+  if (!ok) {  // the actor half-closed or the call ended
+    FinishWhenDrained(grpc::Status::OK);
+    return;
+  }
+  const absl::Status parsed = wire::ParseActorMessage(in_, &frame_);
+  if (!parsed.ok()) {
+    if (frame_.chunk.sequence >= 0) {  // a chunk: reject it, go on
+      Reject(frame_.chunk.sequence, parsed.code(), parsed.message(),
+             RejectReason::kMalformed);
+      frame_.slices.clear();
+      ContinueReading();
+      return;
+    }
+    // Nothing to acknowledge it with: end the call with the reason.
+    service_->CountRejected(RejectReason::kProtocol);
+    FinishWhenDrained(wire::ToGrpcStatus(parsed));
+    return;
+  }
+  if (frame_.kind == wire::ActorFrame::Kind::kHello) {
+    HandleHello();
+    ContinueReading();
+  } else if (frame_.kind == wire::ActorFrame::Kind::kChunk) {
+    HandleChunk();  // continues reading when the chunk is queued
+  } else {
+    Reject(-1, absl::StatusCode::kInvalidArgument, "empty ActorMessage",
+           RejectReason::kProtocol);
+    ContinueReading();
+  }
+}
+
+void ActorStream::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  outbox_.pop_front();
+  if (!ok) broken_ = true;
+  if (!outbox_.empty() && !broken_) {
+    transport_->Write(outbox_.front().get());
+    return;
+  }
+  writing_ = false;
+  if (finish_requested_ && !finished_) {
+    finished_ = true;
+    transport_->End(finish_status_);
+  }
+}
+
+void ActorStream::OnCancel() { FinishWhenDrained(grpc::Status::CANCELLED); }
+
+void ActorStream::OnDone() {
+  done_ = true;
+  {
+    absl::MutexLock lock(&link_->mu);
+    link_->stream = nullptr;
+  }
+  if (run_ != nullptr) {
+    run_->Unsubscribe(listener_);
+    service_->ReleaseRun(run_.get());
+    run_ = nullptr;
+  }
+}
+
+void ActorStream::OnWeights(const WeightsPtr& weights) {
+  if (weights == nullptr) {
+    // Keep reading until the actor half-closes: chunks already in flight
+    // are still received (and counted as dropped), so the actors' sent
+    // steps equal the learner's trained + dropped steps exactly. Sent
+    // once (a stopped run announces it at Stop() and again at the end).
+    {
+      absl::MutexLock lock(&mu_);
+      if (stop_sent_) return;
+      stop_sent_ = true;
+    }
+    const bool finished = run_->budget_reached();
+    Send(StopMessage(finished ? "run finished" : "learner shutting down",
+                     finished));
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (weights->version <= sent_version_) return;
+    sent_version_ = weights->version;
+  }
+  // The aliasing constructor: shares the published buffer, no copy.
+  Send(MessagePtr(weights, &weights->message));
+}
+
+void ActorStream::OnQueued(int64_t sequence) {
+  Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
+  ContinueReading();
+}
+
+// The credit for the next ack: sized by the run for this actor's chunks
+// (RunHost::ActorCredits), at most options().credits; that value until the
+// first chunk has been decoded.
+int ActorStream::Credits() const {
+  const int64_t steps = chunk_steps_.load(std::memory_order_relaxed);
+  const int cap = service_->options().credits;
+  if (run_ == nullptr || steps <= 0) return cap;
+  return run_->ActorCredits(steps, cap);
+}
+
+void ActorStream::ContinueReading() {
+  absl::MutexLock lock(&mu_);
+  if (!finish_requested_) transport_->RequestRead(&in_);
+}
+
+void ActorStream::Send(MessagePtr message) {
+  absl::MutexLock lock(&mu_);
+  if (finish_requested_ || broken_) return;
+  outbox_.push_back(std::move(message));
+  if (!writing_) {
+    writing_ = true;
+    transport_->Write(outbox_.front().get());
+  }
+}
+
+void ActorStream::FinishWhenDrained(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  if (finish_requested_) return;
+  finish_requested_ = true;
+  finish_status_ = status;
+  if (!writing_ && !finished_) {
+    finished_ = true;
+    transport_->End(status);
+  }
+}
+
+// `reason`: why the service refused the chunk; null when the run did
+// (RunHost::Ingest counts its own reasons).
+void ActorStream::Reject(int64_t sequence, absl::StatusCode code,
+                         absl::string_view message,
+                         std::optional<RejectReason> reason) {
+  service_->CountRejected(reason);
+  Send(AckMessage(sequence, code, message, Credits()));
+}
+
+void ActorStream::HandleHello() {
+  if (run_ != nullptr) {
+    Reject(-1, absl::StatusCode::kFailedPrecondition, "duplicate Hello",
+           RejectReason::kProtocol);
+    return;
+  }
+  const v1::Hello& hello = frame_.hello;
+  run_ = service_->AssignRun(hello.want_run_id());
+  if (run_ == nullptr) {
+    // A run stopping short of its budget means the learner is shutting
+    // down (to restart from its checkpoint): not "finished", or an actor
+    // with --exit-when-idle quits before the learner is back, as
+    // OnWeights tells the actors already connected.
+    bool shutting_down = false;
+    for (const std::shared_ptr<RunHost>& run : service_->runs()) {
+      if (!run->accepting() && !run->budget_reached()) shutting_down = true;
+    }
+    if (shutting_down) {
+      Send(StopMessage("learner shutting down", false));
+      FinishWhenDrained(grpc::Status::OK);
+      return;
+    }
+    Send(StopMessage("no run is accepting actors", true));
+    FinishWhenDrained(grpc::Status::OK);
+    return;
+  }
+  if (hello.want_run_id() == run_->run_id()) {
+    // An actor can hold a version this learner never reached (it was
+    // restarted from an older checkpoint): then it gets our newest.
+    const int64_t ours = run_->counters().policy_version;
+    absl::MutexLock lock(&mu_);
+    sent_version_ = hello.have_version() <= ours ? hello.have_version() : -1;
+  }
+  const RunSpec& spec = run_->spec();
+  v1::LearnerMessage assignment;
+  v1::RunAssignment* a = assignment.mutable_assignment();
+  a->set_run_id(spec.run_id);
+  a->set_dataset_id(spec.trainer.dataset_id);
+  a->set_contract_json(run_->contract().ToJson());
+  const std::vector<env::Domain>& domains = spec.trainer.train_domains;
+  for (const env::Domain& d : domains) {
+    v1::Domain* out = a->add_train_domains();
+    out->set_begin(d.begin);
+    out->set_end(d.end);
+  }
+  a->set_episode_steps(spec.trainer.episode_steps);
+  a->set_rollout_steps(spec.trainer.rollout_steps);
+  a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
+  Send(Serialised(assignment));
+  std::shared_ptr<Link> link = link_;
+  listener_ = run_->Subscribe([link](const WeightsPtr& weights) {
+    absl::MutexLock lock(&link->mu);
+    if (link->stream != nullptr) link->stream->OnWeights(weights);
+  });
+  OnWeights(run_->latest_weights());
+  // A run that finished or was stopped (pruned, shut down) before this
+  // stream subscribed never calls the listener again: stop the actor now
+  // instead of letting it stream chunks that can only be refused.
+  if (!run_->accepting()) OnWeights(nullptr);
+}
+
+void ActorStream::HandleChunk() {
+  const wire::ChunkView& view = frame_.chunk;
+  const int64_t sequence = view.sequence;
+  if (run_ == nullptr) {
+    Reject(sequence, absl::StatusCode::kFailedPrecondition,
+           "send Hello before chunks", RejectReason::kProtocol);
+    ContinueReading();
+    return;
+  }
+  // A sequence going backwards (or repeated) is a replay or a confused
+  // client: its acks could not be told apart.
+  const absl::Status order = wire::CheckChunkSequence(last_sequence_, sequence);
+  if (!order.ok()) {
+    frame_.slices.clear();
+    in_.Clear();
+    Reject(sequence, order.code(), order.message(), RejectReason::kProtocol);
+    ContinueReading();
+    return;
+  }
+  last_sequence_ = sequence;
+  if (view.run_id != run_->run_id()) {
+    Reject(
+        sequence, absl::StatusCode::kNotFound,
+        absl::StrCat("unknown run '", EscapeForMessage(view.run_id),
+                     "' (this stream is assigned to '", run_->run_id(), "')"),
+        RejectReason::kUnknownRun);
+    ContinueReading();
+    return;
+  }
+  TrajectoryChunk chunk;
+  const absl::Status decoded =
+      wire::DecodeChunk(view, run_->obs_size(), run_->action_size(),
+                        service_->options().limits, &chunk);
+  // The received buffers are no longer needed: drop both references to
+  // them (frame and in_), or a parked chunk would pin them until the
+  // next read.
+  frame_.slices.clear();
+  in_.Clear();
+  if (decoded.ok()) {
+    chunk_steps_.store(chunk.num_samples(), std::memory_order_relaxed);
+  }
+  if (!decoded.ok()) {
+    Reject(sequence, decoded.code(), decoded.message(),
+           RejectReason::kMalformed);
+    ContinueReading();
+    return;
+  }
+  std::shared_ptr<Link> link = link_;
+  const absl::Status status = run_->Ingest(std::move(chunk), [link, sequence] {
+    absl::MutexLock lock(&link->mu);
+    if (link->stream != nullptr) link->stream->OnQueued(sequence);
+  });
+  if (status.ok()) {
+    Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
+    ContinueReading();
+  } else if (status.code() != absl::StatusCode::kUnavailable) {
+    Reject(sequence, status.code(), status.message(), std::nullopt);
+    ContinueReading();
+  }
+  // kUnavailable: parked; OnQueued acknowledges and resumes reading.
+}
 
 grpc::ServerWriteReactor<v1::DatasetPiece>* ServeDatasetFile(
     const std::string& path, const v1::FetchDatasetRequest& request) {

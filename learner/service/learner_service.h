@@ -1,10 +1,12 @@
 // LearnerService: the learner's gRPC surface (callback API). Thin: proto →
-// RunHost call → proto. Each actor stream gets a reactor that assigns it to
-// the run with the fewest actors, sends the assignment and the newest
-// weights, validates every chunk (ParseActorMessage + DecodeChunk straight
-// from the received buffers, then RunHost::Ingest) and acknowledges it
-// with a precise code; new weight versions are pushed as they are
-// published (one serialised message shared by all actors).
+// RunHost call → proto. Each actor stream is an ActorStream (the protocol)
+// on a gRPC reactor (the transport): it assigns the actor to the run with
+// the fewest actors, sends the assignment and the newest weights,
+// validates every chunk (ParseActorMessage + DecodeChunk straight from the
+// received buffers, then RunHost::Ingest) and acknowledges it with a
+// precise code; new weight versions are pushed as they are published (one
+// serialised message shared by all actors). ActorStream runs on any
+// ActorTransport, so tests drive a stream in-process without a server.
 // Thread-safe; owned by the learner's main, which destroys it after the
 // grpc::Server has shut down.
 #ifndef RISTRETTO_LEARNER_SERVICE_LEARNER_SERVICE_H_
@@ -12,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,10 +22,13 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "learner/service/run_host.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "wire/chunk_codec.h"
+#include "wire/chunk_wire.h"
 
 namespace ristretto::learner {
 
@@ -99,6 +105,94 @@ class LearnerService final : public LearnerServiceBase {
   std::map<std::string, std::string> datasets_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> actors_ ABSL_GUARDED_BY(mu_);
   void ExportRunsHosted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+};
+
+// What an ActorStream reads from and writes to: gRPC's bidi reactor in the
+// service, a recording fake in tests. At most one read and one write are
+// outstanding at a time; each completes with ActorStream::OnReadDone /
+// OnWriteDone. The stream calls these with its own lock held: an
+// implementation must not call back into the stream from them.
+class ActorTransport {
+ public:
+  virtual ~ActorTransport() = default;
+  // Reads the next actor message into `*into` (kept alive by the stream).
+  virtual void RequestRead(grpc::ByteBuffer* into) = 0;
+  // Writes one serialised LearnerMessage (kept alive until OnWriteDone).
+  virtual void Write(const grpc::ByteBuffer* message) = 0;
+  // Ends the call with `status` (no read or write outstanding after it).
+  virtual void End(const grpc::Status& status) = 0;
+};
+
+// One actor's Act stream, the protocol without the transport. Hello: the
+// stream is assigned a run (LearnerService::AssignRun) and sends the
+// RunAssignment, then the newest weights, then every new version; a run
+// that has stopped or finished sends Stop ("learner shutting down" or "run
+// finished"). Chunk: decoded against the run's contract and ingested; the
+// ChunkAck carries the code (OK; INVALID_ARGUMENT malformed or wrong sizes;
+// NOT_FOUND another run; FAILED_PRECONDITION stale, finished, or before
+// Hello) and the run's credit; a parked chunk (full queue) is acknowledged
+// once queued, and reading pauses until then. The transport's events may
+// come from any thread; weight and queue callbacks come from the run's
+// training thread.
+class ActorStream {
+ public:
+  ActorStream(LearnerService* service, ActorTransport* transport);
+  ~ActorStream();
+  ActorStream(const ActorStream&) = delete;
+  ActorStream& operator=(const ActorStream&) = delete;
+
+  // Requests the first read. Call once, after construction.
+  void Start();
+  // The transport's completions.
+  void OnReadDone(bool ok);
+  void OnWriteDone(bool ok);
+  void OnCancel();
+  // The call is over: no more callbacks reach this stream; the actor's run
+  // is released. The stream may be destroyed after it.
+  void OnDone();
+
+ private:
+  struct Link;  // this stream, for callbacks that may outlive it
+  using MessagePtr = std::shared_ptr<const grpc::ByteBuffer>;
+  using WeightsPtr = std::shared_ptr<const RunHost::PublishedWeights>;
+
+  void OnWeights(const WeightsPtr& weights);
+  void OnQueued(int64_t sequence);
+  int Credits() const;
+  void ContinueReading();
+  void Send(MessagePtr message);
+  void FinishWhenDrained(const grpc::Status& status);
+  void Reject(int64_t sequence, absl::StatusCode code,
+              absl::string_view message, std::optional<RejectReason> reason);
+  void HandleHello();
+  void HandleChunk();
+
+  LearnerService* const service_;
+  ActorTransport* const transport_;
+  const std::shared_ptr<Link> link_;
+  grpc::ByteBuffer in_;
+  wire::ActorFrame frame_;  // the parsed in_ (reader's thread only)
+  // Env steps (T × B) of this actor's latest decoded chunk; read when acks
+  // are sent, also from the training thread (OnQueued).
+  std::atomic<int64_t> chunk_steps_{0};
+  // Set once by the first Hello (reader's thread); shared so a run removed
+  // from the service stays valid until its last stream ends.
+  std::shared_ptr<RunHost> run_;
+  int listener_ = -1;
+  bool done_ = false;  // OnDone ran (reader's thread)
+  // Sequence of the last chunk that passed the order check (reader's
+  // thread only); -1 before the first.
+  int64_t last_sequence_ = -1;
+
+  absl::Mutex mu_;
+  std::deque<MessagePtr> outbox_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_ ABSL_GUARDED_BY(mu_);
+  int64_t sent_version_ ABSL_GUARDED_BY(mu_) = -1;
+  bool stop_sent_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ristretto::learner

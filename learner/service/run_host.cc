@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "learner/objective.h"
 #include "learner/service/learner_metrics.h"
@@ -96,9 +96,8 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
         best = *read;
       } else if (read.status().code() != absl::StatusCode::kNotFound) {
         // The next evaluation replaces it.
-        std::fprintf(stderr, "learner: run %s: ignoring the best policy: %s\n",
-                     spec.run_id.c_str(),
-                     std::string(read.status().message()).c_str());
+        RLOG(WARNING) << "run " << spec.run_id << ": ignoring the best policy: "
+                      << read.status().message();
       }
     } else {
       RETURN_IF_ERROR(RemoveBestPolicy(o.run_dir));
@@ -498,17 +497,17 @@ int RunHost::ActorCredits(int64_t chunk_steps, int max_credits) const {
       !lag_warned_.exchange(true)) {
     const int64_t needed =
         (queued + actors * chunk_steps + lag - 2) / int64_t{lag - 1};
-    std::fprintf(stderr,
-                 "learner: run %s: %lld actors with chunks of %lld steps and "
-                 "a queue of %d chunks are more than max_policy_lag %d "
-                 "allows with %lld steps per update; chunks will be dropped "
-                 "as stale (raise the samples per update to %lld or more: "
-                 "--samples-per-update of a stand-alone learner, num_envs x "
-                 "rollout_steps of a study's run; or lower --queue or the "
-                 "chunk length)\n",
-                 spec_.run_id.c_str(), static_cast<long long>(actors),
-                 static_cast<long long>(chunk_steps), spec_.queue_capacity, lag,
-                 static_cast<long long>(spu), static_cast<long long>(needed));
+    RLOG(WARNING) << "run " << spec_.run_id << ": " << actors
+                  << " actors with chunks of " << chunk_steps
+                  << " steps and a queue of " << spec_.queue_capacity
+                  << " chunks are more than max_policy_lag " << lag
+                  << " allows with " << spu
+                  << " steps per update; chunks will be dropped as stale "
+                     "(raise the samples per update to "
+                  << needed
+                  << " or more: --samples-per-update of a stand-alone "
+                     "learner, num_envs x rollout_steps of a study's run; or "
+                     "lower --queue or the chunk length)";
   }
   return PolicyLagCredits(lag, spu, spec_.queue_capacity, chunk_steps, actors,
                           max_credits);

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "env/vector_env.h"
@@ -117,8 +117,8 @@ absl::StatusOr<TrainResult> Train(std::shared_ptr<const env::MarketData> market,
         result.best_policy_dir = BestPolicyDirectory(options.run_dir);
       } else if (best.status().code() != absl::StatusCode::kNotFound) {
         // The next evaluation replaces it.
-        std::fprintf(stderr, "train: ignoring the best policy: %s\n",
-                     std::string(best.status().message()).c_str());
+        RLOG(WARNING) << "ignoring the best policy: "
+                      << best.status().message();
       }
     } else {
       RETURN_IF_ERROR(RemoveBestPolicy(options.run_dir));

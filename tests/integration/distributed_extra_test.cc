@@ -462,6 +462,8 @@ void DistributedLearningTest::TrainSeed(uint64_t seed, double* margin) {
   env_options.buy_fee = 0.001;
   env_options.sell_fee = 0.001;
   env_options.reward_mode = env::RewardMode::kLogReturn;
+  // --gamma is the schema's one discount: the env's as well as PPO's.
+  env_options.gamma = 0.9;
   learner::NetworkOptions network;
   network.policy_hidden = {64, 64};
   network.value_hidden = {64, 64};

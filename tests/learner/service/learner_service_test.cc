@@ -1,0 +1,299 @@
+// LearnerService in-process: actor streams are ActorStreams on a recording
+// transport (no server, no sockets), the runs tiny RunHosts on a small
+// synthetic market. Covers the assignment of actors to runs, the weight
+// versions pushed, the ack of every kind of chunk (accepted, malformed,
+// wrong contract, bad sizes, another run, stale, out of order, before
+// Hello), GetStatus and the shutdown messages.
+#include "learner/service/learner_service.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "grpcpp/test/default_reactor_test_peer.h"
+#include "gtest/gtest.h"
+#include "tests/learner/service/run_test_util.h"
+
+namespace ristretto::learner {
+namespace {
+
+using testing::InProcessActor;
+using testing::SmallChunk;
+using testing::SmallMarket;
+using testing::SmallSpec;
+using testing::WaitFor;
+
+std::shared_ptr<RunHost> MustCreate(const RunSpec& spec) {
+  absl::StatusOr<std::unique_ptr<RunHost>> host =
+      RunHost::Create(spec, SmallMarket());
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? std::shared_ptr<RunHost>(std::move(*host)) : nullptr;
+}
+
+bool IsWeights(const v1::LearnerMessage& m, int64_t version) {
+  return m.has_weights() && m.weights().version() == version;
+}
+
+class LearnerServiceTest : public ::testing::Test {
+ protected:
+  // `runs` runs named run-0, run-1, ... from `spec`.
+  void Serve(int runs, RunSpec spec = SmallSpec("")) {
+    std::vector<std::shared_ptr<RunHost>> hosts;
+    for (int k = 0; k < runs; ++k) {
+      spec.run_id = "run-" + std::to_string(k);
+      hosts.push_back(MustCreate(spec));
+      ASSERT_NE(hosts.back(), nullptr);
+    }
+    LearnerServiceOptions options;
+    options.dataset_id = "small-market";
+    options.dataset_path = "/nonexistent/small-market.rds";
+    service_ = std::make_unique<LearnerService>(hosts, options);
+  }
+  std::unique_ptr<InProcessActor> Actor(const std::string& id,
+                                        const std::string& want = "") {
+    auto actor = std::make_unique<InProcessActor>(service_.get());
+    actor->Hello(id, want);
+    return actor;
+  }
+
+  std::unique_ptr<LearnerService> service_;
+};
+
+TEST_F(LearnerServiceTest, HelloGetsTheAssignmentThenTheNewestWeights) {
+  Serve(1);
+  auto actor = Actor("a0");
+  const std::vector<v1::LearnerMessage> m = actor->messages();
+  ASSERT_EQ(m.size(), 2u);
+  ASSERT_TRUE(m[0].has_assignment());
+  const v1::RunAssignment& a = m[0].assignment();
+  EXPECT_EQ(a.run_id(), "run-0");
+  EXPECT_EQ(a.dataset_id(), "small-market");
+  EXPECT_EQ(a.rollout_steps(), 8);
+  EXPECT_EQ(a.episode_steps(), 50);
+  ASSERT_EQ(a.train_domains_size(), 1);
+  EXPECT_EQ(a.train_domains(0).end(), SmallMarket()->num_rows);
+  EXPECT_FALSE(a.contract_json().empty());
+  EXPECT_TRUE(IsWeights(m[1], 0));
+  EXPECT_EQ(m[1].weights().run_id(), "run-0");
+  EXPECT_FALSE(m[1].weights().state().empty());
+  EXPECT_TRUE(actor->transport().read_pending());  // reads on
+}
+
+TEST_F(LearnerServiceTest, ActorsGoToTheRunWithTheFewestAndLeaveOnDone) {
+  Serve(2);
+  auto a0 = Actor("a0");
+  auto a1 = Actor("a1");
+  auto a2 = Actor("a2");
+  EXPECT_EQ(a0->messages()[0].assignment().run_id(), "run-0");
+  EXPECT_EQ(a1->messages()[0].assignment().run_id(), "run-1");
+  EXPECT_EQ(a2->messages()[0].assignment().run_id(), "run-0");
+  EXPECT_EQ(service_->ActorsOn("run-0"), 2);
+  EXPECT_EQ(service_->ActorsOn("run-1"), 1);
+  a0->Close();
+  a2->Close();
+  EXPECT_EQ(service_->ActorsOn("run-0"), 0);
+  // The next actor goes to the emptier run again.
+  auto a3 = Actor("a3");
+  EXPECT_EQ(a3->messages()[0].assignment().run_id(), "run-0");
+}
+
+TEST_F(LearnerServiceTest, AnActorGetsTheRunItAsksForWhileItTrains) {
+  Serve(2);
+  auto a0 = Actor("a0", "run-1");
+  EXPECT_EQ(a0->messages()[0].assignment().run_id(), "run-1");
+  auto a1 = Actor("a1", "run-1");
+  EXPECT_EQ(a1->messages()[0].assignment().run_id(), "run-1");
+  service_->FindRun("run-1")->Stop();
+  auto a2 = Actor("a2", "run-1");  // no longer accepting: another run
+  EXPECT_EQ(a2->messages()[0].assignment().run_id(), "run-0");
+}
+
+TEST_F(LearnerServiceTest, AnAcceptedChunkIsAckedOkAndItsUpdatePushed) {
+  Serve(1);
+  auto actor = Actor("a0");
+  actor->Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(actor->AckOf(0).has_value());
+  EXPECT_EQ(actor->AckOf(0)->code(), 0);
+  EXPECT_GE(actor->AckOf(0)->credits(), 1);
+  EXPECT_LE(actor->AckOf(0)->credits(), service_->options().credits);
+  ASSERT_TRUE(actor->WaitForMessage(
+      [](const v1::LearnerMessage& m) { return IsWeights(m, 1); }));
+  EXPECT_EQ(service_->chunks_rejected(), 0);
+  EXPECT_TRUE(actor->transport().read_pending());
+}
+
+TEST_F(LearnerServiceTest, ChunksThatDoNotFitTheRunAreRejectedWithTheirCode) {
+  Serve(1);
+  auto actor = Actor("a0");
+  int64_t sequence = 0;
+  // The wrong contract: one observation value too many per step.
+  learner::TrajectoryChunk wide =
+      testing::MakeChunk(0, 8, 2, 1, testing::SmallObsSize() + 1);
+  wide.run_id = "run-0";
+  actor->Chunk(wide, sequence);
+  EXPECT_EQ(actor->AckOf(sequence)->code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // Bad sizes: fewer rewards than steps x copies.
+  learner::TrajectoryChunk short_rewards = SmallChunk("run-0", 0);
+  short_rewards.rewards.pop_back();
+  actor->Chunk(short_rewards, ++sequence);
+  EXPECT_EQ(actor->AckOf(sequence)->code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // Another run's chunk.
+  actor->Chunk(SmallChunk("run-9", 0), ++sequence);
+  EXPECT_EQ(actor->AckOf(sequence)->code(),
+            static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_NE(actor->AckOf(sequence)->message().find("run-9"), std::string::npos);
+  // A version the run has not reached.
+  actor->Chunk(SmallChunk("run-0", 7), ++sequence);
+  EXPECT_EQ(actor->AckOf(sequence)->code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  // A sequence number going backwards.
+  actor->Chunk(SmallChunk("run-0", 0), 1);
+  EXPECT_EQ(actor->messages().back().ack().code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(service_->chunks_rejected(), 5);
+  // None of them reached the run's counters as trained; the stream is
+  // still open.
+  EXPECT_EQ(service_->FindRun("run-0")->counters().env_steps_received, 0);
+  EXPECT_TRUE(actor->transport().read_pending());
+  EXPECT_FALSE(actor->transport().ended().has_value());
+}
+
+TEST_F(LearnerServiceTest, AStaleChunkIsRefusedAsAFailedPrecondition) {
+  RunSpec spec = SmallSpec("");
+  spec.trainer.ppo.max_policy_lag = 0;
+  Serve(1, spec);
+  auto actor = Actor("a0");
+  actor->Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(actor->WaitForMessage(
+      [](const v1::LearnerMessage& m) { return IsWeights(m, 1); }));
+  actor->Chunk(SmallChunk("run-0", 0, 2), 1);
+  ASSERT_TRUE(actor->AckOf(1).has_value());
+  EXPECT_EQ(actor->AckOf(1)->code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  EXPECT_NE(actor->AckOf(1)->message().find("stale"), std::string::npos);
+  EXPECT_EQ(service_->chunks_rejected(), 1);
+  EXPECT_EQ(service_->FindRun("run-0")->counters().env_steps_dropped, 16);
+}
+
+TEST_F(LearnerServiceTest, AChunkBeforeHelloAndASecondHelloAreRefused) {
+  Serve(1);
+  InProcessActor actor(service_.get());
+  actor.Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(actor.AckOf(0).has_value());
+  EXPECT_EQ(actor.AckOf(0)->code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  actor.Hello("a0");
+  actor.Hello("a0");
+  const v1::LearnerMessage last = actor.messages().back();
+  ASSERT_TRUE(last.has_ack());
+  EXPECT_EQ(last.ack().message(), "duplicate Hello");
+  EXPECT_EQ(service_->chunks_rejected(), 2);
+}
+
+TEST_F(LearnerServiceTest, BytesThatAreNoActorMessageEndTheCall) {
+  Serve(1);
+  InProcessActor actor(service_.get());
+  const std::string garbage = "\xff\xff\xff";
+  grpc::Slice slice(garbage.data(), garbage.size());
+  actor.SendBytes(grpc::ByteBuffer(&slice, 1));
+  ASSERT_TRUE(actor.transport().ended().has_value());
+  EXPECT_EQ(actor.transport().ended()->error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(actor.transport().read_pending());
+  EXPECT_EQ(service_->chunks_rejected(), 1);
+}
+
+TEST_F(LearnerServiceTest, GetStatusReportsEveryRun) {
+  Serve(2);
+  auto actor = Actor("a0");
+  actor->Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(WaitFor([&] {
+    return service_->FindRun("run-0")->counters().env_steps_trained == 16;
+  }));
+  actor->Chunk(SmallChunk("run-0", 9), 1);  // rejected: a future version
+  grpc::CallbackServerContext context;
+  grpc::testing::DefaultReactorTestPeer peer(&context);
+  v1::StatusRequest request;
+  v1::LearnerStatus response;
+  service_->GetStatus(&context, &request, &response);
+  ASSERT_TRUE(peer.test_status_set());
+  EXPECT_TRUE(peer.test_status().ok());
+  ASSERT_EQ(response.runs_size(), 2);
+  const v1::RunStatus& r0 = response.runs(0);
+  EXPECT_EQ(r0.run_id(), "run-0");
+  EXPECT_EQ(r0.policy_version(), 1);
+  EXPECT_EQ(r0.env_steps_received(), 16);
+  EXPECT_EQ(r0.env_steps_trained(), 16);
+  EXPECT_EQ(r0.actors(), 1);
+  EXPECT_EQ(r0.budget_env_steps(), 1 << 20);
+  EXPECT_FALSE(r0.finished());
+  EXPECT_EQ(response.runs(1).run_id(), "run-1");
+  EXPECT_EQ(response.runs(1).actors(), 0);
+  EXPECT_EQ(response.chunks_rejected(), 1);
+}
+
+TEST_F(LearnerServiceTest, AStoppedRunTellsItsActorsTheLearnerIsShuttingDown) {
+  Serve(1);
+  auto actor = Actor("a0");
+  service_->FindRun("run-0")->Stop();
+  actor->Pump();
+  const v1::LearnerMessage last = actor->messages().back();
+  ASSERT_TRUE(last.has_stop());
+  EXPECT_EQ(last.stop().reason(), "learner shutting down");
+  EXPECT_FALSE(last.stop().run_finished());
+  // Chunks in flight are still read (received and dropped) until the actor
+  // half-closes; then the call ends OK.
+  actor->Chunk(SmallChunk("run-0", 0), 0);
+  EXPECT_EQ(actor->AckOf(0)->code(),
+            static_cast<int>(absl::StatusCode::kFailedPrecondition));
+  actor->HalfClose();
+  ASSERT_TRUE(actor->transport().ended().has_value());
+  EXPECT_TRUE(actor->transport().ended()->ok());
+  // A new actor finds no run: it is told the learner is shutting down.
+  auto late = Actor("a1");
+  ASSERT_EQ(late->messages().size(), 1u);
+  EXPECT_EQ(late->messages()[0].stop().reason(), "learner shutting down");
+  ASSERT_TRUE(late->transport().ended().has_value());
+}
+
+TEST_F(LearnerServiceTest, AFinishedRunStopsItsActorsAsFinished) {
+  Serve(1, SmallSpec("", /*budget=*/16));
+  auto actor = Actor("a0");
+  actor->Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(actor->WaitForMessage(
+      [](const v1::LearnerMessage& m) { return m.has_stop(); }));
+  v1::LearnerMessage stop;
+  for (const v1::LearnerMessage& m : actor->messages()) {
+    if (m.has_stop()) stop = m;
+  }
+  EXPECT_EQ(stop.stop().reason(), "run finished");
+  EXPECT_TRUE(stop.stop().run_finished());
+  ASSERT_TRUE(service_->FindRun("run-0")->WaitFinished(5000));
+  auto late = Actor("a1");
+  ASSERT_EQ(late->messages().size(), 1u);
+  EXPECT_EQ(late->messages()[0].stop().reason(), "no run is accepting actors");
+  EXPECT_TRUE(late->messages()[0].stop().run_finished());
+}
+
+TEST_F(LearnerServiceTest, RunsComeAndGoWhileServing) {
+  Serve(0);
+  auto none = Actor("a0");
+  EXPECT_TRUE(none->messages()[0].has_stop());
+  service_->AddRun(MustCreate(SmallSpec("leased")));
+  ASSERT_EQ(service_->runs().size(), 1u);
+  auto actor = Actor("a1");
+  EXPECT_EQ(actor->messages()[0].assignment().run_id(), "leased");
+  service_->RemoveRun("leased");
+  EXPECT_TRUE(service_->runs().empty());
+  EXPECT_EQ(service_->FindRun("leased"), nullptr);
+  // The removed run lives on for its stream.
+  actor->Chunk(SmallChunk("leased", 0), 0);
+  EXPECT_EQ(actor->AckOf(0)->code(), 0);
+}
+
+}  // namespace
+}  // namespace ristretto::learner

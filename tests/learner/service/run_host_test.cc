@@ -1,0 +1,229 @@
+// RunHost in-process: a tiny run on a small synthetic market, chunks
+// ingested directly (no gRPC), the training thread real. Covers the weight
+// versions it publishes, which chunks it accepts and refuses (future,
+// stale, finished, stopped), the counters' balance and the shutdown.
+#include "learner/service/run_host.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+#include "tests/learner/service/run_test_util.h"
+
+namespace ristretto::learner {
+namespace {
+
+using testing::SmallChunk;
+using testing::SmallMarket;
+using testing::SmallSpec;
+using testing::WaitFor;
+
+std::unique_ptr<RunHost> MustCreate(const RunSpec& spec) {
+  absl::StatusOr<std::unique_ptr<RunHost>> host =
+      RunHost::Create(spec, SmallMarket());
+  EXPECT_TRUE(host.ok()) << host.status();
+  return host.ok() ? std::move(*host) : nullptr;
+}
+
+// Records the versions a subscriber is told about (-1: the run ended).
+// Declared before the RunHost it listens to: the host's Stop (in its
+// destructor) still calls it.
+class VersionLog {
+ public:
+  RunHost::Listener Listener() {
+    return [this](const std::shared_ptr<const RunHost::PublishedWeights>& w) {
+      std::lock_guard<std::mutex> lock(mu_);
+      versions_.push_back(w == nullptr ? -1 : w->version);
+    };
+  }
+  std::vector<int64_t> versions() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return versions_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int64_t> versions_;
+};
+
+TEST(RunHostTest, CreatePublishesVersionZeroWithTheRunsContract) {
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  ASSERT_NE(host->latest_weights(), nullptr);
+  EXPECT_EQ(host->latest_weights()->version, 0);
+  EXPECT_EQ(host->counters().policy_version, 0);
+  EXPECT_EQ(host->obs_size(), testing::SmallObsSize());
+  EXPECT_EQ(host->action_size(), testing::kActions);
+  EXPECT_TRUE(host->accepting());
+  EXPECT_FALSE(host->budget_reached());
+}
+
+TEST(RunHostTest, CreateRefusesABadSpecBeforeBuildingAnything) {
+  RunSpec no_id = SmallSpec("");
+  EXPECT_EQ(RunHost::Create(no_id, SmallMarket()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  RunSpec no_samples = SmallSpec("run-0");
+  no_samples.samples_per_update = 0;
+  EXPECT_EQ(RunHost::Create(no_samples, SmallMarket()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  RunSpec bad_objective = SmallSpec("run-0");
+  bad_objective.trainer.objective = "no-such-objective";
+  EXPECT_FALSE(RunHost::Create(bad_objective, SmallMarket()).ok());
+  RunSpec wrong_features = SmallSpec("run-0");
+  wrong_features.trainer.feature_names.push_back("one-too-many");
+  const absl::Status s =
+      RunHost::Create(wrong_features, SmallMarket()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("observation"), std::string::npos) << s;
+}
+
+TEST(RunHostTest, AFullUpdateTrainsAndPublishesTheNextVersion) {
+  VersionLog log;
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  host->Subscribe(log.Listener());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().policy_version == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return !log.versions().empty(); }));
+  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(host->latest_weights()->version, 1);
+  const RunCounters c = host->counters();
+  EXPECT_EQ(c.env_steps_received, 16);
+  EXPECT_EQ(c.env_steps_trained, 16);
+  EXPECT_EQ(c.updates, 1);
+  EXPECT_EQ(c.chunks_rejected, 0);
+}
+
+TEST(RunHostTest, AChunkFromAFutureVersionIsRejected) {
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  const absl::Status s = host->Ingest(SmallChunk("run-0", 3), [] {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  const RunCounters c = host->counters();
+  EXPECT_EQ(c.chunks_rejected, 1);
+  EXPECT_EQ(c.env_steps_received, 0);  // rejected, not received
+}
+
+TEST(RunHostTest, AChunkOlderThanMaxPolicyLagIsReceivedAndDropped) {
+  RunSpec spec = SmallSpec("run-0");
+  spec.trainer.ppo.max_policy_lag = 0;
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().policy_version == 1; }));
+  const absl::Status s = host->Ingest(SmallChunk("run-0", 0, 2), [] {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("stale"), std::string::npos) << s;
+  const RunCounters c = host->counters();
+  EXPECT_EQ(c.env_steps_received, 32);
+  EXPECT_EQ(c.env_steps_dropped, 16);
+  EXPECT_EQ(c.env_steps_trained, 16);
+}
+
+TEST(RunHostTest, ReachingTheBudgetFinishesTheRunAndRefusesLaterChunks) {
+  VersionLog log;
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0", 16));
+  ASSERT_NE(host, nullptr);
+  host->Subscribe(log.Listener());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0), [] {}).ok());
+  ASSERT_TRUE(host->WaitFinished(5000));
+  EXPECT_TRUE(host->budget_reached());
+  EXPECT_FALSE(host->accepting());
+  // The subscribers heard the new version and the end (the end first: the
+  // actors stop as soon as the budget is reached).
+  ASSERT_TRUE(WaitFor([&] { return log.versions().size() >= 2; }));
+  const std::vector<int64_t> heard = log.versions();
+  EXPECT_NE(std::find(heard.begin(), heard.end(), 1), heard.end());
+  EXPECT_NE(std::find(heard.begin(), heard.end(), -1), heard.end());
+  const absl::Status late = host->Ingest(SmallChunk("run-0", 1), [] {});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  const RunCounters c = host->counters();
+  EXPECT_TRUE(c.finished);
+  EXPECT_EQ(c.env_steps_trained, 16);
+  EXPECT_EQ(c.env_steps_received, c.env_steps_trained + c.env_steps_dropped);
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+}
+
+TEST(RunHostTest, EveryEvaluationIsScoredReportedAndKeptAsTheBest) {
+  RunSpec spec = SmallSpec("run-0", 16);
+  const int64_t rows = SmallMarket()->num_rows;
+  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
+  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
+  std::mutex mu;
+  std::vector<EvaluationResult> reported;
+  spec.on_evaluation = [&](const EvaluationResult& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    reported.push_back(e);
+  };
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  EXPECT_FALSE(host->last_evaluation().has_value());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0), [] {}).ok());
+  ASSERT_TRUE(host->WaitFinished(5000));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_EQ(reported[0].at_env_steps, 16);
+  EXPECT_GT(reported[0].steps, 0);
+  ASSERT_TRUE(host->last_evaluation().has_value());
+  EXPECT_EQ(host->last_evaluation()->score, reported[0].score);
+  ASSERT_TRUE(host->best_evaluation().has_value());
+  EXPECT_EQ(host->best_evaluation()->score, reported[0].score);
+  EXPECT_EQ(host->counters().last_score, reported[0].score);
+  EXPECT_TRUE(host->best_policy_dir().empty());  // no run_dir: nothing saved
+}
+
+TEST(RunHostTest, StopBeforeTheBudgetTellsSubscribersAndRefusesChunks) {
+  VersionLog log;
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  host->Subscribe(log.Listener());
+  host->Stop();
+  // Told at Stop() and again when the training thread has ended.
+  const std::vector<int64_t> heard = log.versions();
+  ASSERT_FALSE(heard.empty());
+  for (int64_t v : heard) EXPECT_EQ(v, -1);
+  EXPECT_FALSE(host->accepting());
+  EXPECT_FALSE(host->budget_reached());  // stopped, not finished
+  const absl::Status s = host->Ingest(SmallChunk("run-0", 0), [] {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  const RunCounters c = host->counters();
+  EXPECT_FALSE(c.finished);
+  EXPECT_EQ(c.env_steps_received, 16);
+  EXPECT_EQ(c.env_steps_dropped, 16);
+  host->Stop();  // idempotent
+}
+
+TEST(RunHostTest, AnUnsubscribedListenerHearsNothingMore) {
+  VersionLog kept, dropped;
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  host->Subscribe(kept.Listener());
+  const int id = host->Subscribe(dropped.Listener());
+  host->Unsubscribe(id);
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return !kept.versions().empty(); }));
+  EXPECT_TRUE(dropped.versions().empty());
+}
+
+TEST(RunHostTest, ActorCreditsShrinkAsTheRunsActorsGrow) {
+  RunSpec spec = SmallSpec("run-0");
+  spec.trainer.ppo.max_policy_lag = 8;
+  spec.samples_per_update = 64;
+  spec.queue_capacity = 1;
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  // No actor yet: counted as one. 7 updates of 64 minus the queue's 16 =
+  // 432 steps of room = 27 chunks of 16, capped at 16.
+  EXPECT_EQ(host->ActorCredits(16, 16), 16);
+  for (int i = 0; i < 3; ++i) host->Subscribe([](auto) {});
+  EXPECT_EQ(host->ActorCredits(16, 64), 9);  // 27 / 3
+  EXPECT_EQ(host->ActorCredits(16, 64), PolicyLagCredits(8, 64, 1, 16, 3, 64));
+}
+
+}  // namespace
+}  // namespace ristretto::learner
