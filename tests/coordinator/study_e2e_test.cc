@@ -324,7 +324,7 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   // And once more while the coordinator and learner are connected: after
   // the new learner has registered (through the coordinator, in the
   // database).
-  ASSERT_TRUE(learner_->WaitForLog("learner: registered with", 60s)) << Logs();
+  ASSERT_TRUE(learner_->WaitForLog("registered with", 60s)) << Logs();
   ASSERT_TRUE(cluster().Restart().ok());
   ASSERT_EQ(WaitDone(240s), StudyState::kDone) << Logs();
   ExpectCompleteStudy();
