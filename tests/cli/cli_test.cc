@@ -355,9 +355,9 @@ TEST_F(CliTest, UpRefusesImportFlagsWithoutCsvDir) {
     const Result r = RunCli(absl::StrCat("up --data-dir ", dir_, "/up ", flag));
     EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.output;
     const std::string name(flag, std::string(flag).find_first_of(" ="));
-    EXPECT_THAT(r.output,
-                HasSubstr(absl::StrCat(name, " is an import option: it "
-                                             "needs --csv-dir")))
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat(name,
+                                                 " is an import option: it "
+                                                 "needs --csv-dir")))
         << r.output;
     EXPECT_FALSE(fs::exists(dir_ + "/up")) << flag;
   }
