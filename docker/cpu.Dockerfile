@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # ristretto CPU image: ristretto (CLI), ristretto-coordinator,
 # ristretto-actor and ristretto-learner (CPU LibTorch 1.13), all from
 # Debian 12 packages.

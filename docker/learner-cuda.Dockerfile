@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # ristretto learner for NVIDIA GPUs: ristretto-learner built against the
 # CUDA LibTorch 2.x of a PyTorch wheel (CMAKE_PREFIX_PATH =
 # torch.utils.cmake_prefix_path), on NVIDIA's CUDA images.
