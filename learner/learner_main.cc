@@ -267,7 +267,20 @@ std::string Usage() {
                       RunFlagsHelp(), "\nprocess flags:\n");
 }
 
-// The run-option flags checked before anything starts (a bad one is a
+// The stand-alone learner's flags that shape its runs.
+StandaloneFlags StandaloneFlagsGiven(
+    const std::map<std::string, std::string>& run_flags) {
+  StandaloneFlags flags;
+  flags.run_flags = run_flags;
+  flags.samples_per_update = absl::GetFlag(FLAGS_samples_per_update);
+  flags.validation_share = absl::GetFlag(FLAGS_validation_share);
+  flags.eval_every = absl::GetFlag(FLAGS_eval_every);
+  flags.device = absl::GetFlag(FLAGS_device);
+  return flags;
+}
+
+// The run-option flags, and without --coordinator the other flags that
+// shape the runs, checked before anything starts (a bad one is a
 // command-line error, exit 2, with nothing created or logged): valid for the
 // schema, and with --coordinator only --threads (the coordinator's studies
 // describe the runs).
@@ -282,8 +295,9 @@ absl::Status CheckRunFlags(
             "coordinator's studies (only --threads applies)"));
       }
     }
+    return RunOptionsFromFlags(run_flags).status();
   }
-  return RunOptionsFromFlags(run_flags).status();
+  return CheckStandaloneFlags(StandaloneFlagsGiven(run_flags));
 }
 
 // Runs the learner with the parsed flags; `run_flags` are the run-option
@@ -363,16 +377,11 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   const std::string dataset_id = dataset.ComputeId();
   ASSIGN_OR_RETURN(auto market, env::MarketData::FromDataset(dataset));
 
-  StandaloneFlags flags;
-  flags.run_flags = run_flags;
-  flags.samples_per_update = absl::GetFlag(FLAGS_samples_per_update);
-  flags.validation_share = absl::GetFlag(FLAGS_validation_share);
-  flags.eval_every = absl::GetFlag(FLAGS_eval_every);
-  flags.device = device;
-  ASSIGN_OR_RETURN(const StandaloneRuns shared,
-                   StandaloneRunsFromFlags(
-                       flags, StandaloneData{market->num_rows, dataset_id,
-                                             dataset.feature_names}));
+  ASSIGN_OR_RETURN(
+      const StandaloneRuns shared,
+      StandaloneRunsFromFlags(
+          StandaloneFlagsGiven(run_flags),
+          StandaloneData{market->num_rows, dataset_id, dataset.feature_names}));
   const int64_t num_runs = absl::GetFlag(FLAGS_runs);
   const int64_t queue = absl::GetFlag(FLAGS_queue);
   std::vector<std::shared_ptr<RunHost>> runs;

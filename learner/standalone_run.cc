@@ -4,9 +4,10 @@
 #include "common/status_macros.h"
 
 namespace ristretto::learner {
+namespace {
 
-absl::StatusOr<StandaloneRuns> StandaloneRunsFromFlags(
-    const StandaloneFlags& flags, const StandaloneData& data) {
+// Everything but the market's part.
+absl::StatusOr<StandaloneRuns> FromFlagsAlone(const StandaloneFlags& flags) {
   if (!(flags.validation_share > 0 && flags.validation_share < 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--validation-share must be in (0, 1), got ", flags.validation_share));
@@ -24,6 +25,19 @@ absl::StatusOr<StandaloneRuns> StandaloneRunsFromFlags(
   }
   o.ppo.device = flags.device;
   o.eval_every_env_steps = flags.eval_every;
+  return runs;
+}
+
+}  // namespace
+
+absl::Status CheckStandaloneFlags(const StandaloneFlags& flags) {
+  return FromFlagsAlone(flags).status();
+}
+
+absl::StatusOr<StandaloneRuns> StandaloneRunsFromFlags(
+    const StandaloneFlags& flags, const StandaloneData& data) {
+  ASSIGN_OR_RETURN(StandaloneRuns runs, FromFlagsAlone(flags));
+  TrainerOptions& o = runs.trainer;
   o.dataset_id = data.dataset_id;
   o.feature_names = data.feature_names;
   const int64_t rows = data.num_rows;

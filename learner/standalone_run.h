@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "learner/run_options.h"
 
@@ -48,6 +49,12 @@ struct StandaloneRuns {
   TrainerOptions trainer;
   int64_t samples_per_update = 0;
 };
+
+// The checks of StandaloneRunsFromFlags that need no market: the run-option
+// flags (RunOptionsFromFlags), the validation share, the samples per update
+// and the evaluation interval; so a command line is refused before anything
+// is loaded or written. Errors: as StandaloneRunsFromFlags.
+absl::Status CheckStandaloneFlags(const StandaloneFlags& flags);
 
 // Builds the runs' options: RunOptionsFromFlags(flags.run_flags), then the
 // device, the evaluation interval, the dataset and the domains (train on

@@ -239,6 +239,22 @@ TEST(StandaloneRunTest, BadFlagsAreRefusedNamingTheFlag) {
   EXPECT_NE(error(f).find("--eval-every"), std::string::npos);
 }
 
+TEST(StandaloneRunTest, TheFlagsAreCheckedWithoutAMarket) {
+  StandaloneFlags f;
+  EXPECT_TRUE(CheckStandaloneFlags(f).ok());
+  f.validation_share = 1.5;
+  EXPECT_EQ(CheckStandaloneFlags(f).code(), absl::StatusCode::kInvalidArgument);
+  f.validation_share = 0.5;
+  f.run_flags = {{"lr", "2"}};
+  EXPECT_NE(CheckStandaloneFlags(f).message().find("--lr"),
+            absl::string_view::npos);
+  // A share that leaves no row on one side needs the market to be seen.
+  f.run_flags = {};
+  f.validation_share = 1e-9;
+  EXPECT_TRUE(CheckStandaloneFlags(f).ok());
+  EXPECT_FALSE(StandaloneRunsFromFlags(f, Data()).ok());
+}
+
 TEST(RunFlagsHelpTest, ListsEveryRunFlagWithTheSchemasDefault) {
   const std::string help = RunFlagsHelp();
   for (const std::string& flag : RunFlagNames()) {
