@@ -241,10 +241,11 @@ TEST_F(MetricsTest,
   EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
 
   // --metrics-port 0 (the default): no endpoint, no "metrics on" line.
-  Process quiet({RISTRETTO_LEARNER_BINARY, "--port", "0", "--metrics-port", "0",
-                 "--runs", "1", "--run-dir", dir_ + "/quiet",
-                 "--synthetic-rows", "600", "--synthetic-assets", "2"},
-                dir_ + "/quiet.log");
+  Process quiet(
+      {RISTRETTO_LEARNER_BINARY, "--port", "0", "--metrics-port", "0", "--runs",
+       "1", "--run-dir", dir_ + "/quiet", "--synthetic-rows", "600",
+       "--synthetic-assets", "2", "--policy-hidden", "32,32"},
+      dir_ + "/quiet.log");
   ASSERT_TRUE(quiet.WaitForLog("listening on", 60s)) << quiet.Log();
   EXPECT_EQ(quiet.Log().find("metrics on"), std::string::npos);
   quiet.Signal(SIGTERM);
