@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
-#include "common/options_schema.h"
 #include "common/status_macros.h"
 #include "env/cv_split.h"
 #include "env/dataset.h"
@@ -59,29 +58,6 @@ constexpr char kTrainUsage[] =
     "One run end to end in this process: vector env, PPO, validation on the "
     "last\n--validation-share of the rows, checkpoints under --out, the best "
     "policy exported\nto --export.\n";
-
-// The help of the run-option flags: the schema's flags with their defaults
-// (those of a study's runs) and meaning, then the two width lists.
-std::string RunFlagsHelp() {
-  std::string text =
-      "run options (the run-options schema, as ristretto-learner and a "
-      "study's runs):\n";
-  const learner::TrainerOptions defaults;
-  for (const OptionSpec& spec : kOptionSchema) {
-    if (spec.flag.empty()) continue;
-    absl::StatusOr<std::string> value = learner::GetRunOption(
-        absl::string_view(spec.name.data(), spec.name.size()), defaults);
-    absl::StrAppend(&text, "  --", std::string(spec.flag),
-                    " (default: ", value.ok() ? *value : "?", ")\n      ",
-                    std::string(spec.doc), "\n");
-  }
-  absl::StrAppend(&text,
-                  "  --policy-hidden W,W\n      the policy net's hidden layer "
-                  "widths\n"
-                  "  --value-hidden W,W\n      the value net's hidden layer "
-                  "widths (default: --policy-hidden)\n");
-  return text;
-}
 
 void PrintEvaluation(const char* label, const learner::EvaluationResult& e) {
   std::printf(
@@ -241,7 +217,9 @@ int RunTrainCommand(int argc, char** argv, int first) {
                      FLAGS_study, FLAGS_export)}),
       /*max_positional=*/0,
       std::set<std::string>(run_flags.begin(), run_flags.end()),
-      RunFlagsHelp()};
+      absl::StrCat("run options (the run-options schema, as ristretto-learner "
+                   "and a study's runs):\n",
+                   learner::RunFlagsHelp())};
   ParsedCommandLine parsed;
   if (const std::optional<int> exit_code =
           ParseCommand(command, argc, argv, first, &parsed)) {
