@@ -11,6 +11,7 @@
 #include "cli/study_commands.h"
 #include "cli/train_command.h"
 #include "cli/up_command.h"
+#include "common/log.h"
 #include "common/text_util.h"
 
 namespace {
@@ -81,6 +82,7 @@ int Dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ristretto::log::Init(argv[0]);
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;
