@@ -11,23 +11,34 @@
 // Exit status: 0 after a signal or an idle exit, 1 on a fatal error, 2 for
 // bad flags. Progress and errors are log lines (common/log.h) on stderr;
 // flag errors and the usage text stay plain stderr text for the user.
+//
+// TLS (common/grpc_security.h): with --tls-ca the actor verifies the learner
+// and the coordinator against that CA (their certificates must name the
+// host of the address dialled: --learner, --coordinator, or the learner's
+// advertised address); --tls-cert/--tls-key add a client certificate for
+// servers under mutual TLS. A server the actor cannot verify, or that
+// refuses it, is retried like an unreachable one ("... ended: UNAVAILABLE").
 
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "actor/actor.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
+#include "common/grpc_security.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
+#include "common/tls_flags.h"
 #include "wire/grpc_options.h"
+#include "wire/learner_client.h"
 
 // Each flag once: name, type, default and meaning.
 ABSL_FLAG(std::string, learner, "", "learner address HOST:PORT");
@@ -62,10 +73,14 @@ constexpr char kUsage[] =
     "         [--actor-id ID (hostname-pid)] [--cache-dir DIR]\n"
     "         [--seed N (0)] [--max-inflight N (4)] [--exit-when-idle]\n"
     "         [--metrics-port P|auto (0: off)] [--metrics-address A "
-    "(0.0.0.0)]\n";
+    "(0.0.0.0)]\n"
+    "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE (mutual "
+    "TLS)]]\n";
 
 struct Flags {
   ActorOptions options;
+  // To learners and the coordinator: TLS from --tls-*, or plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
   std::string metrics_port;  // ParseMetricsPort syntax
   std::string metrics_address;
 };
@@ -93,6 +108,8 @@ absl::StatusOr<Flags> FlagsFromCommandLine() {
   options.exit_when_idle = absl::GetFlag(FLAGS_exit_when_idle);
   Flags flags;
   flags.options = options;
+  ASSIGN_OR_RETURN(flags.credentials,
+                   MakeChannelCredentials(TlsFilesFromFlags()));
   flags.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   RETURN_IF_ERROR(ParseMetricsPort(flags.metrics_port).status());
   flags.metrics_address = absl::GetFlag(FLAGS_metrics_address);
@@ -126,8 +143,20 @@ int Main(int argc, char** argv) {
     return 1;
   }
   if (*metrics != nullptr) flags->options.metrics = &(*metrics)->registry();
+  // The gRPC clients Create() would make, secured by --tls-*.
+  ActorClients clients;
+  wire::GrpcLearnerClientOptions learner_client;
+  learner_client.max_message_bytes = flags->options.max_message_bytes;
+  learner_client.rpc_deadline = flags->options.rpc_deadline;
+  learner_client.credentials = flags->credentials;
+  clients.learners = wire::GrpcLearnerClientFactory(learner_client);
+  if (!flags->options.coordinator_address.empty()) {
+    clients.coordinator = wire::NewGrpcActorCoordinatorClient(
+        flags->options.coordinator_address, absl::Seconds(5),
+        flags->credentials);
+  }
   absl::StatusOr<std::unique_ptr<Actor>> created =
-      Actor::Create(flags->options);
+      Actor::Create(flags->options, std::move(clients));
   if (!created.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s\n%s",
                  created.status().ToString().c_str(), kUsage);

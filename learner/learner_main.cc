@@ -17,6 +17,14 @@
 // The registration token comes from --token-file (mode 600) or
 // $RISTRETTO_TOKEN, never from argv (every local user reads it with ps):
 // --token VALUE is refused.
+//
+// TLS (common/grpc_security.h): --tls-cert/--tls-key make the server TLS,
+// and --tls-ca adds mutual TLS (actors must present a certificate it
+// signed). With --coordinator the learner is also the coordinator's client:
+// it verifies the coordinator against --tls-ca (required then) and presents
+// --tls-cert/--tls-key if the coordinator asks for a client certificate.
+// Actors dial --advertise (or the bound address): the certificate must name
+// that host (DNS or IP SAN).
 #include <unistd.h>
 
 #include <chrono>
@@ -37,11 +45,13 @@
 #include "common/flags.h"
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
+#include "common/grpc_security.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
+#include "common/tls_flags.h"
 #include "env/dataset.h"
 #include "grpcpp/grpcpp.h"
 #include "learner/run_flags.h"
@@ -129,6 +139,8 @@ constexpr char kUsage[] =
     "    [--gpu-memory-fraction F] [--max-message-mb MB (64)]\n"
     "    [--run-dir DIR (/tmp/ristretto-learner)] [--queue N (2)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
+    "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS; with\n"
+    "     --coordinator also the CA that signed the coordinator's)]]\n"
     "  leasing runs from a coordinator:\n"
     "    --coordinator HOST:PORT [--slots N (2)] [--member-id ID]\n"
     "    [--advertise HOST:PORT] [--cache-dir DIR]\n"
@@ -146,16 +158,24 @@ struct Listening {
   std::string address;  // HOST:PORT actually bound
 };
 
-// Starts the gRPC server (--address, --port; 0 = any free port) and prints
-// "listening on HOST:PORT".
-absl::StatusOr<Listening> Listen(grpc::Service* service,
-                                 int64_t max_message_bytes) {
+// The process's gRPC credentials from --tls-cert, --tls-key, --tls-ca.
+struct Security {
+  std::shared_ptr<grpc::ServerCredentials> server;
+  // To the coordinator (null without --coordinator).
+  std::shared_ptr<grpc::ChannelCredentials> coordinator;
+};
+
+// Starts the gRPC server (--address, --port; 0 = any free port) with
+// `credentials` and prints "listening on HOST:PORT".
+absl::StatusOr<Listening> Listen(
+    grpc::Service* service, int64_t max_message_bytes,
+    const std::shared_ptr<grpc::ServerCredentials>& credentials) {
   const std::string address = absl::GetFlag(FLAGS_address);
   const int64_t port = absl::GetFlag(FLAGS_port);
   int bound_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(address, ":", port),
-                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(absl::StrCat(address, ":", port), credentials,
+                           &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(max_message_bytes));
   builder.RegisterService(service);
@@ -217,13 +237,15 @@ int64_t MaxChunkSamples(int64_t max_message_bytes, int obs_size,
 // Coordinator mode: lease runs from --coordinator until SIGTERM.
 absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
                               int64_t max_message_bytes, int cpu_threads,
-                              LearnerMetrics* metrics) {
+                              LearnerMetrics* metrics,
+                              const Security& security) {
   const int64_t slots = absl::GetFlag(FLAGS_slots);
   if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   LearnerServiceOptions service_options;
   service_options.metrics = metrics;
   LearnerService service({}, service_options);
-  ASSIGN_OR_RETURN(Listening listening, Listen(&service, max_message_bytes));
+  ASSIGN_OR_RETURN(Listening listening,
+                   Listen(&service, max_message_bytes, security.server));
   AgentOptions options;
   options.coordinator_address = absl::GetFlag(FLAGS_coordinator);
   options.advertise_address = absl::GetFlag(FLAGS_advertise);
@@ -247,7 +269,10 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   options.max_chunk_samples = MaxChunkSamples(max_message_bytes, 8, 1);
   options.queue_capacity = static_cast<int>(absl::GetFlag(FLAGS_queue));
   options.metrics = metrics;
-  CoordinatorAgent agent(options, &service);
+  CoordinatorAgent agent(
+      options, &service,
+      NewGrpcCoordinatorClient(options.coordinator_address,
+                               options.rpc_deadline, security.coordinator));
   agent.Start();
   WaitForStop([] { return false; });
   agent.Stop();  // checkpoints, completes or releases every run
@@ -307,11 +332,29 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 
-  // Before anything starts: a refused secret leaves nothing behind.
+  // Before anything starts: a refused secret or a bad certificate leaves
+  // nothing behind.
   ASSIGN_OR_RETURN(
       const std::string token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
                    absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
+  const TlsFiles tls = TlsFilesFromFlags();
+  Security security;
+  ASSIGN_OR_RETURN(security.server, MakeServerCredentials(tls));
+  if (!absl::GetFlag(FLAGS_coordinator).empty()) {
+    // The same files: the learner is also the coordinator's client.
+    ASSIGN_OR_RETURN(security.coordinator, MakeChannelCredentials(tls));
+  }
+  // What protects the server, logged once. Not yet enforced: the token
+  // guards registration with the coordinator, not every call, so a
+  // non-loopback bind is allowed (allow_insecure_network) and only the
+  // notice says what is open.
+  ASSIGN_OR_RETURN(
+      const std::string exposure,
+      CheckExposure(absl::GetFlag(FLAGS_address), !tls.cert_file.empty(),
+                    !token.empty() || MutualTlsFromFlags(),
+                    /*allow_insecure_network=*/true));
+  RLOG(INFO) << "security: " << exposure;
   std::optional<int64_t> memory_mb = absl::GetFlag(FLAGS_memory_mb);
   if (!memory_mb.has_value()) {
     ASSIGN_OR_RETURN(const int64_t half_of_ram, DefaultMemoryMb());
@@ -354,7 +397,7 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
     ASSIGN_OR_RETURN(const TrainerOptions process,
                      RunOptionsFromFlags(run_flags));
     return ServeCoordinated(token, budget_bytes, max_message_bytes,
-                            process.ppo.cpu_threads, metrics.get());
+                            process.ppo.cpu_threads, metrics.get(), security);
   }
 
   // Dataset: a file, or a synthetic market written next to the runs so
@@ -423,7 +466,8 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   service_options.metrics = metrics.get();
   LearnerService service(runs, service_options);
 
-  ASSIGN_OR_RETURN(Listening listening, Listen(&service, max_message_bytes));
+  ASSIGN_OR_RETURN(Listening listening,
+                   Listen(&service, max_message_bytes, security.server));
   const bool exit_when_done = absl::GetFlag(FLAGS_exit_when_done);
   WaitForStop([&] {
     if (!exit_when_done) return false;

@@ -20,6 +20,13 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
+// `credentials`, or plaintext when null.
+std::shared_ptr<grpc::ChannelCredentials> OrPlaintext(
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  return credentials != nullptr ? std::move(credentials)
+                                : grpc::InsecureChannelCredentials();
+}
+
 // Learner.Act through ActStub: the actor's messages as byte buffers, chunk
 // payloads aliasing the chunk (chunk_wire.h).
 class GrpcActCall final : public ActCall {
@@ -95,7 +102,7 @@ class GrpcLearnerClient final : public LearnerClient {
     args.SetMaxSendMessageSize(options.max_message_bytes);
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     channel_ = grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args);
+        address, OrPlaintext(options.credentials), args);
     stub_ = v1::Learner::NewStub(channel_);
   }
 
@@ -125,13 +132,17 @@ class GrpcLearnerClient final : public LearnerClient {
 
 class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
  public:
-  GrpcActorCoordinatorClient(std::string address, absl::Duration rpc_deadline)
-      : address_(std::move(address)), rpc_deadline_(rpc_deadline) {}
+  GrpcActorCoordinatorClient(
+      std::string address, absl::Duration rpc_deadline,
+      std::shared_ptr<grpc::ChannelCredentials> credentials)
+      : address_(std::move(address)),
+        rpc_deadline_(rpc_deadline),
+        credentials_(OrPlaintext(std::move(credentials))) {}
 
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request) override {
-    auto stub = v1::Coordinator::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    auto stub =
+        v1::Coordinator::NewStub(grpc::CreateChannel(address_, credentials_));
     grpc::ClientContext ctx;
     ctx.set_deadline(DeadlineIn(rpc_deadline_));
     v1::FindLearnerResponse response;
@@ -144,6 +155,7 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
  private:
   const std::string address_;
   const absl::Duration rpc_deadline_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 }  // namespace
@@ -161,8 +173,10 @@ LearnerClientFactory GrpcLearnerClientFactory(
 }
 
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
-    const std::string& address, absl::Duration rpc_deadline) {
-  return std::make_unique<GrpcActorCoordinatorClient>(address, rpc_deadline);
+    const std::string& address, absl::Duration rpc_deadline,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  return std::make_unique<GrpcActorCoordinatorClient>(address, rpc_deadline,
+                                                      std::move(credentials));
 }
 
 }  // namespace ristretto::wire

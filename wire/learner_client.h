@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "learner/trajectory.h"
 #include "proto/coordinator.pb.h"
 #include "proto/ristretto.pb.h"
@@ -97,12 +98,18 @@ struct GrpcLearnerClientOptions {
   int max_message_bytes = 64 << 20;
   // Deadline of GetStatus and of a whole FetchDataset download.
   absl::Duration rpc_deadline = absl::Seconds(60);
+  // The channel's security: TLS that verifies the learner (and may present
+  // a client certificate) from MakeChannelCredentials
+  // (common/grpc_security.h). Null: plaintext. Under TLS the learner's
+  // certificate must name the host of the address dialled (DNS or IP SAN).
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
-// The production client: an insecure channel of its own to `address` (no
-// shared subchannels, so its first call makes a real connection attempt
-// and gRPC's reconnect backoff never stacks on the caller's). Never fails
-// to construct.
+// The production client: a channel of its own to `address` (no shared
+// subchannels, so its first call makes a real connection attempt and
+// gRPC's reconnect backoff never stacks on the caller's), secured by
+// options.credentials. Never fails to construct: a learner that refuses
+// the handshake shows up as kUnavailable on the calls.
 std::unique_ptr<LearnerClient> NewGrpcLearnerClient(
     const std::string& address, const GrpcLearnerClientOptions& options);
 
@@ -121,11 +128,13 @@ class ActorCoordinatorClient {
       const v1::FindLearnerRequest& request) = 0;
 };
 
-// The production client: every call on a fresh insecure channel to
-// `address` (a coordinator that restarted is found at once), bounded by
+// The production client: every call on a fresh channel to `address` (a
+// coordinator that restarted is found at once) secured by `credentials`
+// (null: plaintext; see GrpcLearnerClientOptions::credentials), bounded by
 // `rpc_deadline`.
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
-    const std::string& address, absl::Duration rpc_deadline);
+    const std::string& address, absl::Duration rpc_deadline,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 }  // namespace ristretto::wire
 

@@ -4,7 +4,11 @@
 //   ristretto-coordinator --db DSN [--port P] [--address A] [--data-dir D]
 //       [--lease-ttl-s 30] [--tick-ms 500] [--token-file FILE]
 //       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
+//       [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
 //
+// With --tls-cert/--tls-key it serves TLS (learners and actors verify it
+// with --tls-ca); adding --tls-ca requires every client to present a
+// certificate that CA signed (mutual TLS). common/grpc_security.h.
 // The DSN may also come from $RISTRETTO_DB. Secrets never come from argv
 // (every local user reads it with ps): the registration token comes from
 // --token-file (mode 600) or $RISTRETTO_TOKEN, and a --db DSN that carries a
@@ -27,11 +31,13 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
+#include "common/grpc_security.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
+#include "common/tls_flags.h"
 #include "coordinator/service/coordinator_metrics.h"
 #include "coordinator/service/coordinator_service.h"
 #include "coordinator/service/scheduler.h"
@@ -69,7 +75,8 @@ constexpr char kUsage[] =
     "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
-    "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n";
+    "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
+    "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n";
 
 // Runs the coordinator with the parsed flags.
 absl::Status Main() {
@@ -87,11 +94,15 @@ absl::Status Main() {
         "no database: pass --db DSN or set RISTRETTO_DB");
   }
   SchedulerOptions options;
-  // Before anything is created: a refused secret leaves nothing behind.
+  // Before anything is created: a refused secret or a bad certificate
+  // leaves nothing behind.
   ASSIGN_OR_RETURN(
       options.token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
                    absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
+  const TlsFiles tls = TlsFilesFromFlags();
+  ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
+                   MakeServerCredentials(tls));
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
@@ -127,10 +138,18 @@ absl::Status Main() {
   if (max_mb < 1 || max_mb > 1024) {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
+  // What protects the server, logged once. Not yet enforced: the token
+  // guards registration only, not every call, so a non-loopback bind is
+  // allowed (allow_insecure_network) and only the notice says what is open.
+  ASSIGN_OR_RETURN(const std::string exposure,
+                   CheckExposure(address, !tls.cert_file.empty(),
+                                 !options.token.empty() || MutualTlsFromFlags(),
+                                 /*allow_insecure_network=*/true));
+  RLOG(INFO) << "security: " << exposure;
   int bound_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(address, ":", port),
-                           grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(absl::StrCat(address, ":", port), credentials,
+                           &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_mb << 20));
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.grpc.pb.h"
@@ -14,15 +15,19 @@ namespace {
 
 class GrpcCoordinatorClient final : public CoordinatorClient {
  public:
-  GrpcCoordinatorClient(const std::string& address, absl::Duration rpc_deadline)
+  GrpcCoordinatorClient(const std::string& address, absl::Duration rpc_deadline,
+                        std::shared_ptr<grpc::ChannelCredentials> credentials)
       : rpc_deadline_(rpc_deadline) {
     grpc::ChannelArguments args;
     // Reconnect quickly after a coordinator restart (gRPC's default backoff
     // grows to two minutes, longer than a lease lives).
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    stub_ = v1::Coordinator::NewStub(grpc::CreateCustomChannel(
-        address, grpc::InsecureChannelCredentials(), args));
+    if (credentials == nullptr) {
+      credentials = grpc::InsecureChannelCredentials();
+    }
+    stub_ = v1::Coordinator::NewStub(
+        grpc::CreateCustomChannel(address, credentials, args));
   }
 
   absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
@@ -87,8 +92,10 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
 }  // namespace
 
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& address, absl::Duration rpc_deadline) {
-  return std::make_unique<GrpcCoordinatorClient>(address, rpc_deadline);
+    const std::string& address, absl::Duration rpc_deadline,
+    std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  return std::make_unique<GrpcCoordinatorClient>(address, rpc_deadline,
+                                                 std::move(credentials));
 }
 
 }  // namespace ristretto::learner

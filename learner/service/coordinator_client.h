@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "proto/coordinator.pb.h"
 
 namespace ristretto::learner {
@@ -45,12 +46,17 @@ class CoordinatorClient {
                                     const std::string& path) = 0;
 };
 
-// The production client: an insecure gRPC channel to `address`
-// (HOST:PORT; reconnect backoff 100 ms .. 2 s). Unary calls time out after
-// `rpc_deadline`, FetchDataset after 120 s. Never fails to construct: an
-// unreachable coordinator shows up as kUnavailable on each call.
+// The production client: a gRPC channel to `address` (HOST:PORT; reconnect
+// backoff 100 ms .. 2 s) secured by `credentials`: TLS verifying the
+// coordinator, with a client certificate under mutual TLS
+// (MakeChannelCredentials in common/grpc_security.h); null: plaintext.
+// Under TLS the coordinator's certificate must name the host of `address`.
+// Unary calls time out after `rpc_deadline`, FetchDataset after 120 s.
+// Never fails to construct: an unreachable coordinator (or a failed
+// handshake) shows up as kUnavailable on each call.
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& address, absl::Duration rpc_deadline);
+    const std::string& address, absl::Duration rpc_deadline,
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
 }  // namespace ristretto::learner
 

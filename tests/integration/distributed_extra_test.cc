@@ -292,7 +292,8 @@ TEST_F(DistributedExtraTest, LearnerStoppedMidRunReceivesEveryChunkSent) {
     return r.policy_version() >= 2;
   };
   const std::optional<v1::RunStatus> status =
-      ::ristretto::testing::WaitForRunStatus(port, *learner, updated, 120s);
+      ::ristretto::testing::WaitForRunStatus(
+          port, grpc::InsecureChannelCredentials(), *learner, updated, 120s);
   ASSERT_TRUE(status.has_value() && updated(*status))
       << (status.has_value() ? status->DebugString() : "no status")
       << learner->Log();

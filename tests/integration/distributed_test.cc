@@ -1,5 +1,7 @@
 // The distributed actor–learner service with real processes on 127.0.0.1:
 // a ristretto-learner and ristretto-actor processes, real gRPC, real files.
+// Every case runs over TLS (certificates from scripts/make_dev_certs.sh)
+// except one plaintext case; the TlsTest cases check who cannot connect.
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -19,6 +21,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/ristretto.grpc.pb.h"
+#include "tests/integration/dev_certs.h"
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
@@ -29,8 +32,11 @@ namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::testing::ChannelCredentials;
 using ::ristretto::testing::Field;
 using ::ristretto::testing::FreePort;
+using ::ristretto::testing::LearnerStatusOf;
+using ::ristretto::testing::MakeDevCerts;
 using ::ristretto::testing::OnlyRunStatus;
 using ::ristretto::testing::Process;
 using ::ristretto::testing::WaitForRunStatus;
@@ -46,9 +52,25 @@ class DistributedTest : public ::testing::Test {
     char tmpl[] = "/tmp/ristretto_dist_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
+    ASSERT_TRUE(MakeDevCerts(Cert("")));
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // A file of the development certificates ("ca.pem", "server.key", ...).
+  std::string Cert(const std::string& name) const {
+    return dir_ + "/certs/" + name;
+  }
+  // The learner's TLS flags (none with tls_ false).
+  std::vector<std::string> LearnerTlsFlags() const {
+    if (!tls_) return {};
+    return {"--tls-cert", Cert("server.pem"), "--tls-key", Cert("server.key")};
+  }
+  // The credentials of the test's own calls to the learner.
+  std::shared_ptr<grpc::ChannelCredentials> Credentials() const {
+    if (!tls_) return grpc::InsecureChannelCredentials();
+    return ChannelCredentials({"", "", Cert("ca.pem")});
   }
 
   std::unique_ptr<Process> StartLearner(int port,
@@ -75,23 +97,44 @@ class DistributedTest : public ::testing::Test {
                                      "--minibatch",
                                      "512"};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    const std::vector<std::string> tls = LearnerTlsFlags();
+    argv.insert(argv.end(), tls.begin(), tls.end());
     auto p = std::make_unique<Process>(
         argv, absl::StrCat(dir_, "/learner-", learners_++, ".log"));
     EXPECT_TRUE(p->WaitForLog("listening on", 60s)) << p->Log();
     return p;
   }
 
+  // An actor of the learner on `port`; with tls_ it verifies the learner
+  // against the development CA.
   std::unique_ptr<Process> StartActor(int port, const std::string& id) {
-    return std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_ACTOR_BINARY, "--learner",
-                                 absl::StrCat("127.0.0.1:", port), "--envs",
-                                 "8", "--actor-id", id, "--cache-dir",
-                                 dir_ + "/cache-" + id, "--exit-when-idle"},
-        dir_ + "/" + id + ".log");
+    return StartActor(port, id,
+                      tls_
+                          ? std::vector<std::string>{"--tls-ca", Cert("ca.pem")}
+                          : std::vector<std::string>{});
+  }
+  // The same with `tls_flags` instead of the fixture's.
+  std::unique_ptr<Process> StartActor(
+      int port, const std::string& id,
+      const std::vector<std::string>& tls_flags) {
+    std::vector<std::string> argv = {RISTRETTO_ACTOR_BINARY,
+                                     "--learner",
+                                     absl::StrCat("127.0.0.1:", port),
+                                     "--envs",
+                                     "8",
+                                     "--actor-id",
+                                     id,
+                                     "--cache-dir",
+                                     dir_ + "/cache-" + id,
+                                     "--exit-when-idle"};
+    argv.insert(argv.end(), tls_flags.begin(), tls_flags.end());
+    return std::make_unique<Process>(argv, dir_ + "/" + id + ".log");
   }
 
   std::string dir_;
   int learners_ = 0;
+  // Learner and actors over TLS (server certificate; actors verify it).
+  bool tls_ = true;
 };
 
 TEST_F(DistributedTest,
@@ -124,7 +167,9 @@ TEST_F(DistributedTest,
   EXPECT_EQ(Field(log, "learner: run run-0", "finished"), 1);
 }
 
+// The plaintext case: no --tls-* anywhere.
 TEST_F(DistributedTest, TwoRunsInOneLearnerEachGetActorsAndReachTheirBudgets) {
+  tls_ = false;
   const int port = FreePort();
   auto learner = StartLearner(
       port, {"--budget", "6000", "--runs", "2", "--exit-when-done"});
@@ -155,7 +200,7 @@ TEST_F(DistributedTest, KilledActorIsReplacedAndTheRunStillFinishes) {
     return r.actors() == 2 && r.policy_version() >= 1;
   };
   const std::optional<v1::RunStatus> before =
-      WaitForRunStatus(port, *learner, streaming, 120s);
+      WaitForRunStatus(port, Credentials(), *learner, streaming, 120s);
   ASSERT_TRUE(before.has_value() && streaming(*before))
       << (before.has_value() ? before->DebugString() : "no status")
       << learner->Log();
@@ -192,7 +237,7 @@ TEST_F(DistributedTest,
     return r.policy_version() >= 3;
   };
   const std::optional<v1::RunStatus> before =
-      WaitForRunStatus(port, *learner, trained, 120s);
+      WaitForRunStatus(port, Credentials(), *learner, trained, 120s);
   ASSERT_TRUE(before.has_value() && trained(*before))
       << (before.has_value() ? before->DebugString() : "no status")
       << learner->Log();
@@ -210,7 +255,7 @@ TEST_F(DistributedTest,
   // step count and version it had.
   auto restarted = StartLearner(port, {"--budget", budget, "--exit-when-done"});
   {
-    const std::optional<v1::RunStatus> run = OnlyRunStatus(port);
+    const std::optional<v1::RunStatus> run = OnlyRunStatus(port, Credentials());
     ASSERT_TRUE(run.has_value()) << restarted->Log();
     // Training may already have resumed: at least the checkpointed count,
     // and the version it stopped at.
@@ -244,8 +289,8 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   const int port = FreePort();
   auto learner =
       StartLearner(port, {"--budget", "100000", "--max-message-mb", "1"});
-  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), Credentials());
   auto stub = v1::Learner::NewStub(channel);
   grpc::ClientContext context;
   auto stream = stub->Act(&context);
@@ -406,6 +451,93 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   EXPECT_EQ(status.chunks_rejected(), 6);
   ASSERT_EQ(status.runs_size(), 1);
   EXPECT_EQ(status.runs(0).env_steps_received(), 12);  // three good chunks
+  learner->Signal(SIGTERM);
+  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+}
+
+// The line an actor logs each time its connection attempt to the learner on
+// `port` fails in the handshake (it then retries with backoff).
+std::string Refused(int port) {
+  return absl::StrCat("stream to 127.0.0.1:", port, " ended: UNAVAILABLE");
+}
+
+// Who cannot use a TLS learner: an actor without --tls-ca (it speaks
+// plaintext) and one whose CA did not sign the learner's certificate. Both
+// keep retrying and never join the run; the test's own calls with the same
+// credentials fail UNAVAILABLE.
+TEST_F(DistributedTest, ActorsThatCannotVerifyATlsLearnerNeverJoinIt) {
+  const int port = FreePort();
+  auto learner = StartLearner(port, {"--budget", "100000"});
+  const std::string other = dir_ + "/other-certs";
+  ASSERT_TRUE(MakeDevCerts(other));
+  auto plaintext = StartActor(port, "plaintext", {});
+  auto stranger = StartActor(port, "stranger", {"--tls-ca", other + "/ca.pem"});
+  for (Process* actor : {plaintext.get(), stranger.get()}) {
+    ASSERT_TRUE(actor->WaitForLog(Refused(port), 60s)) << actor->Log();
+    ASSERT_TRUE(actor->WaitForLog("reconnecting in", 60s)) << actor->Log();
+  }
+  v1::LearnerStatus status;
+  ASSERT_TRUE(LearnerStatusOf(port, Credentials(), &status).ok())
+      << learner->Log();
+  ASSERT_EQ(status.runs_size(), 1);
+  EXPECT_EQ(status.runs(0).actors(), 0) << status.DebugString();
+  EXPECT_EQ(status.runs(0).env_steps_received(), 0) << status.DebugString();
+  EXPECT_EQ(LearnerStatusOf(port, grpc::InsecureChannelCredentials(), &status)
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(LearnerStatusOf(
+                port, ChannelCredentials({"", "", other + "/ca.pem"}), &status)
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  for (Process* actor : {plaintext.get(), stranger.get()}) {
+    EXPECT_FALSE(actor->Wait(0ms).has_value()) << "still retrying\n"
+                                               << actor->Log();
+    EXPECT_THAT(actor->Log(), ::testing::Not(::testing::HasSubstr("assigned")));
+    actor->Signal(SIGTERM);
+    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+  }
+  learner->Signal(SIGTERM);
+  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+}
+
+// A learner under mutual TLS (--tls-ca too) serves only actors presenting
+// a certificate its CA signed: the one with --tls-cert/--tls-key streams,
+// the one that only verifies the learner is refused.
+TEST_F(DistributedTest,
+       MutualTlsLearnerServesOnlyActorsWithAClientCertificate) {
+  const int port = FreePort();
+  auto learner =
+      StartLearner(port, {"--budget", "100000", "--tls-ca", Cert("ca.pem")});
+  EXPECT_THAT(
+      learner->Log(),
+      ::testing::HasSubstr("security: TLS on, every call authenticated"));
+  auto anonymous = StartActor(port, "anonymous");
+  auto member =
+      StartActor(port, "member",
+                 {"--tls-ca", Cert("ca.pem"), "--tls-cert", Cert("client.pem"),
+                  "--tls-key", Cert("client.key")});
+  ASSERT_TRUE(member->WaitForLog("assigned", 60s)) << member->Log();
+  ASSERT_TRUE(anonymous->WaitForLog(Refused(port), 60s)) << anonymous->Log();
+  const auto streaming = [](const v1::RunStatus& r) {
+    return r.env_steps_received() > 0;
+  };
+  const std::optional<v1::RunStatus> run =
+      WaitForRunStatus(port,
+                       ChannelCredentials({Cert("client.pem"),
+                                           Cert("client.key"), Cert("ca.pem")}),
+                       *learner, streaming, 120s);
+  ASSERT_TRUE(run.has_value() && streaming(*run))
+      << (run.has_value() ? run->DebugString() : "no status") << learner->Log();
+  EXPECT_EQ(run->actors(), 1) << run->DebugString();
+  v1::LearnerStatus status;
+  EXPECT_EQ(LearnerStatusOf(port, Credentials(), &status).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(anonymous->Log(),
+              ::testing::Not(::testing::HasSubstr("assigned")));
+  for (Process* actor : {anonymous.get(), member.get()}) {
+    actor->Signal(SIGTERM);
+    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+  }
   learner->Signal(SIGTERM);
   EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
 }

@@ -3,10 +3,11 @@
 // stream (Hello, chunks decoded by the learner's codec, replies), how the
 // call ends (the server's status through FromGrpcStatus, Cancel from
 // another thread, an unreachable learner), GetStatus with its deadline,
-// dataset downloads (and a fetch cancelled before it starts), and
-// FindLearner.
+// dataset downloads (and a fetch cancelled before it starts),
+// FindLearner, and both clients' credentials against a TLS server.
 #include "wire/learner_client.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_security.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -344,6 +346,59 @@ TEST_F(LearnerClientTest, TheFactoryMakesClientsForTheAddressItIsGiven) {
   absl::StatusOr<v1::LearnerStatus> status = client->GetStatus();
   ASSERT_TRUE(status.ok()) << status.status();
   EXPECT_EQ(status->chunks_rejected(), 5);
+}
+
+// Against a TLS server (dev certificates), the learner and coordinator
+// clients with credentials verifying it get answers; without credentials
+// (plaintext) the same calls are kUnavailable.
+TEST(LearnerClientTlsTest, ClientsReachATlsServerOnlyWithTheirCredentials) {
+  tests::TempDir certs("learner_client_certs_");
+  const std::string make_certs = std::string(RISTRETTO_SOURCE_DIR) +
+                                 "/scripts/make_dev_certs.sh " + certs.path() +
+                                 " > /dev/null";
+  ASSERT_EQ(std::system(make_certs.c_str()), 0) << make_certs;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> server_credentials =
+      MakeServerCredentials(
+          {certs.Path("server.pem"), certs.Path("server.key"), ""});
+  ASSERT_TRUE(server_credentials.ok()) << server_credentials.status();
+  TestLearner learner;
+  TestCoordinator coordinator;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", *server_credentials, &port);
+  builder.RegisterService(&learner);
+  builder.RegisterService(&coordinator);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
+      MakeChannelCredentials({"", "", certs.Path("ca.pem")});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+
+  GrpcLearnerClientOptions options;
+  options.rpc_deadline = absl::Seconds(10);
+  options.credentials = *tls;
+  absl::StatusOr<v1::LearnerStatus> status =
+      NewGrpcLearnerClient(address, options)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->chunks_rejected(), 5);
+  v1::FindLearnerRequest request;
+  request.set_actor_id("a9");
+  absl::StatusOr<v1::FindLearnerResponse> found =
+      NewGrpcActorCoordinatorClient(address, absl::Seconds(10), *tls)
+          ->FindLearner(request);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->learner_address(), "learner-for-a9");
+
+  options.credentials = nullptr;
+  EXPECT_EQ(NewGrpcLearnerClient(address, options)->GetStatus().status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(NewGrpcActorCoordinatorClient(address, absl::Seconds(10))
+                ->FindLearner(request)
+                .status()
+                .code(),
+            absl::StatusCode::kUnavailable);
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
 }  // namespace

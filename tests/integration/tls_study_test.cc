@@ -1,0 +1,195 @@
+// A study over mutual TLS with real processes on 127.0.0.1: PostgreSQL (the
+// harness's), ristretto-coordinator, ristretto-learner and ristretto-actor,
+// every one with --tls-* from scripts/make_dev_certs.sh. The coordinator
+// and the learner require client certificates the development CA signed;
+// the learner presents its server certificate (clientAuth too) to the
+// coordinator, the actors client.pem to both. And a learner whose CA did
+// not sign the coordinator's certificate never registers.
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/store/store.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator_store/pg_test_env.h"
+#include "tests/integration/dev_certs.h"
+#include "tests/integration/process.h"
+
+namespace ristretto {
+namespace {
+
+namespace fs = std::filesystem;
+using ::ristretto::testing::MakeDevCerts;
+using ::ristretto::testing::Process;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+// 1 trial × 1 holdout fold and its final run, small nets.
+constexpr char kStudy[] = R"(name: tls
+dataset:
+  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
+cv: {scheme: holdout, validation_fraction: 0.3}
+budget_env_steps: 8192
+eval_every_env_steps: 4096
+sampler: {type: random, seed: 5}
+pruner: {type: none}
+concurrency: 1
+max_trials: 1
+max_attempts: 2
+fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
+        episode_steps: 256}
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
+)";
+
+// The HOST:PORT of a process's "listening on HOST:PORT" line ("" if none
+// within a minute).
+std::string Address(Process& p) {
+  if (!p.WaitForLog("listening on ", 60s)) return "";
+  std::smatch m;
+  const std::string log = p.Log();
+  return std::regex_search(log, m, std::regex("listening on (\\S+)"))
+             ? m[1].str()
+             : "";
+}
+
+class TlsStudyTest : public coordinator::testing::PgDatabaseTest {
+ protected:
+  void SetUp() override {
+    PgDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    absl::StatusOr<std::string> dir =
+        coordinator::testing::MakeTempDir("ristretto_tls_study_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    ASSERT_TRUE(MakeDevCerts(dir_ + "/certs"));
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  std::string Cert(const std::string& name) const {
+    return dir_ + "/certs/" + name;
+  }
+
+  // A coordinator under mutual TLS; returns its address ("" on failure).
+  std::string StartCoordinator() {
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{
+            RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
+            "--data-dir", dir_ + "/coordinator", "--tick-ms", "200",
+            "--tls-cert", Cert("server.pem"), "--tls-key", Cert("server.key"),
+            "--tls-ca", Cert("ca.pem")},
+        dir_ + "/coordinator.log");
+    return Address(*coordinator_);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Process> coordinator_;
+};
+
+TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
+  absl::StatusOr<std::unique_ptr<coordinator::Store>> store = MigratedStore();
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<coordinator::StudyRow> study =
+      (*store)->CreateStudy("tls", kStudy);
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_TRUE((*store)
+                  ->SetStudyState(study->id, coordinator::StudyState::kRunning)
+                  .ok());
+  const std::string coordinator = StartCoordinator();
+  ASSERT_FALSE(coordinator.empty()) << coordinator_->Log();
+  EXPECT_THAT(coordinator_->Log(),
+              HasSubstr("security: TLS on, every call authenticated"));
+
+  Process learner({RISTRETTO_LEARNER_BINARY, "--coordinator", coordinator,
+                   "--port", "0", "--slots", "1", "--run-dir",
+                   dir_ + "/learner", "--tls-cert", Cert("server.pem"),
+                   "--tls-key", Cert("server.key"), "--tls-ca", Cert("ca.pem")},
+                  dir_ + "/learner.log");
+  ASSERT_FALSE(Address(learner).empty()) << learner.Log();
+  std::vector<std::unique_ptr<Process>> actors;
+  actors.reserve(2);
+  for (int i = 0; i < 2; ++i) {
+    actors.push_back(std::make_unique<Process>(
+        std::vector<std::string>{
+            RISTRETTO_ACTOR_BINARY, "--coordinator", coordinator, "--envs", "8",
+            "--actor-id", absl::StrCat("a", i), "--cache-dir", dir_ + "/cache",
+            "--tls-ca", Cert("ca.pem"), "--tls-cert", Cert("client.pem"),
+            "--tls-key", Cert("client.key")},
+        absl::StrCat(dir_, "/actor-", i, ".log")));
+  }
+
+  // Polls the study until it is done (the timeout only catches hangs).
+  coordinator::StudyState state = coordinator::StudyState::kCreated;
+  const auto deadline = std::chrono::steady_clock::now() + 300s;
+  while (std::chrono::steady_clock::now() < deadline &&
+         state != coordinator::StudyState::kDone) {
+    absl::StatusOr<coordinator::StudyRow> row =
+        (*store)->GetStudyById(study->id);
+    if (row.ok()) state = row->state;
+    std::this_thread::sleep_for(300ms);
+  }
+  ASSERT_EQ(state, coordinator::StudyState::kDone)
+      << coordinator_->Log() << learner.Log();
+  absl::StatusOr<std::vector<coordinator::TrialRow>> trials =
+      (*store)->ListTrials(study->id);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 1u);
+  EXPECT_EQ((*trials)[0].state, coordinator::TrialState::kComplete)
+      << (*trials)[0].fail_reason;
+  EXPECT_THAT(learner.Log(), HasSubstr("registered with " + coordinator));
+  // Every actor was served by the learner (over its mutual TLS).
+  for (auto& actor : actors) {
+    EXPECT_THAT(actor->Log(), HasSubstr("assigned run")) << actor->Log();
+  }
+
+  for (auto& actor : actors) {
+    actor->Signal(SIGTERM);
+    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+  }
+  learner.Signal(SIGTERM);
+  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
+  coordinator_->Signal(SIGTERM);
+  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+}
+
+// Learners the coordinator's mutual TLS keeps out, each failing every
+// registration and trying again: one that verifies the coordinator against
+// another CA, and one whose client certificate another CA signed.
+TEST_F(TlsStudyTest, LearnerThatCannotVerifyOrAuthenticateNeverRegisters) {
+  const std::string coordinator = StartCoordinator();
+  ASSERT_FALSE(coordinator.empty()) << coordinator_->Log();
+  const std::string other = dir_ + "/other-certs";
+  ASSERT_TRUE(MakeDevCerts(other));
+  const auto start = [&](const std::string& name, const std::string& ca) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
+                                 coordinator, "--port", "0", "--run-dir",
+                                 dir_ + "/" + name, "--tls-cert",
+                                 other + "/server.pem", "--tls-key",
+                                 other + "/server.key", "--tls-ca", ca},
+        dir_ + "/" + name + ".log");
+  };
+  std::unique_ptr<Process> stranger = start("stranger", other + "/ca.pem");
+  std::unique_ptr<Process> impostor = start("impostor", Cert("ca.pem"));
+  const std::string refused = "cannot register with " + coordinator;
+  for (Process* learner : {stranger.get(), impostor.get()}) {
+    ASSERT_TRUE(learner->WaitForLog(refused, 60s)) << learner->Log();
+    EXPECT_THAT(learner->Log(), ::testing::Not(HasSubstr("registered with")));
+    EXPECT_FALSE(learner->Wait(0ms).has_value()) << "still trying";
+    learner->Signal(SIGTERM);
+    EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+  }
+  coordinator_->Signal(SIGTERM);
+  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+}
+
+}  // namespace
+}  // namespace ristretto
