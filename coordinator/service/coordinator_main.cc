@@ -130,7 +130,12 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn));
   RETURN_IF_ERROR(store->Migrate());
   Scheduler scheduler(std::move(store), options);
-  CoordinatorService service(&scheduler);
+  CoordinatorService service(&scheduler, options.token, metrics.get());
+  if (!service.authenticating()) {
+    RLOG(WARNING) << "no token (--token-file, $RISTRETTO_TOKEN): calls are "
+                     "not authenticated (development mode; keep it on "
+                     "loopback)";
+  }
 
   const std::string address = absl::GetFlag(FLAGS_address);
   const int64_t port = absl::GetFlag(FLAGS_port);
@@ -138,9 +143,9 @@ absl::Status Main() {
   if (max_mb < 1 || max_mb > 1024) {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
-  // What protects the server, logged once. Not yet enforced: the token
-  // guards registration only, not every call, so a non-loopback bind is
-  // allowed (allow_insecure_network) and only the notice says what is open.
+  // What protects the server, logged once. With a token every call is
+  // authenticated (CoordinatorService); a non-loopback bind without one is
+  // still allowed (allow_insecure_network) and the notice says what is open.
   ASSIGN_OR_RETURN(const std::string exposure,
                    CheckExposure(address, !tls.cert_file.empty(),
                                  !options.token.empty() || MutualTlsFromFlags(),

@@ -39,6 +39,12 @@ constexpr const char* kDbOpNames[kNumDbOps] = {
     "UpsertMember",
 };
 
+// The Coordinator service's RPCs (proto/coordinator.proto).
+constexpr const char* kRpcNames[] = {
+    "RegisterLearner",  "LeaseRun",    "Heartbeat",
+    "ReportEvaluation", "CompleteRun", "FailRun",
+    "Release",          "FindLearner", "FetchDataset"};
+
 // Seconds: a local transaction takes about a millisecond; retries after a
 // lost connection run up to RetryPolicy::give_up_after (60 s).
 const prometheus::Histogram::BucketBoundaries kDbBuckets = {
@@ -67,7 +73,18 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                           .Name("ristretto_coordinator_lease_expiries_total")
                           .Help("Leases that expired without a heartbeat.")
                           .Register(registry)
-                          .Add({})) {
+                          .Add({})),
+      denied_(prometheus::BuildCounter()
+                  .Name("ristretto_coordinator_rpc_denied_total")
+                  .Help("Coordinator RPCs refused: code unauthenticated (no "
+                        "or an unknown credential, a wrong registration "
+                        "token) or permission_denied (another member's id "
+                        "or run, the wrong role).")
+                  .Register(registry)) {
+  for (const char* method : kRpcNames) {
+    denied_.Add({{"method", method}, {"code", "unauthenticated"}});
+    denied_.Add({{"method", method}, {"code", "permission_denied"}});
+  }
   auto& db = prometheus::BuildHistogram()
                  .Name("ristretto_coordinator_db_latency_seconds")
                  .Help(
@@ -88,6 +105,16 @@ void CoordinatorMetrics::CountLeasesExpired(int64_t leases) {
 void CoordinatorMetrics::ObserveDbLatency(DbOp op, double seconds) {
   const int i = static_cast<int>(op);
   if (i >= 0 && i < kNumDbOps) db_latency_[i]->Observe(seconds);
+}
+
+void CoordinatorMetrics::CountDenied(const std::string& method,
+                                     bool unauthenticated) {
+  // Family::Add returns the existing series for known labels.
+  denied_
+      .Add(
+          {{"method", method},
+           {"code", unauthenticated ? "unauthenticated" : "permission_denied"}})
+      .Increment();
 }
 
 void CoordinatorMetrics::SetTrials(const std::string& study,

@@ -1,10 +1,10 @@
 // CoordinatorMetrics: the coordinator's Prometheus series (docs/metrics.md,
 // "Coordinator"): trials of each study by state, runs leased, lease
-// expiries and the latency of every Store call the scheduler makes, by
-// operation (the Store method's name). Every operation's histogram and each
-// study's four states exist from the start (at zero) so rate() and the
-// dashboards show 0 rather than no data.
-// Thread-safe.
+// expiries, the latency of every Store call the scheduler makes, by
+// operation (the Store method's name), and the RPCs refused for want of a
+// credential or of a permission, by method and code. Every operation's
+// histogram and each study's four states exist from the start (at zero) so
+// rate() and the dashboards show 0 rather than no data. Thread-safe.
 #ifndef RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_METRICS_H_
 #define RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_METRICS_H_
 
@@ -75,6 +75,11 @@ class CoordinatorMetrics {
   void ObserveDbLatency(DbOp op, double seconds);
   // Sets ristretto_coordinator_trials{study, state} for the four states.
   void SetTrials(const std::string& study, const TrialCounts& counts);
+  // Counts one refused call: ristretto_coordinator_rpc_denied_total{method,
+  // code}, code "unauthenticated" or "permission_denied". `method` is the
+  // Coordinator RPC's name ("LeaseRun"); every RPC's two series exist from
+  // the start at zero.
+  void CountDenied(const std::string& method, bool unauthenticated);
 
  private:
   struct StudyGauges {
@@ -88,6 +93,7 @@ class CoordinatorMetrics {
   prometheus::Counter& runs_leased_;
   prometheus::Counter& lease_expiries_;
   std::array<prometheus::Histogram*, kNumDbOps> db_latency_{};
+  prometheus::Family<prometheus::Counter>& denied_;
 
   absl::Mutex mu_;
   std::map<std::string, StudyGauges> studies_ ABSL_GUARDED_BY(mu_);

@@ -1,88 +1,216 @@
 #include "coordinator/service/coordinator_service.h"
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "wire/grpc_status.h"
 
 namespace ristretto::coordinator {
 namespace {
 
-// The reply for a scheduler result (wire::ToGrpcStatus), logging failures
-// other than the expected "no such member/run" and "not in that state".
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (!s.ok() && s.code() != absl::StatusCode::kNotFound &&
-      s.code() != absl::StatusCode::kFailedPrecondition) {
+bool IsDenial(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnauthenticated ||
+         s.code() == absl::StatusCode::kPermissionDenied;
+}
+
+}  // namespace
+
+grpc::Status CoordinatorService::Finish(const char* method,
+                                        const absl::Status& s) const {
+  if (IsDenial(s)) {
+    if (metrics_ != nullptr) {
+      metrics_->CountDenied(method,
+                            s.code() == absl::StatusCode::kUnauthenticated);
+    }
+    RLOG(WARNING) << "denied " << method << ": " << s.ToString();
+  } else if (!s.ok() && s.code() != absl::StatusCode::kNotFound &&
+             s.code() != absl::StatusCode::kFailedPrecondition) {
+    // The expected "no such member/run" and "not in that state" are not
+    // logged.
     RLOG(ERROR) << "call failed: " << s.ToString();
   }
   return wire::ToGrpcStatus(s);
 }
 
 template <typename Response>
-grpc::Status Reply(absl::StatusOr<Response> result, Response* out) {
-  if (!result.ok()) return ToGrpc(result.status());
+grpc::Status CoordinatorService::Reply(const char* method,
+                                       absl::StatusOr<Response> result,
+                                       Response* out) const {
+  if (!result.ok()) return Finish(method, result.status());
   *out = std::move(*result);
   return grpc::Status::OK;
 }
 
-}  // namespace
+absl::StatusOr<auth::Principal> CoordinatorService::Caller(
+    const grpc::ServerContext& context) const {
+  const auto& metadata = context.client_metadata();
+  const auto [first, last] = metadata.equal_range(auth::kMetadataKey);
+  if (first == last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credentials: the call carries no '",
+                     auth::kMetadataKey, "' metadata"));
+  }
+  if (std::next(first) != last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("more than one '", auth::kMetadataKey, "' metadata"));
+  }
+  const absl::string_view value(first->second.data(), first->second.size());
+  absl::StatusOr<std::string> secret = auth::ParseBearer(value);
+  if (!secret.ok()) return secret.status();
+  if (auth::ConstantTimeEquals(*secret, token_)) {
+    return auth::Principal{auth::Role::kOperator, "operator"};
+  }
+  return registry_.Authenticate(value);
+}
+
+absl::Status CoordinatorService::AuthorizeLearner(
+    const grpc::ServerContext& context, const std::string& member_id,
+    bool operator_ok, const char* method) const {
+  if (!authenticating()) return absl::OkStatus();
+  absl::StatusOr<auth::Principal> caller = Caller(context);
+  if (!caller.ok()) return caller.status();
+  if (operator_ok && caller->role == auth::Role::kOperator) {
+    return absl::OkStatus();
+  }
+  return auth::RequireLearner(*caller, member_id, method);
+}
 
 grpc::Status CoordinatorService::RegisterLearner(
     grpc::ServerContext* /*context*/, const v1::RegisterLearnerRequest* request,
     v1::RegisterLearnerResponse* response) {
-  return Reply(scheduler_->RegisterLearner(*request), response);
+  constexpr char kMethod[] = "RegisterLearner";
+  if (authenticating() && !auth::ConstantTimeEquals(request->token(), token_)) {
+    return Finish(kMethod,
+                  absl::UnauthenticatedError("wrong registration token"));
+  }
+  absl::StatusOr<v1::RegisterLearnerResponse> registered =
+      scheduler_->RegisterLearner(*request);
+  if (!registered.ok()) return Finish(kMethod, registered.status());
+  if (authenticating()) {
+    // A new registration (a restarted learner, or one that lost its secret)
+    // replaces the member's earlier secrets: only the newest is valid.
+    const auth::Principal learner{auth::Role::kLearner, request->member_id()};
+    absl::MutexLock lock(&register_mu_);
+    registry_.Revoke(learner);
+    absl::StatusOr<std::string> secret = registry_.Issue(learner);
+    if (!secret.ok()) return Finish(kMethod, secret.status());
+    registered->set_session_token(*std::move(secret));
+  }
+  *response = *std::move(registered);
+  return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::LeaseRun(grpc::ServerContext* /*context*/,
+grpc::Status CoordinatorService::LeaseRun(grpc::ServerContext* context,
                                           const v1::LeaseRunRequest* request,
                                           v1::LeaseRunResponse* response) {
-  return Reply(scheduler_->LeaseRun(*request), response);
+  constexpr char kMethod[] = "LeaseRun";
+  if (absl::Status s =
+          AuthorizeLearner(*context, request->member_id(), false, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  return Reply(kMethod, scheduler_->LeaseRun(*request), response);
 }
 
-grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* /*context*/,
+grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* context,
                                            const v1::HeartbeatRequest* request,
                                            v1::HeartbeatResponse* response) {
-  return Reply(scheduler_->Heartbeat(*request), response);
+  constexpr char kMethod[] = "Heartbeat";
+  if (absl::Status s =
+          AuthorizeLearner(*context, request->member_id(), false, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  return Reply(kMethod, scheduler_->Heartbeat(*request), response);
 }
 
 grpc::Status CoordinatorService::ReportEvaluation(
-    grpc::ServerContext* /*context*/,
-    const v1::ReportEvaluationRequest* request,
+    grpc::ServerContext* context, const v1::ReportEvaluationRequest* request,
     v1::ReportEvaluationResponse* response) {
-  return Reply(scheduler_->ReportEvaluation(*request), response);
+  constexpr char kMethod[] = "ReportEvaluation";
+  if (absl::Status s =
+          AuthorizeLearner(*context, request->member_id(), false, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  return Reply(kMethod, scheduler_->ReportEvaluation(*request), response);
 }
 
 grpc::Status CoordinatorService::CompleteRun(
-    grpc::ServerContext* /*context*/, const v1::CompleteRunRequest* request,
+    grpc::ServerContext* context, const v1::CompleteRunRequest* request,
     v1::CompleteRunResponse* /*response*/) {
-  return ToGrpc(scheduler_->CompleteRun(*request));
+  constexpr char kMethod[] = "CompleteRun";
+  if (absl::Status s =
+          AuthorizeLearner(*context, request->member_id(), false, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  return Finish(kMethod, scheduler_->CompleteRun(*request));
 }
 
-grpc::Status CoordinatorService::FailRun(grpc::ServerContext* /*context*/,
+grpc::Status CoordinatorService::FailRun(grpc::ServerContext* context,
                                          const v1::FailRunRequest* request,
                                          v1::FailRunResponse* /*response*/) {
-  return ToGrpc(scheduler_->FailRun(*request));
+  constexpr char kMethod[] = "FailRun";
+  if (absl::Status s =
+          AuthorizeLearner(*context, request->member_id(), false, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  return Finish(kMethod, scheduler_->FailRun(*request));
 }
 
-grpc::Status CoordinatorService::Release(grpc::ServerContext* /*context*/,
+grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
                                          const v1::ReleaseRequest* request,
                                          v1::ReleaseResponse* /*response*/) {
-  return ToGrpc(scheduler_->Release(*request));
+  constexpr char kMethod[] = "Release";
+  if (absl::Status s = AuthorizeLearner(*context, request->member_id(),
+                                        /*operator_ok=*/true, kMethod);
+      !s.ok()) {
+    return Finish(kMethod, s);
+  }
+  const absl::Status released = scheduler_->Release(*request);
+  if (released.ok() && authenticating()) {
+    // A released member registers again before its next call.
+    registry_.Revoke(
+        auth::Principal{auth::Role::kLearner, request->member_id()});
+  }
+  return Finish(kMethod, released);
 }
 
 grpc::Status CoordinatorService::FindLearner(
-    grpc::ServerContext* /*context*/, const v1::FindLearnerRequest* request,
+    grpc::ServerContext* context, const v1::FindLearnerRequest* request,
     v1::FindLearnerResponse* response) {
-  return Reply(scheduler_->FindLearner(*request), response);
+  constexpr char kMethod[] = "FindLearner";
+  if (authenticating()) {
+    absl::StatusOr<auth::Principal> caller = Caller(*context);
+    absl::Status s = caller.status();
+    if (s.ok()) {
+      s = auth::RequireRole(
+          *caller, {auth::Role::kOperator, auth::Role::kActor}, kMethod);
+    }
+    if (!s.ok()) return Finish(kMethod, s);
+  }
+  return Reply(kMethod, scheduler_->FindLearner(*request), response);
 }
 
 grpc::Status CoordinatorService::FetchDataset(
     grpc::ServerContext* context, const v1::FetchDatasetRequest* request,
     grpc::ServerWriter<v1::DatasetPiece>* writer) {
-  absl::StatusOr<std::string> path =
-      scheduler_->DatasetPath(request->dataset_id());
-  if (!path.ok()) return ToGrpc(path.status());
+  constexpr char kMethod[] = "FetchDataset";
+  if (authenticating()) {
+    // Any authenticated caller (actors and operators with the cluster
+    // token, learners with their session secret), but only for a dataset a
+    // running study trains on.
+    absl::StatusOr<auth::Principal> caller = Caller(*context);
+    if (!caller.ok()) return Finish(kMethod, caller.status());
+  }
+  absl::StatusOr<std::string> path = scheduler_->DatasetPath(
+      request->dataset_id(), /*running_studies_only=*/authenticating());
+  if (!path.ok()) return Finish(kMethod, path.status());
   std::ifstream in(*path, std::ios::binary | std::ios::ate);
   if (!in) {
     return grpc::Status(grpc::StatusCode::INTERNAL,

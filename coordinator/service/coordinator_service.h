@@ -2,10 +2,42 @@
 // is a short database transaction). Thin: proto → Scheduler → proto, with
 // absl status codes mapped to gRPC codes (kUnavailable when PostgreSQL is
 // away, so clients retry).
-// Thread-safe (the Scheduler serialises state changes).
+//
+// Authentication (docs/security.md), when constructed with a token (the
+// cluster token: --token-file / $RISTRETTO_TOKEN):
+//   RegisterLearner  request.token must equal the token (constant-time);
+//                    the reply carries a fresh session secret bound to the
+//                    member id (the member's older secrets are revoked).
+//   LeaseRun, Heartbeat, ReportEvaluation, CompleteRun, FailRun
+//                    "authorization: Bearer <session secret>" of the learner
+//                    named by request.member_id; the scheduler then refuses
+//                    runs not leased to that member (PERMISSION_DENIED).
+//   Release          the member's session secret, or the cluster token (an
+//                    operator evicting a learner).
+//   FindLearner      "Bearer <cluster token>" (actors, operators).
+//   FetchDataset     the cluster token or a learner's session secret, and
+//                    only datasets of running studies.
+// No or an unknown credential, or a wrong registration token: UNAUTHENTICATED;
+// a known caller acting as another member, on another member's run or
+// outside its role: PERMISSION_DENIED. Both are counted
+// (ristretto_coordinator_rpc_denied_total) and logged as warnings.
+// Without a token nothing is authenticated (development mode, loopback).
+//
+// Session secrets live in this process's memory: after a restart learners
+// get UNAUTHENTICATED and register again.
+// Thread-safe (the Scheduler serialises state changes; the registry locks).
 #ifndef RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_SERVICE_H_
 #define RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_SERVICE_H_
 
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
+#include "coordinator/service/coordinator_metrics.h"
 #include "coordinator/service/scheduler.h"
 #include "proto/coordinator.grpc.pb.h"
 
@@ -13,7 +45,14 @@ namespace ristretto::coordinator {
 
 class CoordinatorService final : public v1::Coordinator::Service {
  public:
-  explicit CoordinatorService(Scheduler* scheduler) : scheduler_(scheduler) {}
+  // `token`: the cluster token (empty: development mode, no call is
+  // authenticated). `metrics` (may be null, not owned) counts denials.
+  explicit CoordinatorService(Scheduler* scheduler, std::string token = "",
+                              CoordinatorMetrics* metrics = nullptr)
+      : scheduler_(scheduler), token_(std::move(token)), metrics_(metrics) {}
+
+  // True when calls are authenticated (a token was given).
+  bool authenticating() const { return !token_.empty(); }
 
   grpc::Status RegisterLearner(grpc::ServerContext* context,
                                const v1::RegisterLearnerRequest* request,
@@ -44,7 +83,30 @@ class CoordinatorService final : public v1::Coordinator::Service {
       grpc::ServerWriter<v1::DatasetPiece>* writer) override;
 
  private:
+  // The caller named by the call's "authorization" metadata: the operator
+  // for the cluster token, else the registry's principal. kUnauthenticated
+  // when absent, repeated, malformed or unknown.
+  absl::StatusOr<auth::Principal> Caller(
+      const grpc::ServerContext& context) const;
+  // OkStatus when the caller may act as learner `member_id` (or, with
+  // `operator_ok`, is the operator); always OkStatus in development mode.
+  absl::Status AuthorizeLearner(const grpc::ServerContext& context,
+                                const std::string& member_id, bool operator_ok,
+                                const char* method) const;
+  // The reply for `s`: denials counted and logged, other failures logged
+  // as before.
+  grpc::Status Finish(const char* method, const absl::Status& s) const;
+  template <typename Response>
+  grpc::Status Reply(const char* method, absl::StatusOr<Response> result,
+                     Response* out) const;
+
   Scheduler* const scheduler_;
+  const std::string token_;
+  CoordinatorMetrics* const metrics_;
+  // Learners' session secrets.
+  auth::TokenRegistry registry_;
+  // Serialises revoke-then-issue of one registration.
+  absl::Mutex register_mu_;
 };
 
 }  // namespace ristretto::coordinator

@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "coordinator/core/verdict.h"
+#include "coordinator/store/store_checks.h"
 #include "coordinator/store/study_result.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
@@ -452,11 +455,26 @@ absl::Status Scheduler::CheckMember(const std::string& member_id) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::CheckLeasedTo(const RunRow& run,
+                                      const std::string& member_id,
+                                      const char* what) {
+  if (run.state == RunState::kLeased && run.member_id != member_id) {
+    // Another member's run: never touched, whoever asks.
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, ": run ", run.id, " is not leased to learner '",
+                     absl::CHexEscape(member_id.substr(0, 64)), "'"));
+  }
+  // Leased to the caller, or to nobody (queued, done, cancelled, failed):
+  // the store's answer (kFailedPrecondition when not leased).
+  return CheckRunHolder(run.id, run.state, run.member_id, member_id);
+}
+
 absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
     const v1::RegisterLearnerRequest& request) {
   absl::MutexLock lock(&mu_);
-  if (!options_.token.empty() && request.token() != options_.token) {
-    return absl::PermissionDeniedError("wrong registration token");
+  if (!options_.token.empty() &&
+      !auth::ConstantTimeEquals(request.token(), options_.token)) {
+    return absl::UnauthenticatedError("wrong registration token");
   }
   if (request.member_id().empty() || request.address().empty() ||
       request.slots() < 1) {
@@ -543,6 +561,7 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   const v1::Evaluation& e = request.evaluation();
   v1::ReportEvaluationResponse response;
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "ReportEvaluation"));
   // A final run's only evaluation is on the lockbox: never an intermediate
   // value, never a pruning input.
   if (run.fold == kLockboxFold) return response;
@@ -598,6 +617,7 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "CompleteRun"));
   if (run.fold == kLockboxFold) return CompleteFinalRun(run, request);
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
@@ -620,6 +640,9 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
 
 absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
   absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const RunRow run,
+                   Db(DbOp::kGetRun)->GetRun(request.run_id()));
+  RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "FailRun"));
   RETURN_IF_ERROR(
       Db(DbOp::kFailRun)
           ->FailRun(request.run_id(), request.member_id(), request.reason()));
@@ -653,10 +676,24 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   return response;
 }
 
-absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id) {
+absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id,
+                                                   bool running_studies_only) {
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(DatasetRow row, Db(DbOp::kGetDataset)->GetDataset(id));
-  return row.path;
+  if (!running_studies_only) return row.path;
+  ASSIGN_OR_RETURN(std::vector<StudyRow> studies,
+                   Db(DbOp::kListStudies)->ListStudies());
+  for (const StudyRow& study : studies) {
+    if (study.state != StudyState::kRunning) continue;
+    absl::StatusOr<StudyCache*> cache = Study(study);
+    if (!cache.ok()) continue;  // a broken study serves nothing
+    if ((*cache)->dataset.id == id || (*cache)->config.dataset.id == id) {
+      return row.path;
+    }
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("dataset ", absl::CHexEscape(id.substr(0, 80)),
+                   " is not the dataset of a running study"));
 }
 
 }  // namespace ristretto::coordinator

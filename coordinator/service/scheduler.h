@@ -35,7 +35,11 @@ namespace ristretto::coordinator {
 struct SchedulerOptions {
   std::string data_dir;  // datasets/<id>.rds, runs/<study>/trial-N/fold-K
   absl::Duration lease_ttl = absl::Seconds(30);
-  std::string token;  // learners must present it (empty = none)
+  // Learners must present it to register (empty = none); compared in
+  // constant time. Calls after registration are authenticated by
+  // CoordinatorService (session secrets); the scheduler checks that a
+  // run-level call concerns a run leased to the request's member.
+  std::string token;
   // Prometheus series (not owned; must outlive the scheduler); null: none.
   // With metrics, every Tick also counts each study's trials by state.
   CoordinatorMetrics* metrics = nullptr;
@@ -62,6 +66,11 @@ class Scheduler {
   absl::Status Tick();
 
   // --- learner RPCs ---
+  // ReportEvaluation, CompleteRun and FailRun refuse a run leased to
+  // another member than request.member_id with kPermissionDenied, and one
+  // leased to nobody with kFailedPrecondition, before anything is stored;
+  // Heartbeat extends only the member's own leases and answers the
+  // others in stop_run_ids; Release gives back only the member's leases.
   absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
       const v1::RegisterLearnerRequest& request);
   absl::StatusOr<v1::LeaseRunResponse> LeaseRun(
@@ -76,8 +85,11 @@ class Scheduler {
   // --- actor RPCs ---
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request);
-  // The dataset file to serve for `id` (kNotFound if unknown).
-  absl::StatusOr<std::string> DatasetPath(const std::string& id);
+  // The dataset file to serve for `id` (kNotFound if unknown). With
+  // `running_studies_only`, kPermissionDenied unless a running study trains
+  // on it (authenticated callers get only what the work in progress needs).
+  absl::StatusOr<std::string> DatasetPath(const std::string& id,
+                                          bool running_studies_only = false);
 
   SchedulerCounters counters() const;
 
@@ -122,6 +134,11 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMember(const std::string& member_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OkStatus when `run` is leased to `member_id`; kPermissionDenied when
+  // leased to another member, else kFailedPrecondition.
+  static absl::Status CheckLeasedTo(const RunRow& run,
+                                    const std::string& member_id,
+                                    const char* what);
   // Exports every study's trial counts (metrics only). Studies that are done
   // are counted once more after they finish, then no longer queried.
   absl::Status ExportTrialCounts(const std::vector<StudyRow>& studies)

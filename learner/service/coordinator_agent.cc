@@ -37,6 +37,12 @@ void ToProto(const EvaluationResult& e, v1::Evaluation* out) {
 
 int64_t Mib(int64_t bytes) { return (bytes + (1 << 20) - 1) >> 20; }
 
+const absl::Status& StatusOf(const absl::Status& s) { return s; }
+template <typename T>
+const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
+  return s.status();
+}
+
 }  // namespace
 
 CoordinatorAgent::CoordinatorAgent(const AgentOptions& options,
@@ -92,7 +98,7 @@ void CoordinatorAgent::Loop() {
   Reap(/*shutting_down=*/true);
   v1::ReleaseRequest request;
   request.set_member_id(options_.member_id);
-  (void)client_->Release(request);
+  (void)WithSession([&] { return client_->Release(request); });
 }
 
 bool CoordinatorAgent::Register() {
@@ -113,10 +119,23 @@ bool CoordinatorAgent::Register() {
   if (response->lease_ttl_ms() > 0) {
     lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
   }
+  client_->SetSessionToken(response->session_token());
   registered_ = true;
   RLOG(INFO) << "registered with " << options_.coordinator_address << " as "
              << options_.member_id << " (" << options_.slots << " slots)";
   return true;
+}
+
+template <typename Call>
+auto CoordinatorAgent::WithSession(const Call& call) -> decltype(call()) {
+  auto result = call();
+  if (!absl::IsUnauthenticated(StatusOf(result))) return result;
+  RLOG(WARNING) << options_.coordinator_address
+                << " no longer knows this learner's session ("
+                << StatusOf(result).message() << "); registering again";
+  registered_ = false;
+  if (!Register()) return result;
+  return call();
 }
 
 void CoordinatorAgent::SendReports() {
@@ -131,7 +150,7 @@ void CoordinatorAgent::SendReports() {
     request.set_run_id(run_id);
     ToProto(eval, request.mutable_evaluation());
     const absl::StatusOr<v1::ReportEvaluationResponse> response =
-        client_->ReportEvaluation(request);
+        WithSession([&] { return client_->ReportEvaluation(request); });
     auto it = runs_.find(run_id);
     if (response.ok() && response->prune() && it != runs_.end())
       it->second.prune = true;
@@ -153,7 +172,7 @@ void CoordinatorAgent::Fail(const Hosted& h, const std::string& reason) {
   request.set_member_id(options_.member_id);
   request.set_run_id(h.lease.run_id());
   request.set_reason(reason);
-  (void)client_->FailRun(request);
+  (void)WithSession([&] { return client_->FailRun(request); });
   Record(h, absl::StrCat("failed: ", reason));
 }
 
@@ -218,12 +237,15 @@ void CoordinatorAgent::Reap(bool shutting_down) {
           c->set_path(std::filesystem::absolute(*checkpoint).string());
           c->set_sha256(*checkpoint_sha);
         }
-        const absl::Status s = client_->CompleteRun(request);
+        const absl::Status s =
+            WithSession([&] { return client_->CompleteRun(request); });
         if (s.ok()) {
           Record(h, "completed");
           erase = true;
         } else if (s.code() == absl::StatusCode::kFailedPrecondition ||
+                   s.code() == absl::StatusCode::kPermissionDenied ||
                    s.code() == absl::StatusCode::kNotFound) {
+          // No longer ours (expired and re-leased, cancelled, finished).
           Record(h, absl::StrCat("dropped: ", s.message()));
           erase = true;
         } else if (s.code() == absl::StatusCode::kUnavailable ||
@@ -259,7 +281,7 @@ void CoordinatorAgent::HeartbeatOnce() {
                                        : 0);
   }
   const absl::StatusOr<v1::HeartbeatResponse> response =
-      client_->Heartbeat(request);
+      WithSession([&] { return client_->Heartbeat(request); });
   if (!response.ok()) {
     if (absl::IsNotFound(response.status())) registered_ = false;
     return;
@@ -289,12 +311,14 @@ absl::StatusOr<std::shared_ptr<const env::MarketData>> CoordinatorAgent::Market(
   auto it = markets_.find(dataset_id);
   if (it != markets_.end()) return it->second;
   std::string cached_path;
-  ASSIGN_OR_RETURN(
-      env::Dataset dataset,
-      wire::LoadOrFetchDataset(options_.cache_dir, dataset_id,
-                               [this, &dataset_id](const std::string& path) {
-                                 return client_->FetchDataset(dataset_id, path);
-                               }));
+  ASSIGN_OR_RETURN(env::Dataset dataset,
+                   wire::LoadOrFetchDataset(
+                       options_.cache_dir, dataset_id,
+                       [this, &dataset_id](const std::string& path) {
+                         return WithSession([&] {
+                           return client_->FetchDataset(dataset_id, path);
+                         });
+                       }));
   ASSIGN_OR_RETURN(std::shared_ptr<const env::MarketData> market,
                    env::MarketData::FromDataset(dataset));
   service_->AddDataset(
@@ -380,7 +404,7 @@ void CoordinatorAgent::Admit() {
     v1::LeaseRunRequest request;
     request.set_member_id(options_.member_id);
     const absl::StatusOr<v1::LeaseRunResponse> response =
-        client_->LeaseRun(request);
+        WithSession([&] { return client_->LeaseRun(request); });
     if (!response.ok()) {
       if (absl::IsNotFound(response.status())) registered_ = false;
       return;

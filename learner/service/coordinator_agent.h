@@ -14,6 +14,12 @@
 // finish, and one larger than the whole budget is failed with a clear
 // message — never an out-of-memory crash.
 //
+// Credentials: RegisterLearner carries the registration token; the session
+// secret it returns is handed to the client, which presents it on every
+// later call. A call answered kUnauthenticated (the coordinator restarted
+// and forgot the secret, or another registration of this member id replaced
+// it) makes the agent register again and repeat the call once.
+//
 // Threads: one agent thread (Start/Stop); RunHost evaluation callbacks only
 // queue reports. Stop() checkpoints the hosted runs and gives their leases
 // back so another learner resumes them at once.
@@ -95,6 +101,10 @@ class CoordinatorAgent {
 
   void Loop();
   bool Register();
+  // call() (one coordinator call); if it is answered kUnauthenticated,
+  // registers again and, once registered, returns a second call().
+  template <typename Call>
+  auto WithSession(const Call& call) -> decltype(call());
   void SendReports();
   void Reap(bool shutting_down);
   void HeartbeatOnce();

@@ -5,6 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "wire/dataset_cache.h"
@@ -30,9 +33,16 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
         grpc::CreateCustomChannel(address, credentials, args));
   }
 
+  void SetSessionToken(const std::string& secret) override {
+    absl::MutexLock lock(&mu_);
+    session_token_ = secret;
+  }
+
   absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
       const v1::RegisterLearnerRequest& request) override {
-    return Unary(&v1::Coordinator::Stub::RegisterLearner, request);
+    // The registration token travels in the request, not as a session.
+    return Unary(&v1::Coordinator::Stub::RegisterLearner, request,
+                 /*with_session=*/false);
   }
   absl::StatusOr<v1::LeaseRunResponse> LeaseRun(
       const v1::LeaseRunRequest& request) override {
@@ -61,6 +71,7 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
     v1::FetchDatasetRequest request;
     request.set_dataset_id(dataset_id);
     grpc::ClientContext ctx;
+    AddSession(&ctx);
     // A dataset is many pieces: the unary deadline is far too short.
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::seconds(120));
@@ -69,13 +80,23 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
   }
 
  private:
-  // Calls `method` with a fresh context bounded by the RPC deadline.
+  // Adds "authorization: Bearer <session secret>" when there is one.
+  void AddSession(grpc::ClientContext* ctx) {
+    absl::MutexLock lock(&mu_);
+    if (!session_token_.empty()) {
+      ctx->AddMetadata(auth::kMetadataKey, auth::BearerValue(session_token_));
+    }
+  }
+
+  // Calls `method` with a fresh context bounded by the RPC deadline,
+  // presenting the session secret unless `with_session` is false.
   template <typename Request, typename Response>
   absl::StatusOr<Response> Unary(
       grpc::Status (v1::Coordinator::Stub::*method)(grpc::ClientContext*,
                                                     const Request&, Response*),
-      const Request& request) {
+      const Request& request, bool with_session = true) {
     grpc::ClientContext ctx;
+    if (with_session) AddSession(&ctx);
     ctx.set_deadline(std::chrono::system_clock::now() +
                      absl::ToChronoMilliseconds(rpc_deadline_));
     Response response;
@@ -87,6 +108,8 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
 
   const absl::Duration rpc_deadline_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
+  absl::Mutex mu_;
+  std::string session_token_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

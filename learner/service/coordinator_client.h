@@ -28,6 +28,12 @@ class CoordinatorClient {
  public:
   virtual ~CoordinatorClient() = default;
 
+  // The learner's session secret (RegisterLearnerResponse.session_token):
+  // every call but RegisterLearner presents it as "authorization: Bearer
+  // <secret>" metadata; none while empty (a coordinator without a token).
+  // RegisterLearner carries the registration token in its request instead.
+  virtual void SetSessionToken(const std::string& secret) = 0;
+
   virtual absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
       const v1::RegisterLearnerRequest& request) = 0;
   virtual absl::StatusOr<v1::LeaseRunResponse> LeaseRun(

@@ -2,8 +2,12 @@
 // PostgreSQL, no processes): a study advances to max_trials, a complete
 // trial gets exactly one final run, the study is done only after its final
 // runs end, leases expire and are re-leased up to max_attempts, pruning
-// stops a trial and its runs, and the service maps scheduler errors to gRPC
-// codes. tests/coordinator/store_contract_test.cc keeps the fake honest.
+// stops a trial and its runs, the service maps scheduler errors to gRPC
+// codes, and with a token it authenticates and authorises every call (session
+// secrets bound to member ids, runs only by their lease holder, actors by
+// the cluster token, denials counted). tests/coordinator/store_contract_test.cc
+// keeps the fake honest; tests/security/ runs the same attacks on a real
+// coordinator process.
 #include <unistd.h>
 
 #include <cmath>
@@ -25,8 +29,10 @@
 #include "coordinator/store/in_memory_store.h"
 #include "gmock/gmock.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/test/server_context_test_spouse.h"
 #include "gtest/gtest.h"
 #include "learner/run_config_codec.h"
+#include "prometheus/registry.h"
 #include "tests/coordinator/scheduler_test_helpers.h"
 
 namespace ristretto::coordinator {
@@ -433,36 +439,75 @@ TEST_F(SchedulerUnitTest, RunsStoredInTheOlderJsonLayoutAreLeasedTyped) {
   EXPECT_EQ(o->train_domains, (std::vector<env::Domain>{{0, 1000}}));
 }
 
+// A server-side context whose call carries `authorization` metadata (none
+// when empty), as gRPC would hand it to a handler.
+class CallContext {
+ public:
+  explicit CallContext(const std::string& authorization = "")
+      : spouse_(&context_) {
+    if (!authorization.empty()) {
+      spouse_.AddClientMetadata(auth::kMetadataKey, authorization);
+    }
+  }
+  grpc::ServerContext* get() { return &context_; }
+
+ private:
+  grpc::ServerContext context_;
+  grpc::testing::ServerContextTestSpouse spouse_;  // keeps the metadata
+};
+
+// ristretto_coordinator_rpc_denied_total{method, code}; -1 if absent.
+double Denied(prometheus::Registry& registry, const std::string& method,
+              const std::string& code) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != "ristretto_coordinator_rpc_denied_total") continue;
+    for (const prometheus::ClientMetric& m : family.metric) {
+      std::string got_method;
+      std::string got_code;
+      for (const prometheus::ClientMetric::Label& l : m.label) {
+        if (l.name == "method") got_method = l.value;
+        if (l.name == "code") got_code = l.value;
+      }
+      if (got_method == method && got_code == code) return m.counter.value;
+    }
+  }
+  return -1;
+}
+
+constexpr char kToken[] = "sesame-cluster-token";
+
 TEST_F(SchedulerUnitTest, CoordinatorServiceMapsSchedulerResultsToGrpc) {
-  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30),
-        "sesame");
-  CoordinatorService service(scheduler_.get());
-  grpc::ServerContext context;
+  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30), kToken);
+  CoordinatorService service(scheduler_.get(), kToken);
+  CallContext anonymous;
   v1::RegisterLearnerRequest reg;
   reg.set_member_id(kMember);
   reg.set_address("127.0.0.1:7");
   reg.set_slots(1);
   reg.set_token("wrong");
   v1::RegisterLearnerResponse registered;
-  EXPECT_EQ(service.RegisterLearner(&context, &reg, &registered).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
-  reg.set_token("sesame");
+  EXPECT_EQ(
+      service.RegisterLearner(anonymous.get(), &reg, &registered).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  reg.set_token(kToken);
   reg.set_slots(0);
-  EXPECT_EQ(service.RegisterLearner(&context, &reg, &registered).error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      service.RegisterLearner(anonymous.get(), &reg, &registered).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+  reg.set_slots(1);
+  ASSERT_TRUE(service.RegisterLearner(anonymous.get(), &reg, &registered).ok());
+  ASSERT_FALSE(registered.session_token().empty());
+  CallContext context_holder(auth::BearerValue(registered.session_token()));
+  grpc::ServerContext* context = context_holder.get();
   v1::LeaseRunRequest lease_request;
   lease_request.set_member_id(kMember);
   v1::LeaseRunResponse lease;
-  EXPECT_EQ(service.LeaseRun(&context, &lease_request, &lease).error_code(),
-            grpc::StatusCode::NOT_FOUND);  // not registered
-  reg.set_slots(1);
-  ASSERT_TRUE(service.RegisterLearner(&context, &reg, &registered).ok());
   EXPECT_EQ(registered.lease_ttl_ms(), 30000);
   EXPECT_EQ(registered.heartbeat_interval_ms(), 5000);
-  ASSERT_TRUE(service.LeaseRun(&context, &lease_request, &lease).ok());
+  ASSERT_TRUE(service.LeaseRun(context, &lease_request, &lease).ok());
   EXPECT_FALSE(lease.has_run());  // no Tick yet: no trial
   Tick();
-  ASSERT_TRUE(service.LeaseRun(&context, &lease_request, &lease).ok());
+  ASSERT_TRUE(service.LeaseRun(context, &lease_request, &lease).ok());
   ASSERT_TRUE(lease.has_run());
   EXPECT_EQ(lease.lease().run_name(), "unit/trial-0/fold-0");
   EXPECT_FALSE(lease.lease().dataset_id().empty());
@@ -474,22 +519,264 @@ TEST_F(SchedulerUnitTest, CoordinatorServiceMapsSchedulerResultsToGrpc) {
   v1::FindLearnerRequest find;
   find.set_actor_id("actor-1");
   v1::FindLearnerResponse found;
-  ASSERT_TRUE(service.FindLearner(&context, &find, &found).ok());
+  CallContext actor(auth::BearerValue(kToken));
+  ASSERT_TRUE(service.FindLearner(actor.get(), &find, &found).ok());
   EXPECT_EQ(found.learner_address(), "127.0.0.1:7");
-  v1::CompleteRunRequest other;
-  other.set_member_id("someone-else");
-  other.set_run_id(lease.lease().run_id());
-  *other.mutable_final_evaluation() = Eval(1, 8000, 0);
+  v1::CompleteRunRequest mine;
+  mine.set_member_id(kMember);
+  mine.set_run_id(999999);
+  *mine.mutable_final_evaluation() = Eval(1, 8000, 0);
   v1::CompleteRunResponse completed;
-  EXPECT_EQ(service.CompleteRun(&context, &other, &completed).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
-  other.set_run_id(999999);
-  EXPECT_EQ(service.CompleteRun(&context, &other, &completed).error_code(),
+  EXPECT_EQ(service.CompleteRun(context, &mine, &completed).error_code(),
             grpc::StatusCode::NOT_FOUND);
   absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
   ASSERT_TRUE(members.ok());
   ASSERT_EQ(members->size(), 2U);  // the actor and the learner
   EXPECT_EQ((*members)[0].kind, "actor");
+}
+
+// Fixture part for the authenticated service: learners "learner-a" and
+// "learner-b" registered through the service with the cluster token.
+class AuthServiceTest : public SchedulerUnitTest {
+ protected:
+  static constexpr char kA[] = "learner-a";
+  static constexpr char kB[] = "learner-b";
+
+  void StartService() {
+    Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30),
+          kToken);
+    metrics_ = std::make_unique<CoordinatorMetrics>(registry_);
+    service_ = std::make_unique<CoordinatorService>(scheduler_.get(), kToken,
+                                                    metrics_.get());
+    secret_a_ = Register(kA);
+    secret_b_ = Register(kB);
+    ASSERT_FALSE(secret_a_.empty());
+    ASSERT_FALSE(secret_b_.empty());
+  }
+
+  // Registers `member` with the cluster token; its session secret.
+  std::string Register(const std::string& member) {
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id(member);
+    reg.set_address("127.0.0.1:9");
+    reg.set_slots(2);
+    reg.set_token(kToken);
+    v1::RegisterLearnerResponse response;
+    CallContext call;
+    const grpc::Status s =
+        service_->RegisterLearner(call.get(), &reg, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return response.session_token();
+  }
+
+  // LeaseRun for `member` as the caller presenting `authorization`.
+  grpc::Status LeaseAs(const std::string& authorization,
+                       const std::string& member, v1::LeaseRunResponse* lease) {
+    v1::LeaseRunRequest request;
+    request.set_member_id(member);
+    CallContext call(authorization);
+    return service_->LeaseRun(call.get(), &request, lease);
+  }
+
+  double DeniedCount(const std::string& method, const std::string& code) {
+    return Denied(registry_, method, code);
+  }
+
+  prometheus::Registry registry_;
+  std::unique_ptr<CoordinatorMetrics> metrics_;
+  std::unique_ptr<CoordinatorService> service_;
+  std::string secret_a_;
+  std::string secret_b_;
+};
+
+TEST_F(AuthServiceTest, SessionSecretsAreBoundToTheirMember) {
+  StartService();
+  EXPECT_NE(secret_a_, secret_b_);
+  EXPECT_NE(secret_a_, kToken);
+  EXPECT_EQ(DeniedCount("LeaseRun", "unauthenticated"), 0);
+  v1::LeaseRunResponse lease;
+  EXPECT_TRUE(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).ok());
+  // No credential, a malformed one, an unknown secret: unauthenticated.
+  EXPECT_EQ(LeaseAs("", kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(LeaseAs(secret_a_, kA, &lease).error_code(),  // no "Bearer "
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(
+      LeaseAs(auth::BearerValue(std::string(64, 'f')), kA, &lease).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(DeniedCount("LeaseRun", "unauthenticated"), 3);
+  // B's secret with A's member id, and the cluster token (not a learner):
+  // permission denied.
+  EXPECT_EQ(LeaseAs(auth::BearerValue(secret_b_), kA, &lease).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(LeaseAs(auth::BearerValue(kToken), kA, &lease).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(DeniedCount("LeaseRun", "permission_denied"), 2);
+  // Registering again issues a new secret and revokes the old one.
+  const std::string again = Register(kA);
+  ASSERT_FALSE(again.empty());
+  EXPECT_NE(again, secret_a_);
+  EXPECT_EQ(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(LeaseAs(auth::BearerValue(again), kA, &lease).ok());
+  // A wrong registration token is refused and counted.
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id(kA);
+  reg.set_address("127.0.0.1:9");
+  reg.set_slots(1);
+  reg.set_token(std::string(kToken) + "x");
+  v1::RegisterLearnerResponse response;
+  CallContext call;
+  EXPECT_EQ(service_->RegisterLearner(call.get(), &reg, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(response.session_token().empty());
+  EXPECT_EQ(DeniedCount("RegisterLearner", "unauthenticated"), 1);
+  EXPECT_TRUE(LeaseAs(auth::BearerValue(again), kA, &lease).ok());
+}
+
+TEST_F(AuthServiceTest, OnlyTheLeaseHolderTouchesARun) {
+  StartService();
+  Tick();
+  v1::LeaseRunResponse lease;
+  ASSERT_TRUE(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).ok());
+  ASSERT_TRUE(lease.has_run());
+  const int64_t run_id = lease.lease().run_id();
+  CallContext as_b(auth::BearerValue(secret_b_));
+  // B, authenticated as itself, on A's run: every call refused.
+  v1::ReportEvaluationRequest report;
+  report.set_member_id(kB);
+  report.set_run_id(run_id);
+  *report.mutable_evaluation() = Eval(99, 1000, 0);
+  v1::ReportEvaluationResponse reported;
+  EXPECT_EQ(
+      service_->ReportEvaluation(as_b.get(), &report, &reported).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::CompleteRunRequest complete;
+  complete.set_member_id(kB);
+  complete.set_run_id(run_id);
+  *complete.mutable_final_evaluation() = Eval(99, 8000, 0);
+  v1::CompleteRunResponse completed;
+  EXPECT_EQ(
+      service_->CompleteRun(as_b.get(), &complete, &completed).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::FailRunRequest fail;
+  fail.set_member_id(kB);
+  fail.set_run_id(run_id);
+  fail.set_reason("sabotage");
+  v1::FailRunResponse failed;
+  EXPECT_EQ(service_->FailRun(as_b.get(), &fail, &failed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // B releasing A: refused; without a credential: unauthenticated.
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  EXPECT_EQ(service_->Release(as_b.get(), &release, &released).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  CallContext anonymous;
+  EXPECT_EQ(
+      service_->Release(anonymous.get(), &release, &released).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  // B's heartbeat naming A's run does not extend it: B is told to stop.
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kB);
+  beat.add_runs()->set_run_id(run_id);
+  v1::HeartbeatResponse heard;
+  ASSERT_TRUE(service_->Heartbeat(as_b.get(), &beat, &heard).ok());
+  EXPECT_THAT(heard.stop_run_ids(), ElementsAre(run_id));
+  // B releasing itself is fine and leaves A's run alone.
+  release.set_member_id(kB);
+  EXPECT_TRUE(service_->Release(as_b.get(), &release, &released).ok());
+  // Nothing of B's was recorded: A's run is leased to A, no value stored,
+  // the trial runs.
+  absl::StatusOr<RunRow> run = store_->GetRun(run_id);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->state, RunState::kLeased);
+  EXPECT_EQ(run->member_id, kA);
+  absl::StatusOr<std::vector<IntermediateRow>> values =
+      store_->ListIntermediates(study_id_);
+  ASSERT_TRUE(values.ok());
+  EXPECT_TRUE(values->empty());
+  EXPECT_EQ(Trials()[0].state, TrialState::kRunning);
+  EXPECT_EQ(DeniedCount("ReportEvaluation", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("CompleteRun", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("FailRun", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("Release", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("Release", "unauthenticated"), 1);
+  // A, the holder, reports and completes.
+  CallContext as_a(auth::BearerValue(secret_a_));
+  report.set_member_id(kA);
+  EXPECT_TRUE(service_->ReportEvaluation(as_a.get(), &report, &reported).ok());
+  complete.set_member_id(kA);
+  const grpc::Status done =
+      service_->CompleteRun(as_a.get(), &complete, &completed);
+  EXPECT_TRUE(done.ok()) << done.error_message();
+  // A's secret dies with its Release.
+  release.set_member_id(kA);
+  EXPECT_TRUE(service_->Release(as_a.get(), &release, &released).ok());
+  EXPECT_EQ(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(AuthServiceTest, ActorsNeedTheClusterToken) {
+  StartService();
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-1");
+  v1::FindLearnerResponse found;
+  CallContext anonymous;
+  EXPECT_EQ(service_->FindLearner(anonymous.get(), &find, &found).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  CallContext wrong(auth::BearerValue("not-the-token"));
+  EXPECT_EQ(service_->FindLearner(wrong.get(), &find, &found).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  CallContext learner(auth::BearerValue(secret_a_));
+  EXPECT_EQ(service_->FindLearner(learner.get(), &find, &found).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(DeniedCount("FindLearner", "unauthenticated"), 2);
+  EXPECT_EQ(DeniedCount("FindLearner", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("FetchDataset", "unauthenticated"), 0);
+  CallContext actor(auth::BearerValue(kToken));
+  ASSERT_TRUE(service_->FindLearner(actor.get(), &find, &found).ok());
+  EXPECT_FALSE(found.learner_address().empty());
+}
+
+TEST_F(AuthServiceTest, DatasetsOnlyOfRunningStudiesWhenAuthenticating) {
+  StartService();
+  Tick();
+  v1::LeaseRunResponse lease;
+  ASSERT_TRUE(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).ok());
+  ASSERT_TRUE(lease.has_run());
+  const std::string id = lease.lease().dataset_id();
+  EXPECT_TRUE(scheduler_->DatasetPath(id, true).ok());
+  EXPECT_EQ(scheduler_->DatasetPath("no-such-dataset", true).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kStopped).ok());
+  EXPECT_EQ(scheduler_->DatasetPath(id, true).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(scheduler_->DatasetPath(id, false).ok());  // no token
+}
+
+TEST_F(SchedulerUnitTest, WithoutATokenTheServiceAuthenticatesNothing) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  CoordinatorService service(scheduler_.get());
+  EXPECT_FALSE(service.authenticating());
+  CallContext anonymous;
+  v1::LeaseRunRequest request;
+  request.set_member_id("never-registered");
+  v1::LeaseRunResponse lease;
+  EXPECT_EQ(service.LeaseRun(anonymous.get(), &request, &lease).error_code(),
+            grpc::StatusCode::NOT_FOUND);  // not registered
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id("dev");
+  reg.set_address("127.0.0.1:9");
+  reg.set_slots(1);
+  v1::RegisterLearnerResponse registered;
+  ASSERT_TRUE(service.RegisterLearner(anonymous.get(), &reg, &registered).ok());
+  EXPECT_TRUE(registered.session_token().empty());
+  request.set_member_id("dev");
+  EXPECT_TRUE(service.LeaseRun(anonymous.get(), &request, &lease).ok());
+  v1::FindLearnerRequest find;
+  v1::FindLearnerResponse found;
+  EXPECT_TRUE(service.FindLearner(anonymous.get(), &find, &found).ok());
 }
 
 }  // namespace

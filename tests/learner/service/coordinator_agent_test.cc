@@ -170,6 +170,56 @@ TEST_F(CoordinatorAgentTest, RegistersAgainWhenALeaseIsNotKnown) {
   agent_->Stop();
 }
 
+v1::RegisterLearnerResponse Session(const std::string& secret) {
+  v1::RegisterLearnerResponse response;
+  response.set_lease_ttl_ms(30000);
+  response.set_session_token(secret);
+  return response;
+}
+
+TEST_F(CoordinatorAgentTest, PresentsItsSessionSecretOnEveryLaterCall) {
+  Start([](FakeCoordinatorClient& f) { f.ScriptRegister(Session("s-1")); });
+  ASSERT_TRUE(WaitUntil([&] {
+    return fake_->Count("LeaseRun") >= 2 && fake_->Count("Heartbeat") >= 2;
+  }));
+  agent_->Stop();
+  const std::vector<FakeCoordinatorClient::Call> calls = fake_->calls();
+  ASSERT_GE(calls.size(), 4u);
+  EXPECT_EQ(calls[0].method, "RegisterLearner");
+  EXPECT_EQ(calls[0].session, "");  // the registration token is in the request
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].session, "s-1") << calls[i].method;
+  }
+  EXPECT_EQ(calls.back().method, "Release");
+}
+
+TEST_F(CoordinatorAgentTest, RegistersAgainAndRetriesWhenUnauthenticated) {
+  // The coordinator restarted: the first lease is refused for the unknown
+  // secret; the agent registers again and repeats the lease with the new
+  // secret at once.
+  Start([](FakeCoordinatorClient& f) {
+    f.ScriptRegister(Session("old"));
+    f.ScriptRegister(Session("new"));
+    f.ScriptLease(absl::UnauthenticatedError("unknown credentials"));
+  });
+  ASSERT_TRUE(WaitUntil([&] { return fake_->Count("Heartbeat") >= 2; }));
+  agent_->Stop();
+  const std::vector<FakeCoordinatorClient::Call> calls = fake_->calls();
+  ASSERT_GE(calls.size(), 5u);
+  EXPECT_EQ(calls[0].method, "RegisterLearner");
+  EXPECT_EQ(calls[1].method, "Heartbeat");
+  EXPECT_EQ(calls[1].session, "old");
+  EXPECT_EQ(calls[2].method, "LeaseRun");  // refused
+  EXPECT_EQ(calls[2].session, "old");
+  EXPECT_EQ(calls[3].method, "RegisterLearner");
+  EXPECT_EQ(calls[4].method, "LeaseRun");  // repeated with the new secret
+  EXPECT_EQ(calls[4].session, "new");
+  EXPECT_EQ(fake_->Count("RegisterLearner"), 2);
+  for (size_t i = 4; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].session, "new") << calls[i].method;
+  }
+}
+
 TEST_F(CoordinatorAgentTest, FailsALeaseWhoseOptionsDoNotParse) {
   // A value outside the schema: refused by the learner's decoder.
   v1::RunConfig bad = TrainerOptionsToRunConfig(TrainerOptions());

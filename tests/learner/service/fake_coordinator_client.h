@@ -3,7 +3,8 @@
 // time) and answers from per-method scripts: a scripted reply is consumed
 // front to back; with none left a call succeeds with an empty response
 // (LeaseRun then has no run). FetchDataset writes a dataset the test added
-// with AddDataset, and answers kNotFound for any other id.
+// with AddDataset, and answers kNotFound for any other id. Each call records
+// the session secret the agent had set (SetSessionToken) when it was made.
 //
 // Thread-safe: the agent calls from its thread while the test reads.
 #ifndef RISTRETTO_TESTS_LEARNER_SERVICE_FAKE_COORDINATOR_CLIENT_H_
@@ -32,6 +33,7 @@ class FakeCoordinatorClient final : public CoordinatorClient {
   struct Call {
     std::string method;  // "RegisterLearner", "LeaseRun", …
     absl::Time at;
+    std::string session;  // the session secret presented ("" for none)
   };
 
   // Scripts: the next replies of each method, in order.
@@ -82,6 +84,11 @@ class FakeCoordinatorClient final : public CoordinatorClient {
   std::vector<v1::ReleaseRequest> releases() const {
     absl::MutexLock lock(&mu_);
     return releases_;
+  }
+
+  void SetSessionToken(const std::string& secret) override {
+    absl::MutexLock lock(&mu_);
+    session_ = secret;
   }
 
   absl::StatusOr<v1::RegisterLearnerResponse> RegisterLearner(
@@ -146,7 +153,7 @@ class FakeCoordinatorClient final : public CoordinatorClient {
 
  private:
   void Log(const std::string& method) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    calls_.push_back({method, absl::Now()});
+    calls_.push_back({method, absl::Now(), session_});
   }
   template <typename Response>
   static absl::StatusOr<Response> Next(
@@ -165,6 +172,7 @@ class FakeCoordinatorClient final : public CoordinatorClient {
       ABSL_GUARDED_BY(mu_);
   std::deque<absl::StatusOr<v1::HeartbeatResponse>> heartbeat_replies_
       ABSL_GUARDED_BY(mu_);
+  std::string session_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::RegisterLearnerRequest> registers_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::LeaseRunRequest> leases_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::HeartbeatRequest> heartbeats_ ABSL_GUARDED_BY(mu_);

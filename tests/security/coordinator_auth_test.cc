@@ -1,0 +1,397 @@
+// Attacks on a real coordinator with a token: a ristretto-coordinator
+// process (--token-file, --metrics-port auto) on 127.0.0.1 over the
+// harness's PostgreSQL, called by a raw gRPC stub that plays a hostile
+// client. One test per attack; each checks the refusal's gRPC code, that
+// nothing was changed in the database, and that
+// ristretto_coordinator_rpc_denied_total counted it.
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/auth.h"
+#include "common/secret_file.h"
+#include "coordinator/store/store.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/coordinator.grpc.pb.h"
+#include "tests/common/metrics_scrape.h"
+#include "tests/coordinator_store/pg_test_env.h"
+#include "tests/integration/process.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+using ::ristretto::testing::Process;
+using namespace std::chrono_literals;
+
+// One small holdout study: trials (and runs to lease) appear at the first
+// scheduling pass.
+constexpr char kStudy[] = R"(name: sec
+dataset:
+  synthetic: {rows: 1500, assets: 2, seed: 3}
+cv: {scheme: holdout, validation_fraction: 0.3}
+budget_env_steps: 8192
+eval_every_env_steps: 4096
+sampler: {type: random, seed: 5}
+pruner: {type: none}
+concurrency: 2
+max_trials: 2
+fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
+        episode_steps: 256}
+space:
+  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
+)";
+
+constexpr char kA[] = "learner-a";
+constexpr char kB[] = "learner-b";
+
+// The first "<what> HOST:PORT" in the process's log ("" after 60 s).
+std::string Logged(Process& p, const std::string& what) {
+  if (!p.WaitForLog(what, 60s)) return "";
+  std::smatch m;
+  const std::string log = p.Log();
+  return std::regex_search(log, m, std::regex(what + "(\\S+)")) ? m[1].str()
+                                                                : "";
+}
+
+class CoordinatorAuthTest : public testing::PgDatabaseTest {
+ protected:
+  void SetUp() override {
+    PgDatabaseTest::SetUp();
+    if (HasFatalFailure()) return;
+    unsetenv("RISTRETTO_TOKEN");  // the token comes from the file only
+    absl::StatusOr<std::string> dir = testing::MakeTempDir("ristretto_sec_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
+    absl::StatusOr<std::unique_ptr<Store>> store = MigratedStore();
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    absl::StatusOr<StudyRow> study = store_->CreateStudy("sec", kStudy);
+    ASSERT_TRUE(study.ok()) << study.status();
+    study_id_ = study->id;
+    ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
+    absl::StatusOr<std::string> token = GenerateToken();
+    ASSERT_TRUE(token.ok()) << token.status();
+    token_ = *token;
+    ASSERT_TRUE(WriteSecretFile(dir_ + "/token", token_).ok());
+    coordinator_ = std::make_unique<Process>(
+        std::vector<std::string>{
+            RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
+            "--data-dir", dir_ + "/coordinator", "--tick-ms", "100",
+            "--token-file", dir_ + "/token", "--metrics-port", "auto",
+            "--metrics-address", "127.0.0.1"},
+        dir_ + "/coordinator.log");
+    const std::string address = Logged(*coordinator_, "listening on ");
+    ASSERT_FALSE(address.empty()) << coordinator_->Log();
+    const std::string metrics = Logged(*coordinator_, "metrics on ");
+    ASSERT_FALSE(metrics.empty()) << coordinator_->Log();
+    metrics_port_ = std::stoi(metrics.substr(metrics.rfind(':') + 1));
+    stub_ = v1::Coordinator::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    coordinator_.reset();
+    if (!HasFailure() && !dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+
+  // A client context with a deadline and, unless empty, `authorization`.
+  static std::unique_ptr<grpc::ClientContext> Context(
+      const std::string& authorization) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!authorization.empty()) {
+      ctx->AddMetadata(auth::kMetadataKey, authorization);
+    }
+    return ctx;
+  }
+
+  grpc::Status Register(const std::string& member, const std::string& token,
+                        v1::RegisterLearnerResponse* response) {
+    v1::RegisterLearnerRequest request;
+    request.set_member_id(member);
+    request.set_address("127.0.0.1:9");
+    request.set_slots(2);
+    request.set_token(token);
+    return stub_->RegisterLearner(Context("").get(), request, response);
+  }
+
+  // Registers `member` with the right token; its session secret.
+  std::string Session(const std::string& member) {
+    v1::RegisterLearnerResponse response;
+    const grpc::Status s = Register(member, token_, &response);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_FALSE(response.session_token().empty());
+    return response.session_token();
+  }
+
+  grpc::Status Lease(const std::string& authorization,
+                     const std::string& member, v1::LeaseRunResponse* lease) {
+    v1::LeaseRunRequest request;
+    request.set_member_id(member);
+    return stub_->LeaseRun(Context(authorization).get(), request, lease);
+  }
+
+  // Registers kA and leases a run for it (waiting for the first pass to
+  // create the trials); the lease.
+  v1::RunLease LeaseForA() {
+    secret_a_ = Session(kA);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      v1::LeaseRunResponse lease;
+      const grpc::Status s = Lease(auth::BearerValue(secret_a_), kA, &lease);
+      EXPECT_TRUE(s.ok()) << s.error_message();
+      if (!s.ok()) break;
+      if (lease.has_run()) return lease.lease();
+      std::this_thread::sleep_for(50ms);
+    }
+    ADD_FAILURE() << "no run leased; " << coordinator_->Log();
+    return v1::RunLease();
+  }
+
+  // ristretto_coordinator_rpc_denied_total{method, code} (-1: absent).
+  double Denied(const std::string& method, const std::string& code) {
+    const std::optional<std::string> body =
+        ristretto::testing::HttpGet(metrics_port_);
+    if (!body.has_value()) return -1;
+    return ristretto::testing::SampleValue(
+               *body, "ristretto_coordinator_rpc_denied_total",
+               {{"code", code}, {"method", method}})
+        .value_or(-1);
+  }
+
+  // The run as the database has it.
+  RunRow Run(int64_t run_id) {
+    absl::StatusOr<RunRow> run = store_->GetRun(run_id);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : RunRow();
+  }
+
+  std::string dir_;
+  std::string token_;
+  std::string secret_a_;
+  int64_t study_id_ = 0;
+  int metrics_port_ = 0;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Process> coordinator_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+TEST_F(CoordinatorAuthTest, WrongRegistrationTokenIsUnauthenticated) {
+  v1::RegisterLearnerResponse response;
+  EXPECT_EQ(Register(kA, token_ + "0", &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Register(kA, "", &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(response.session_token().empty());
+  EXPECT_EQ(Denied("RegisterLearner", "unauthenticated"), 2);
+  absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_TRUE(members->empty());  // nothing registered
+}
+
+TEST_F(CoordinatorAuthTest, MemberIdWithoutItsSecretIsUnauthenticated) {
+  Session(kA);  // the real learner is registered
+  v1::LeaseRunResponse lease;
+  EXPECT_EQ(Lease("", kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // The cluster token is no learner credential; a guessed secret is none.
+  EXPECT_EQ(Lease(auth::BearerValue(token_), kA, &lease).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(
+      Lease(auth::BearerValue(std::string(64, '0')), kA, &lease).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kA);
+  v1::HeartbeatResponse heard;
+  EXPECT_EQ(stub_->Heartbeat(Context("").get(), beat, &heard).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Denied("LeaseRun", "unauthenticated"), 2);
+  EXPECT_EQ(Denied("LeaseRun", "permission_denied"), 1);
+  EXPECT_EQ(Denied("Heartbeat", "unauthenticated"), 1);
+}
+
+TEST_F(CoordinatorAuthTest, AnotherLearnersSecretIsPermissionDenied) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  const std::string secret_b = Session(kB);
+  // B, with its own valid secret, claims to be A.
+  v1::LeaseRunResponse stolen;
+  EXPECT_EQ(Lease(auth::BearerValue(secret_b), kA, &stolen).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kA);
+  v1::HeartbeatResponse heard;
+  EXPECT_EQ(
+      stub_->Heartbeat(Context(auth::BearerValue(secret_b)).get(), beat, &heard)
+          .error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("LeaseRun", "permission_denied"), 1);
+  EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
+  // A re-registering revokes its old secret.
+  const std::string old = secret_a_;
+  const std::string fresh = Session(kA);
+  EXPECT_NE(fresh, old);
+  v1::LeaseRunResponse lease_again;
+  EXPECT_EQ(Lease(auth::BearerValue(old), kA, &lease_again).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Lease(auth::BearerValue(fresh), kA, &lease_again).ok());
+}
+
+TEST_F(CoordinatorAuthTest, ReleaseByAStrangerIsRefused) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  const std::string secret_b = Session(kB);
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  EXPECT_EQ(stub_->Release(Context("").get(), release, &released).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_
+                ->Release(Context(auth::BearerValue(secret_b)).get(), release,
+                          &released)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  const RunRow run = Run(lease.run_id());
+  EXPECT_EQ(run.state, RunState::kLeased);
+  EXPECT_EQ(run.member_id, kA);
+  EXPECT_EQ(run.attempts, 1);  // no attempt burnt
+  EXPECT_EQ(Denied("Release", "unauthenticated"), 1);
+  EXPECT_EQ(Denied("Release", "permission_denied"), 1);
+}
+
+TEST_F(CoordinatorAuthTest, FailRunAndCompleteRunByAStrangerAreRefused) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  const std::string secret_b = Session(kB);
+  for (const std::string& member : {std::string(kA), std::string(kB)}) {
+    // As A (impersonation) and as itself (another member's run).
+    v1::FailRunRequest fail;
+    fail.set_member_id(member);
+    fail.set_run_id(lease.run_id());
+    fail.set_reason("sabotage");
+    v1::FailRunResponse failed;
+    EXPECT_EQ(
+        stub_
+            ->FailRun(Context(auth::BearerValue(secret_b)).get(), fail, &failed)
+            .error_code(),
+        grpc::StatusCode::PERMISSION_DENIED)
+        << member;
+    v1::CompleteRunRequest complete;
+    complete.set_member_id(member);
+    complete.set_run_id(lease.run_id());
+    complete.mutable_final_evaluation()->set_sharpe(99);
+    complete.mutable_final_evaluation()->set_env_steps(8192);
+    v1::CompleteRunResponse completed;
+    EXPECT_EQ(stub_
+                  ->CompleteRun(Context(auth::BearerValue(secret_b)).get(),
+                                complete, &completed)
+                  .error_code(),
+              grpc::StatusCode::PERMISSION_DENIED)
+        << member;
+  }
+  v1::FailRunRequest anonymous;
+  anonymous.set_member_id(kA);
+  anonymous.set_run_id(lease.run_id());
+  anonymous.set_reason("sabotage");
+  v1::FailRunResponse failed;
+  EXPECT_EQ(stub_->FailRun(Context("").get(), anonymous, &failed).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  const RunRow run = Run(lease.run_id());
+  EXPECT_EQ(run.state, RunState::kLeased);
+  EXPECT_EQ(run.member_id, kA);
+  absl::StatusOr<TrialRow> trial = store_->GetTrial(lease.trial_id());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(trial->state, TrialState::kRunning);
+  EXPECT_EQ(Denied("FailRun", "permission_denied"), 2);
+  EXPECT_EQ(Denied("FailRun", "unauthenticated"), 1);
+  EXPECT_EQ(Denied("CompleteRun", "permission_denied"), 2);
+}
+
+TEST_F(CoordinatorAuthTest, ReportEvaluationOnARunNotLeasedToTheCaller) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  const std::string secret_b = Session(kB);
+  v1::ReportEvaluationRequest report;
+  report.set_member_id(kB);
+  report.set_run_id(lease.run_id());
+  report.mutable_evaluation()->set_sharpe(99);
+  report.mutable_evaluation()->set_env_steps(4096);
+  v1::ReportEvaluationResponse reported;
+  EXPECT_EQ(stub_
+                ->ReportEvaluation(Context(auth::BearerValue(secret_b)).get(),
+                                   report, &reported)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  absl::StatusOr<std::vector<IntermediateRow>> values =
+      store_->ListIntermediates(study_id_);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TRUE(values->empty());  // no Sharpe of 99 recorded
+  EXPECT_EQ(Denied("ReportEvaluation", "permission_denied"), 1);
+  // The holder reports.
+  report.set_member_id(kA);
+  report.mutable_evaluation()->set_sharpe(0.5);
+  const grpc::Status own = stub_->ReportEvaluation(
+      Context(auth::BearerValue(secret_a_)).get(), report, &reported);
+  EXPECT_TRUE(own.ok()) << own.error_message();
+  values = store_->ListIntermediates(study_id_);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_EQ(values->size(), 1u);
+}
+
+TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_FALSE(lease.dataset_id().empty());
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-x");
+  v1::FindLearnerResponse found;
+  EXPECT_EQ(stub_->FindLearner(Context("").get(), find, &found).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(
+      stub_
+          ->FindLearner(Context(auth::BearerValue("guess")).get(), find, &found)
+          .error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+  // Reads the whole stream; its final status.
+  auto fetch = [&](const std::string& authorization, int64_t* bytes) {
+    v1::FetchDatasetRequest request;
+    request.set_dataset_id(lease.dataset_id());
+    std::unique_ptr<grpc::ClientContext> ctx = Context(authorization);
+    std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+        stub_->FetchDataset(ctx.get(), request);
+    v1::DatasetPiece piece;
+    *bytes = 0;
+    while (reader->Read(&piece))
+      *bytes += static_cast<int64_t>(piece.data().size());
+    return reader->Finish();
+  };
+  int64_t bytes = 0;
+  EXPECT_EQ(fetch("", &bytes).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(bytes, 0);
+  EXPECT_EQ(Denied("FindLearner", "unauthenticated"), 2);
+  EXPECT_EQ(Denied("FetchDataset", "unauthenticated"), 1);
+  // The legitimate callers: an actor with the cluster token, the learner
+  // with its session secret.
+  const grpc::Status as_actor = stub_->FindLearner(
+      Context(auth::BearerValue(token_)).get(), find, &found);
+  EXPECT_TRUE(as_actor.ok()) << as_actor.error_message();
+  EXPECT_EQ(found.learner_address(), "127.0.0.1:9");
+  const grpc::Status as_learner = fetch(auth::BearerValue(secret_a_), &bytes);
+  EXPECT_TRUE(as_learner.ok()) << as_learner.error_message();
+  EXPECT_GT(bytes, 0);
+  // Once the study stops, its dataset is no longer served.
+  ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kStopped).ok());
+  EXPECT_EQ(fetch(auth::BearerValue(token_), &bytes).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator
