@@ -542,6 +542,30 @@ TEST_F(DistributedTest,
   EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
 }
 
+// Bad TLS files are command-line errors: one line naming the flag, exit
+// 2, nothing served or dialled.
+TEST_F(DistributedTest, BadTlsFilesExitTwoWithOneLineNamingTheFlag) {
+  Process learner({RISTRETTO_LEARNER_BINARY, "--port", "0", "--run-dir",
+                   dir_ + "/runs", "--tls-cert", Cert("server.pem")},
+                  dir_ + "/no-key.log");
+  ASSERT_EQ(learner.Wait(60s), 2) << learner.Log();
+  EXPECT_THAT(learner.Log(),
+              ::testing::HasSubstr("--tls-cert needs --tls-key"));
+  EXPECT_THAT(learner.Log(),
+              ::testing::Not(::testing::HasSubstr("listening on")));
+  const std::string open_key = dir_ + "/open.key";
+  fs::copy_file(Cert("client.key"), open_key);
+  fs::permissions(open_key, fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::add);
+  Process actor(
+      {RISTRETTO_ACTOR_BINARY, "--learner", "127.0.0.1:1", "--tls-ca",
+       Cert("ca.pem"), "--tls-cert", Cert("client.pem"), "--tls-key", open_key},
+      dir_ + "/open-key.log");
+  ASSERT_EQ(actor.Wait(60s), 2) << actor.Log();
+  EXPECT_THAT(actor.Log(), ::testing::HasSubstr("readable by group or others"));
+  EXPECT_THAT(actor.Log(), ::testing::Not(::testing::HasSubstr("stream to")));
+}
+
 // Every run's memory estimate is admitted against --memory-mb: the run that
 // does not fit is refused with a message naming the sizes, before anything
 // is served (no out-of-memory crash later). With a 64 MiB message cap and a

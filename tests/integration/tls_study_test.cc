@@ -191,5 +191,22 @@ TEST_F(TlsStudyTest, LearnerThatCannotVerifyOrAuthenticateNeverRegisters) {
   EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
 }
 
+// A coordinator given a certificate without its key stops before it
+// connects to the database: one line naming the flag, exit 2.
+TEST(TlsFlagsTest, CoordinatorWithACertificateButNoKeyExitsTwo) {
+  absl::StatusOr<std::string> dir =
+      coordinator::testing::MakeTempDir("ristretto_tls_flags_");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  ASSERT_TRUE(MakeDevCerts(*dir + "/certs"));
+  Process coordinator(
+      {RISTRETTO_COORDINATOR_BINARY, "--db", "dbname=none", "--data-dir",
+       *dir + "/coordinator", "--tls-cert", *dir + "/certs/server.pem"},
+      *dir + "/coordinator.log");
+  ASSERT_EQ(coordinator.Wait(60s), 2) << coordinator.Log();
+  EXPECT_THAT(coordinator.Log(), HasSubstr("--tls-cert needs --tls-key"));
+  EXPECT_THAT(coordinator.Log(), ::testing::Not(HasSubstr("listening on")));
+  if (!::testing::Test::HasFailure()) fs::remove_all(*dir);
+}
+
 }  // namespace
 }  // namespace ristretto
