@@ -345,15 +345,15 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
     // The same files: the learner is also the coordinator's client.
     ASSIGN_OR_RETURN(security.coordinator, MakeChannelCredentials(tls));
   }
-  // What protects the server, logged once. Not yet enforced: the token
-  // guards registration with the coordinator, not every call, so a
-  // non-loopback bind is allowed (allow_insecure_network) and only the
-  // notice says what is open.
+  // What protects the server, logged once. Only mutual TLS authenticates
+  // the learner's callers (the token is its own credential at the
+  // coordinator; the learner checks none on Act, FetchDataset, GetStatus).
+  // Not yet enforced: a non-loopback bind without it is allowed
+  // (allow_insecure_network) and only the notice says what is open.
   ASSIGN_OR_RETURN(
       const std::string exposure,
       CheckExposure(absl::GetFlag(FLAGS_address), !tls.cert_file.empty(),
-                    !token.empty() || MutualTlsFromFlags(),
-                    /*allow_insecure_network=*/true));
+                    MutualTlsFromFlags(), /*allow_insecure_network=*/true));
   RLOG(INFO) << "security: " << exposure;
   std::optional<int64_t> memory_mb = absl::GetFlag(FLAGS_memory_mb);
   if (!memory_mb.has_value()) {
