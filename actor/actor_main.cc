@@ -18,9 +18,15 @@
 // advertised address); --tls-cert/--tls-key add a client certificate for
 // servers under mutual TLS. A server the actor cannot verify, or that
 // refuses it, is retried like an unreachable one ("... ended: UNAVAILABLE").
+//
+// With --coordinator, the cluster token from --token-file (mode 600) or
+// $RISTRETTO_TOKEN is the actor's credential there (docs/security.md); a
+// coordinator with a token refuses FindLearner without it. --token VALUE is
+// refused (argv is readable with ps).
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +40,7 @@
 #include "common/grpc_security.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/secret_file.h"
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "common/tls_flags.h"
@@ -59,6 +66,12 @@ ABSL_FLAG(int64_t, max_inflight, ristretto::actor::ActorOptions{}.max_inflight,
 ABSL_FLAG(bool, exit_when_idle, false,
           "exit (status 0) once the learner's runs have finished and no new "
           "assignment arrives");
+ABSL_FLAG(std::string, token_file, "",
+          "file (mode 600) holding the cluster token the coordinator asks "
+          "of actors (or $RISTRETTO_TOKEN)");
+ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
+          "refused: a token in argv is readable with ps; use --token-file or "
+          "$RISTRETTO_TOKEN");
 ABSL_FLAG(std::string, metrics_port, "0",
           "Prometheus metrics port, 'auto' for any free one (0: off)");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
@@ -75,12 +88,15 @@ constexpr char kUsage[] =
     "         [--metrics-port P|auto (0: off)] [--metrics-address A "
     "(0.0.0.0)]\n"
     "         [--tls-ca FILE [--tls-cert FILE --tls-key FILE (mutual "
-    "TLS)]]\n";
+    "TLS)]]\n"
+    "         [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n";
 
 struct Flags {
   ActorOptions options;
   // To learners and the coordinator: TLS from --tls-*, or plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // The coordinator's cluster token (FindLearner); empty: none.
+  std::string token;
   std::string metrics_port;  // ParseMetricsPort syntax
   std::string metrics_address;
 };
@@ -110,6 +126,10 @@ absl::StatusOr<Flags> FlagsFromCommandLine() {
   flags.options = options;
   ASSIGN_OR_RETURN(flags.credentials,
                    MakeChannelCredentials(TlsFilesFromFlags()));
+  ASSIGN_OR_RETURN(
+      flags.token,
+      ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
+                   absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
   flags.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   RETURN_IF_ERROR(ParseMetricsPort(flags.metrics_port).status());
   flags.metrics_address = absl::GetFlag(FLAGS_metrics_address);
@@ -153,7 +173,7 @@ int Main(int argc, char** argv) {
   if (!flags->options.coordinator_address.empty()) {
     clients.coordinator = wire::NewGrpcActorCoordinatorClient(
         flags->options.coordinator_address, absl::Seconds(5),
-        flags->credentials);
+        flags->credentials, flags->token);
   }
   absl::StatusOr<std::unique_ptr<Actor>> created =
       Actor::Create(flags->options, std::move(clients));

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/coordinator.grpc.pb.h"
 #include "proto/ristretto.grpc.pb.h"
@@ -134,10 +135,11 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
  public:
   GrpcActorCoordinatorClient(
       std::string address, absl::Duration rpc_deadline,
-      std::shared_ptr<grpc::ChannelCredentials> credentials)
+      std::shared_ptr<grpc::ChannelCredentials> credentials, std::string token)
       : address_(std::move(address)),
         rpc_deadline_(rpc_deadline),
-        credentials_(OrPlaintext(std::move(credentials))) {}
+        credentials_(OrPlaintext(std::move(credentials))),
+        token_(std::move(token)) {}
 
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request) override {
@@ -145,6 +147,9 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
         v1::Coordinator::NewStub(grpc::CreateChannel(address_, credentials_));
     grpc::ClientContext ctx;
     ctx.set_deadline(DeadlineIn(rpc_deadline_));
+    if (!token_.empty()) {
+      ctx.AddMetadata(auth::kMetadataKey, auth::BearerValue(token_));
+    }
     v1::FindLearnerResponse response;
     const absl::Status s =
         FromGrpcStatus(stub->FindLearner(&ctx, request, &response));
@@ -156,6 +161,7 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
   const std::string address_;
   const absl::Duration rpc_deadline_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const std::string token_;  // cluster token; empty: none
 };
 
 }  // namespace
@@ -174,9 +180,10 @@ LearnerClientFactory GrpcLearnerClientFactory(
 
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
-    std::shared_ptr<grpc::ChannelCredentials> credentials) {
-  return std::make_unique<GrpcActorCoordinatorClient>(address, rpc_deadline,
-                                                      std::move(credentials));
+    std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const std::string& token) {
+  return std::make_unique<GrpcActorCoordinatorClient>(
+      address, rpc_deadline, std::move(credentials), token);
 }
 
 }  // namespace ristretto::wire

@@ -131,10 +131,13 @@ class ActorCoordinatorClient {
 // The production client: every call on a fresh channel to `address` (a
 // coordinator that restarted is found at once) secured by `credentials`
 // (null: plaintext; see GrpcLearnerClientOptions::credentials), bounded by
-// `rpc_deadline`.
+// `rpc_deadline`. Every call presents `token` (the cluster token, the
+// actor's credential on a coordinator that has one) as "authorization:
+// Bearer <token>" metadata; none when empty.
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
-    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+    std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+    const std::string& token = "");
 
 }  // namespace ristretto::wire
 

@@ -393,5 +393,54 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
   EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
 }
 
+#ifdef RISTRETTO_ACTOR_BINARY
+// A real ristretto-actor: without the cluster token its FindLearner calls
+// are refused (and counted); with it (--token-file) it is answered and
+// recorded as a member.
+TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
+  Session(kA);  // a learner to be found (nobody listens there)
+  const std::string coordinator = Logged(*coordinator_, "listening on ");
+  auto actor = [&](const std::string& id, bool with_token) {
+    std::vector<std::string> argv = {RISTRETTO_ACTOR_BINARY,
+                                     "--coordinator",
+                                     coordinator,
+                                     "--envs",
+                                     "1",
+                                     "--actor-id",
+                                     id,
+                                     "--cache-dir",
+                                     dir_ + "/actor-cache"};
+    if (with_token) {
+      argv.push_back("--token-file");
+      argv.push_back(dir_ + "/token");
+    }
+    return std::make_unique<Process>(argv, dir_ + "/" + id + ".log");
+  };
+  auto member_known = [&](const std::string& id) {
+    absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+    if (!members.ok()) return false;
+    for (const MemberRow& m : *members) {
+      if (m.id == id) return true;
+    }
+    return false;
+  };
+  std::unique_ptr<Process> stranger = actor("actor-stranger", false);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (Denied("FindLearner", "unauthenticated") < 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_GE(Denied("FindLearner", "unauthenticated"), 1) << stranger->Log();
+  stranger.reset();
+  EXPECT_FALSE(member_known("actor-stranger"));
+  std::unique_ptr<Process> trusted = actor("actor-trusted", true);
+  while (!member_known("actor-trusted") &&
+         std::chrono::steady_clock::now() < deadline + 30s) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(member_known("actor-trusted")) << trusted->Log();
+}
+#endif  // RISTRETTO_ACTOR_BINARY
+
 }  // namespace
 }  // namespace ristretto::coordinator
