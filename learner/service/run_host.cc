@@ -333,6 +333,7 @@ void RunHost::TrainLoop() {
   const TrainerOptions& o = spec_.trainer;
   std::vector<TrajectoryChunk> batch;
   int64_t batch_samples = 0;
+  int diverged_in_a_row = 0;  // consecutive rolled-back updates
   // Runs under mu_ (absl::Condition evaluates it with the lock held).
   auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return !queue_.empty() || stopping_ || counters_.finished;
@@ -406,8 +407,24 @@ void RunHost::TrainLoop() {
     }
     if (stats.ok()) (void)Publish();
     const int64_t steps = counters().env_steps_trained;
-    if (!stats.ok() &&
-        stats.status().code() != absl::StatusCode::kFailedPrecondition) {
+    if (stats.ok()) {
+      diverged_in_a_row = 0;
+    } else if (stats.status().code() == absl::StatusCode::kAborted) {
+      // Diverged and rolled back: the weights are still the last good
+      // version. Fail the run only when it keeps happening.
+      ++diverged_in_a_row;
+      RLOG(WARNING) << "run " << spec_.run_id << ": "
+                    << stats.status().message() << " (" << diverged_in_a_row
+                    << " in a row)";
+      absl::MutexLock lock(&mu_);
+      ++counters_.updates_rolled_back;
+      if (diverged_in_a_row >= kMaxConsecutiveDivergedUpdates) {
+        failure_ =
+            Annotate(stats.status(),
+                     absl::StrCat("training diverged ", diverged_in_a_row,
+                                  " updates in a row; last one"));
+      }
+    } else if (stats.status().code() != absl::StatusCode::kFailedPrecondition) {
       absl::MutexLock lock(&mu_);
       failure_ = Annotate(stats.status(), "PPO update failed");
     }

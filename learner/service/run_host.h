@@ -89,9 +89,16 @@ struct RunCounters {
   int64_t env_steps_dropped = 0;   // stale, or left over when finished
   int64_t chunks_rejected = 0;
   int64_t updates = 0;
+  // Updates that diverged (non-finite loss or weights) and were rolled back
+  // (PpoLearner::Update's kAborted); their samples count as dropped.
+  int64_t updates_rolled_back = 0;
   bool finished = false;
   double last_score = 0.0;
 };
+
+// A run fails after this many diverged updates in a row (each one rolled
+// back): one poisoned batch is survivable, a stream of them is not.
+inline constexpr int kMaxConsecutiveDivergedUpdates = 3;
 
 class RunHost {
  public:

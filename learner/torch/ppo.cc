@@ -6,13 +6,104 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "learner/gae.h"
 
 namespace ristretto::learner {
 namespace {
+
+// Everything an update changes, copied before it so that a diverged update
+// can be undone: parameters, buffers (the observation statistics), Adam's
+// per-parameter state and the shuffling generator. The optimiser's state map
+// is keyed by a string in LibTorch 1.x and by a pointer in 2.x: its key type
+// is taken from the map.
+using AdamStateMap = std::remove_reference_t<
+    decltype(std::declval<torch::optim::Adam&>().state())>;
+struct UpdateSnapshot {
+  std::vector<torch::Tensor> parameters;
+  std::vector<torch::Tensor> buffers;
+  std::vector<std::pair<AdamStateMap::key_type,
+                        std::unique_ptr<torch::optim::AdamParamState>>>
+      adam;
+};
+
+std::unique_ptr<torch::optim::AdamParamState> CopyAdamState(
+    const torch::optim::AdamParamState& state) {
+  auto copy = std::make_unique<torch::optim::AdamParamState>();
+  copy->step(state.step());
+  if (state.exp_avg().defined()) copy->exp_avg(state.exp_avg().clone());
+  if (state.exp_avg_sq().defined()) {
+    copy->exp_avg_sq(state.exp_avg_sq().clone());
+  }
+  if (state.max_exp_avg_sq().defined()) {
+    copy->max_exp_avg_sq(state.max_exp_avg_sq().clone());
+  }
+  return copy;
+}
+
+UpdateSnapshot TakeSnapshot(torch::nn::Module& model,
+                            torch::optim::Adam& optimizer) {
+  torch::NoGradGuard no_grad;
+  UpdateSnapshot snapshot;
+  for (const torch::Tensor& p : model.parameters()) {
+    snapshot.parameters.push_back(p.detach().clone());
+  }
+  for (const torch::Tensor& b : model.buffers()) {
+    snapshot.buffers.push_back(b.detach().clone());
+  }
+  for (const auto& [key, state] : optimizer.state()) {
+    snapshot.adam.emplace_back(
+        key, CopyAdamState(
+                 static_cast<const torch::optim::AdamParamState&>(*state)));
+  }
+  return snapshot;
+}
+
+void RestoreSnapshot(UpdateSnapshot snapshot, torch::nn::Module& model,
+                     torch::optim::Adam& optimizer) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parameters = model.parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    parameters[i].copy_(snapshot.parameters[i]);
+  }
+  std::vector<torch::Tensor> buffers = model.buffers();
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    buffers[i].copy_(snapshot.buffers[i]);
+  }
+  optimizer.zero_grad();
+  optimizer.state().clear();
+  for (auto& [key, state] : snapshot.adam) {
+    optimizer.state()[key] = std::move(state);
+  }
+}
+
+// True when every parameter and buffer of `model` is finite.
+bool ModelFinite(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (const torch::Tensor& p : model.parameters()) {
+    if (!torch::isfinite(p).all().item<bool>()) return false;
+  }
+  for (const torch::Tensor& b : model.buffers()) {
+    if (b.is_floating_point() && !torch::isfinite(b).all().item<bool>()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool StatsFinite(const UpdateStats& stats) {
+  return std::isfinite(stats.policy_loss) && std::isfinite(stats.value_loss) &&
+         std::isfinite(stats.entropy) && std::isfinite(stats.approx_kl) &&
+         std::isfinite(stats.grad_norm);
+}
 
 // Mixed precision for the forward passes on GPU. LibTorch 2.4 moved the
 // autocast switches to per-device functions; both spellings are covered.
@@ -353,9 +444,28 @@ absl::StatusOr<UpdateStats> PpoLearner::Update(
         ppo_.max_policy_lag, " versions"));
   }
   try {
+    UpdateSnapshot snapshot = TakeSnapshot(*model_, *optimizer_);
+    const std::array<uint64_t, 4> shuffle = rng_.state();
     absl::StatusOr<PpoBatch> batch = PrepareBatch(fresh);
-    if (!batch.ok()) return batch.status();
+    if (!batch.ok()) {
+      RestoreSnapshot(std::move(snapshot), *model_, *optimizer_);
+      return batch.status();
+    }
     stats = TrainOnBatch(*batch);
+    if (!StatsFinite(stats) || !ModelFinite(*model_)) {
+      // Poisoned or pathological data: undo the whole update (weights,
+      // observation statistics, optimiser moments, shuffling) so the run
+      // goes on from the last good version.
+      RestoreSnapshot(std::move(snapshot), *model_, *optimizer_);
+      rng_.set_state(shuffle);
+      std::set<std::string> actors;
+      for (const TrajectoryChunk* c : fresh) actors.insert(c->actor_id);
+      return absl::AbortedError(absl::StrCat(
+          "PPO update diverged (non-finite loss or weights: policy loss ",
+          stats.policy_loss, ", value loss ", stats.value_loss,
+          ") and was rolled back to version ", version_,
+          "; its chunks came from actor(s) ", absl::StrJoin(actors, ", ")));
+    }
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("PPO update failed: ", e.what_without_backtrace()));

@@ -61,7 +61,11 @@ class PpoLearner {
   // epochs, and increments the version. Errors: kInvalidArgument if a chunk
   // does not match the run's shapes or claims a future version (nothing is
   // changed); kFailedPrecondition if every chunk was stale (the message
-  // gives the count; nothing is changed); kInternal for LibTorch errors.
+  // gives the count; nothing is changed); kAborted if the update diverged
+  // (a non-finite loss or weight afterwards): it is rolled back — weights,
+  // observation statistics, Adam state and shuffling as before, version
+  // unchanged — and the message names the actors whose chunks it used;
+  // kInternal for LibTorch errors.
   absl::StatusOr<UpdateStats> Update(
       const std::vector<TrajectoryChunk>& chunks);
 

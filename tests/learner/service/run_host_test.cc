@@ -99,6 +99,44 @@ TEST(RunHostTest, AFullUpdateTrainsAndPublishesTheNextVersion) {
   EXPECT_EQ(c.chunks_rejected, 0);
 }
 
+TEST(RunHostTest, DivergedUpdatesAreRolledBackAndRepeatedOnesFailTheRun) {
+  std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
+  ASSERT_NE(host, nullptr);
+  // Finite but absurd rewards make the update diverge; it is rolled back
+  // (version stays 0), counted, and the run goes on ...
+  auto poisoned = [](uint64_t seed) {
+    TrajectoryChunk c = SmallChunk("run-0", 0, seed);
+    for (float& r : c.rewards) r = 3e38f;
+    c.actor_id = "evil-actor";
+    return c;
+  };
+  ASSERT_TRUE(host->Ingest(poisoned(1), [] {}).ok());
+  ASSERT_TRUE(
+      WaitFor([&] { return host->counters().updates_rolled_back == 1; }));
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+  EXPECT_EQ(host->counters().policy_version, 0);
+  EXPECT_EQ(host->counters().env_steps_dropped, 16);
+  // ... a good chunk still trains ...
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 2), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().policy_version == 1; }));
+  // ... and only kMaxConsecutiveDivergedUpdates in a row fail the run,
+  // naming the actor.
+  for (int i = 0; i < kMaxConsecutiveDivergedUpdates; ++i) {
+    TrajectoryChunk c = poisoned(10 + i);
+    c.policy_version = 1;
+    ASSERT_TRUE(host->Ingest(std::move(c), [] {}).ok());
+    ASSERT_TRUE(
+        WaitFor([&] { return host->counters().updates_rolled_back == 2 + i; }));
+  }
+  const absl::Status failure = host->failure();
+  EXPECT_FALSE(failure.ok());
+  EXPECT_NE(failure.message().find("diverged 3 updates in a row"),
+            std::string::npos)
+      << failure;
+  EXPECT_NE(failure.message().find("evil-actor"), std::string::npos) << failure;
+  EXPECT_EQ(host->counters().policy_version, 1);
+}
+
 TEST(RunHostTest, AChunkFromAFutureVersionIsRejected) {
   std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
   ASSERT_NE(host, nullptr);

@@ -188,6 +188,39 @@ TEST(PpoLearnerTest, SameSeedUpdatesAreBitIdenticalOnCpu) {
                    fresh->model()->named_parameters()["policy0.weight"]));
 }
 
+TEST(PpoLearnerTest, DivergedUpdateIsRolledBackAndNamesTheActors) {
+  std::unique_ptr<PpoLearner> learner = MakeLearner(SmallPpo(), 42);
+  std::unique_ptr<PpoLearner> twin = MakeLearner(SmallPpo(), 42);
+  ASSERT_TRUE(learner && twin);
+  ASSERT_TRUE(learner->Update({MakeChunk(0, 4, 3, 1)}).ok());
+  ASSERT_TRUE(twin->Update({MakeChunk(0, 4, 3, 1)}).ok());
+
+  // Finite but absurd rewards (as a hostile actor could send) overflow the
+  // returns: the update diverges.
+  TrajectoryChunk poisoned = MakeChunk(1, 4, 3, 7);
+  for (float& r : poisoned.rewards) r = 3e38f;
+  const absl::StatusOr<UpdateStats> diverged = learner->Update({poisoned});
+  ASSERT_EQ(diverged.status().code(), absl::StatusCode::kAborted)
+      << diverged.status();
+  EXPECT_THAT(std::string(diverged.status().message()),
+              HasSubstr("rolled back to version 1"));
+  EXPECT_THAT(std::string(diverged.status().message()), HasSubstr("actor-7"));
+  EXPECT_EQ(learner->version(), 1);
+  EXPECT_EQ(learner->samples_consumed(), 12);
+  // Weights and observation statistics are those before the update ...
+  ExpectSameState(*learner, *twin);
+  // ... and so are Adam's moments and the shuffling: the next update is
+  // bit-identical to that of a learner that never saw the poisoned chunk.
+  const absl::StatusOr<UpdateStats> a =
+      learner->Update({MakeChunk(1, 4, 3, 2)});
+  const absl::StatusOr<UpdateStats> b = twin->Update({MakeChunk(1, 4, 3, 2)});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectSameStats(*a, *b);
+  ExpectSameState(*learner, *twin);
+  EXPECT_EQ(learner->version(), 2);
+}
+
 TEST(PpoLearnerTest, VersionGrowsByOneAndSamplesConsumedByTimesBPerUpdate) {
   std::unique_ptr<PpoLearner> learner = MakeLearner(SmallPpo());
   ASSERT_TRUE(learner);
