@@ -1,6 +1,7 @@
 #include "wire/chunk_codec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -19,10 +20,23 @@ namespace {
 // TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE".
 template <typename Where>
 absl::Status CopyFinite(const TensorView& tensor, const char* field,
-                        Where where, std::vector<float>* out) {
+                        Where where, float max_abs, std::vector<float>* out) {
   out->clear();
   const int64_t bad = AppendFloat32(tensor.data, /*finite_only=*/true, out);
-  if (bad < 0) return absl::OkStatus();
+  if (bad < 0) {
+    // Finite; now the magnitude (one branch-free pass the compiler
+    // vectorises, then a search only when it fails).
+    const float* v = out->data();
+    const size_t n = out->size();
+    float largest = 0.0f;
+    for (size_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(v[i]));
+    if (largest <= max_abs) return absl::OkStatus();
+    size_t i = 0;
+    while (std::fabs(v[i]) <= max_abs) ++i;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "chunk ", field, "[", i, "] (", where(static_cast<int64_t>(i)), ") is ",
+        v[i], ", beyond the bound +-", max_abs));
+  }
   // The offending value's bytes (possibly split across two ranges).
   char bytes[sizeof(float)];
   size_t skip = static_cast<size_t>(bad) * sizeof(float), got = 0;
@@ -178,20 +192,23 @@ absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
                           i % width);
     };
   };
+  const float bound = limits.max_abs_value;
   RETURN_IF_ERROR(CopyFinite(p.observations, "obs", step_copy_element(obs_size),
-                             &out->obs));
+                             bound, &out->obs));
   RETURN_IF_ERROR(CopyFinite(p.actions, "actions",
-                             step_copy_element(action_size), &out->actions));
+                             step_copy_element(action_size), bound,
+                             &out->actions));
   RETURN_IF_ERROR(
-      CopyFinite(p.log_probs, "log_probs", step_copy, &out->log_probs));
-  RETURN_IF_ERROR(CopyFinite(p.rewards, "rewards", step_copy, &out->rewards));
+      CopyFinite(p.log_probs, "log_probs", step_copy, bound, &out->log_probs));
+  RETURN_IF_ERROR(
+      CopyFinite(p.rewards, "rewards", step_copy, bound, &out->rewards));
   const int64_t d = obs_size;
   return CopyFinite(
       p.final_observations, "final_obs",
       [d](int64_t i) {
         return absl::StrCat("done ", i / d, ", element ", i % d);
       },
-      &out->final_obs);
+      bound, &out->final_obs);
 }
 
 absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(

@@ -25,6 +25,13 @@ namespace ristretto::wire {
 struct ChunkLimits {
   int max_steps = 4096;   // T
   int max_copies = 4096;  // B
+  // Largest magnitude of any float value (observations, actions, log
+  // probabilities, rewards). Legitimate values are orders of magnitude
+  // smaller (rewards and normalised features are O(1), log probabilities
+  // O(10)); a finite but absurd value (1e30, 3e38) from a broken or hostile
+  // actor would overflow the float32 statistics and returns an update
+  // computes (squares, discounted sums) and poison the run.
+  float max_abs_value = 1e9f;
 };
 
 // Encodes `chunk` with the given per-actor `sequence` number.
@@ -35,7 +42,8 @@ void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
 // action sizes. Errors: kInvalidArgument naming the field (wrong dtype or
 // shape, sizes over the limits, inconsistent T/B/D/A between tensors, a
 // final-observation count that differs from the number of dones, NaN/Inf
-// values, dones other than 0/1). A decoded chunk passes Validate().
+// values or values beyond ±limits.max_abs_value, dones other than 0/1). A
+// decoded chunk passes Validate().
 absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
     const v1::TrajectoryChunk& proto, int obs_size, int action_size,
     const ChunkLimits& limits);

@@ -88,6 +88,45 @@ TEST(ChunkCodecTest, InfiniteObservationIsRejected) {
   EXPECT_EQ(Decode(c).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ChunkCodecTest, FiniteButAbsurdValuesAreRejectedInEveryField) {
+  // The poisoned chunk of a hostile actor: finite, far beyond any real value.
+  const float kAbsurd[] = {1e30f, -3e38f, 2e9f};
+  for (const float v : kAbsurd) {
+    TrajectoryChunk obs = MakeChunk();
+    obs.obs[5] = v;
+    const absl::Status s = Decode(obs);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << v;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("obs[5] (step 0, copy 1, element 1)"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("beyond the bound"));
+
+    TrajectoryChunk rewards = MakeChunk();
+    rewards.rewards[4] = v;
+    EXPECT_THAT(std::string(Decode(rewards).message()),
+                HasSubstr("rewards[4] (step 2, copy 0)"));
+    TrajectoryChunk actions = MakeChunk();
+    actions.actions[1] = v;
+    EXPECT_EQ(Decode(actions).code(), absl::StatusCode::kInvalidArgument);
+    TrajectoryChunk log_probs = MakeChunk();
+    log_probs.log_probs[0] = v;
+    EXPECT_EQ(Decode(log_probs).code(), absl::StatusCode::kInvalidArgument);
+    TrajectoryChunk final_obs = MakeChunk();
+    final_obs.final_obs[2] = v;
+    EXPECT_THAT(std::string(Decode(final_obs).message()),
+                HasSubstr("final_obs[2]"));
+  }
+  // The bound itself passes; the limit is the caller's.
+  TrajectoryChunk at_bound = MakeChunk();
+  at_bound.rewards[0] = 1e9f;
+  EXPECT_TRUE(Decode(at_bound).ok());
+  ChunkLimits tight;
+  tight.max_abs_value = 10.0f;
+  TrajectoryChunk over = MakeChunk();
+  over.obs[0] = 11.0f;
+  EXPECT_EQ(Decode(over, 4, 2, tight).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ChunkCodecTest, FinalObservationsMustMatchTheDones) {
   TrajectoryChunk c = MakeChunk();
   c.final_obs.clear();  // one done but no terminal observation
