@@ -4,6 +4,7 @@
 // client. One test per attack; each checks the refusal's gRPC code, that
 // nothing was changed in the database, and that
 // ristretto_coordinator_rpc_denied_total counted it.
+#include <signal.h>
 #include <stdlib.h>
 
 #include <chrono>
@@ -391,6 +392,30 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
   EXPECT_EQ(fetch(auth::BearerValue(token_), &bytes).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+}
+
+// Secrets live in coordinator memory: after a restart the old secret is
+// unknown (the learner registers again, see CoordinatorAgent).
+TEST_F(CoordinatorAuthTest, SessionSecretsDieWithTheCoordinator) {
+  const std::string old = Session(kA);
+  const std::string address = Logged(*coordinator_, "listening on ");
+  coordinator_->Signal(SIGTERM);
+  ASSERT_TRUE(coordinator_->Wait(15s).has_value());
+  coordinator_ = std::make_unique<Process>(
+      std::vector<std::string>{RISTRETTO_COORDINATOR_BINARY, "--db", dsn(),
+                               "--port", address.substr(address.rfind(':') + 1),
+                               "--data-dir", dir_ + "/coordinator", "--tick-ms",
+                               "100", "--token-file", dir_ + "/token"},
+      dir_ + "/coordinator-2.log");
+  ASSERT_EQ(Logged(*coordinator_, "listening on "), address)
+      << coordinator_->Log();
+  v1::LeaseRunResponse lease;
+  EXPECT_EQ(Lease(auth::BearerValue(old), kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  const std::string fresh = Session(kA);
+  EXPECT_NE(fresh, old);
+  const grpc::Status s = Lease(auth::BearerValue(fresh), kA, &lease);
+  EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
 #ifdef RISTRETTO_ACTOR_BINARY
