@@ -81,6 +81,10 @@ ABSL_FLAG(int64_t, max_message_mb, 64,
 ABSL_FLAG(std::string, run_dir, "/tmp/ristretto-learner",
           "where runs keep their checkpoints (and a synthetic dataset)");
 ABSL_FLAG(int64_t, queue, 2, "trajectory chunks queued per run");
+ABSL_FLAG(int64_t, max_actors_per_run,
+          ristretto::learner::LearnerServiceOptions{}.max_actors_per_run,
+          "most actors streaming into one run at once, >= 1 (more are told "
+          "to come back later)");
 ABSL_FLAG(std::string, metrics_port, "0",
           "Prometheus metrics port, 'auto' for any free one (0: off)");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
@@ -243,6 +247,8 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   if (slots < 1) return absl::InvalidArgumentError("--slots must be >= 1");
   LearnerServiceOptions service_options;
   service_options.metrics = metrics;
+  service_options.max_actors_per_run =
+      static_cast<int>(absl::GetFlag(FLAGS_max_actors_per_run));
   LearnerService service({}, service_options);
   ASSIGN_OR_RETURN(Listening listening,
                    Listen(&service, max_message_bytes, security.server));
@@ -369,6 +375,11 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
   const int64_t max_message_bytes = max_mb << 20;
+  const int64_t max_actors = absl::GetFlag(FLAGS_max_actors_per_run);
+  if (max_actors < 1 || max_actors > 100000) {
+    return absl::InvalidArgumentError(
+        "--max-actors-per-run must be in [1, 100000]");
+  }
   const std::string device = absl::GetFlag(FLAGS_device);
   RETURN_IF_ERROR(
       CapDeviceMemory(device, absl::GetFlag(FLAGS_gpu_memory_fraction)));
@@ -461,6 +472,8 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
              << *memory_mb << " MiB budget";
 
   LearnerServiceOptions service_options;
+  service_options.max_actors_per_run =
+      static_cast<int>(absl::GetFlag(FLAGS_max_actors_per_run));
   service_options.dataset_path = dataset_path;
   service_options.dataset_id = dataset_id;
   service_options.metrics = metrics.get();

@@ -298,7 +298,16 @@ void ActorStream::HandleHello() {
     return;
   }
   const v1::Hello& hello = frame_.hello;
-  run_ = service_->AssignRun(hello.want_run_id());
+  bool all_full = false;
+  run_ = service_->AssignRun(hello.want_run_id(), &all_full);
+  if (run_ == nullptr && all_full) {
+    Send(StopMessage(
+        absl::StrCat("every run has its maximum of ",
+                     service_->options().max_actors_per_run, " actors"),
+        false));
+    FinishWhenDrained(grpc::Status::OK);
+    return;
+  }
   if (run_ == nullptr) {
     // A run stopping short of its budget means the learner is shutting
     // down (to restart from its checkpoint): not "finished", or an actor
@@ -509,11 +518,16 @@ std::vector<std::shared_ptr<RunHost>> LearnerService::runs() const {
 }
 
 std::shared_ptr<RunHost> LearnerService::AssignRun(
-    const std::string& want_run_id) {
+    const std::string& want_run_id, bool* all_full) {
   absl::MutexLock lock(&mu_);
   std::shared_ptr<RunHost> best;
+  bool any_full = false;
   for (const std::shared_ptr<RunHost>& run : runs_) {
     if (!run->accepting()) continue;
+    if (actors_[run->run_id()] >= options_.max_actors_per_run) {
+      any_full = true;
+      continue;
+    }
     if (run->run_id() == want_run_id) {
       best = run;
       break;
@@ -523,6 +537,7 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
     }
   }
   if (best != nullptr) ++actors_[best->run_id()];
+  if (all_full != nullptr) *all_full = best == nullptr && any_full;
   return best;
 }
 

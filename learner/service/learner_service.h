@@ -40,6 +40,10 @@ struct LearnerServiceOptions {
   // Most chunks an actor may have unacknowledged; each run sizes its
   // actors' credit below this to its max_policy_lag (RunHost::ActorCredits).
   int credits = 4;
+  // Most actors streaming into one run at once; a Hello beyond it on every
+  // run is told "every run has its maximum of N actors" (not finished: it
+  // may retry later). Bounds what a flood of actors can cost a run.
+  int max_actors_per_run = 64;
   // A dataset file served by FetchDataset from the start (more can be
   // added with AddDataset). Assignments carry each run's own dataset id,
   // episode length and rollout length (RunSpec::trainer).
@@ -88,7 +92,10 @@ class LearnerService final : public LearnerServiceBase {
 
   // Used by the reactors: the unfinished run with the fewest actors (or
   // `want_run_id` if it is still training); nullptr if none.
-  std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id);
+  // `*all_full` (if not null) is set when no run was assigned because every
+  // accepting run has max_actors_per_run actors.
+  std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id,
+                                     bool* all_full = nullptr);
   void ReleaseRun(RunHost* run);
   // Counts a chunk answered with an error; `reason` (when the service, not
   // the run, decided) also goes to the metrics.

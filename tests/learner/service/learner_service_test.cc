@@ -39,7 +39,9 @@ bool IsWeights(const v1::LearnerMessage& m, int64_t version) {
 class LearnerServiceTest : public ::testing::Test {
  protected:
   // `runs` runs named run-0, run-1, ... from `spec`.
-  void Serve(int runs, RunSpec spec = SmallSpec("")) {
+  void Serve(
+      int runs, RunSpec spec = SmallSpec(""),
+      int max_actors_per_run = LearnerServiceOptions{}.max_actors_per_run) {
     std::vector<std::shared_ptr<RunHost>> hosts;
     for (int k = 0; k < runs; ++k) {
       spec.run_id = "run-" + std::to_string(k);
@@ -49,6 +51,7 @@ class LearnerServiceTest : public ::testing::Test {
     LearnerServiceOptions options;
     options.dataset_id = "small-market";
     options.dataset_path = "/nonexistent/small-market.rds";
+    options.max_actors_per_run = max_actors_per_run;
     service_ = std::make_unique<LearnerService>(hosts, options);
   }
   std::unique_ptr<InProcessActor> Actor(const std::string& id,
@@ -97,6 +100,25 @@ TEST_F(LearnerServiceTest, ActorsGoToTheRunWithTheFewestAndLeaveOnDone) {
   // The next actor goes to the emptier run again.
   auto a3 = Actor("a3");
   EXPECT_EQ(a3->messages()[0].assignment().run_id(), "run-0");
+}
+
+TEST_F(LearnerServiceTest, ActorsBeyondTheCapPerRunAreToldToComeBackLater) {
+  Serve(2, SmallSpec(""), /*max_actors_per_run=*/1);
+  auto a0 = Actor("a0");
+  auto a1 = Actor("a1", "run-0");  // asks for a full run: gets the other
+  EXPECT_EQ(a0->messages()[0].assignment().run_id(), "run-0");
+  EXPECT_EQ(a1->messages()[0].assignment().run_id(), "run-1");
+  auto flood = Actor("a2");
+  ASSERT_EQ(flood->messages().size(), 1u);
+  EXPECT_EQ(flood->messages()[0].stop().reason(),
+            "every run has its maximum of 1 actors");
+  EXPECT_FALSE(flood->messages()[0].stop().run_finished());
+  EXPECT_EQ(service_->ActorsOn("run-0"), 1);
+  EXPECT_EQ(service_->ActorsOn("run-1"), 1);
+  // A place frees when an actor leaves.
+  a0->Close();
+  auto next = Actor("a3");
+  EXPECT_EQ(next->messages()[0].assignment().run_id(), "run-0");
 }
 
 TEST_F(LearnerServiceTest, AnActorGetsTheRunItAsksForWhileItTrains) {
