@@ -557,11 +557,12 @@ absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(
 absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
     const v1::ReportEvaluationRequest& request) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckFinite(request.evaluation()));
   const v1::Evaluation& e = request.evaluation();
   v1::ReportEvaluationResponse response;
+  // Whose run it is first: a stranger learns nothing from the validation.
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
   RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "ReportEvaluation"));
+  RETURN_IF_ERROR(CheckFinite(e));
   // A final run's only evaluation is on the lockbox: never an intermediate
   // value, never a pruning input.
   if (run.fold == kLockboxFold) return response;
@@ -615,9 +616,9 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
 
 absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
   RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "CompleteRun"));
+  RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
   if (run.fold == kLockboxFold) return CompleteFinalRun(run, request);
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
