@@ -147,11 +147,15 @@ absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
       WriteFileAtomically(fs::path(run_dir) / kLatest, name + "\n");
   if (!latest.ok()) return latest;
   // Prune old checkpoints (names sort by step thanks to zero padding).
+  // Pruning is best effort: an unreadable directory keeps every checkpoint
+  // (error codes, never exceptions: this runs on a run's training thread).
   std::vector<fs::path> checkpoints;
-  for (const auto& entry : fs::directory_iterator(run_dir)) {
-    const std::string n = entry.path().filename().string();
-    if (entry.is_directory() && n.rfind("step-", 0) == 0) {
-      checkpoints.push_back(entry.path());
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    std::error_code dir_ec;
+    if (it->is_directory(dir_ec) && n.rfind("step-", 0) == 0) {
+      checkpoints.push_back(it->path());
     }
   }
   std::sort(checkpoints.begin(), checkpoints.end());
@@ -171,7 +175,8 @@ absl::StatusOr<std::string> LatestCheckpoint(const std::string& run_dir) {
   std::string n = *name;
   while (!n.empty() && (n.back() == '\n' || n.back() == '\r')) n.pop_back();
   const fs::path dir = fs::path(run_dir) / n;
-  if (n.empty() || !fs::is_directory(dir)) {
+  std::error_code ec;
+  if (n.empty() || !fs::is_directory(dir, ec)) {
     return absl::DataLossError(absl::StrCat(run_dir, "/LATEST names '", n,
                                             "' which is not a checkpoint"));
   }

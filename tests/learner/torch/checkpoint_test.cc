@@ -239,6 +239,25 @@ TEST_F(CheckpointTest, LatestPointsAtTheNewestAndKeepPrunesOlderOnes) {
                                                 "step-000000000036"));
 }
 
+TEST_F(CheckpointTest, AnUnwritableRunDirectoryIsAnErrorNotACrash) {
+  // A run directory that cannot be created (its parent is a file) stands
+  // for any failing write: the save returns an error for the run, it never
+  // throws on the training thread.
+  std::unique_ptr<PpoLearner> learner = MakeLearner(1);
+  ASSERT_TRUE(learner);
+  fs::create_directories(run_dir_);
+  const fs::path file = fs::path(run_dir_) / "a-file";
+  std::ofstream(file) << "x";
+  const std::string blocked = (file / "run").string();
+  const absl::StatusOr<std::string> dir =
+      SaveCheckpoint(blocked, MakeContract(), *learner, CheckpointState{});
+  EXPECT_FALSE(dir.ok());
+  EXPECT_THAT(std::string(dir.status().message()),
+              ::testing::HasSubstr("a-file"));
+  EXPECT_EQ(LatestCheckpoint(blocked).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST_F(CheckpointTest, KeepOneLeavesOnlyTheNewest) {
   std::unique_ptr<PpoLearner> learner = MakeLearner(1);
   ASSERT_TRUE(learner);
