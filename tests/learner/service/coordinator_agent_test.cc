@@ -2,7 +2,8 @@
 // sends the coordinator and how it reacts to the coordinator's answers.
 // Runs that would train (RunHost) are not hosted here: the leases used
 // either fail to build or do not fit the memory budget, which the agent
-// decides before any torch code runs.
+// decides before any torch code runs. GrpcCoordinatorClientTest checks the
+// real client's credentials on an in-process gRPC server on 127.0.0.1.
 #include "learner/service/coordinator_agent.h"
 
 #include <stdlib.h>
@@ -16,13 +17,17 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "learner/run_config_codec.h"
 #include "learner/service/learner_service.h"
+#include "proto/coordinator.grpc.pb.h"
 #include "tests/learner/service/fake_coordinator_client.h"
 
 namespace ristretto::learner {
@@ -314,6 +319,82 @@ TEST_F(CoordinatorAgentTest, FailsALeaseWhoseDatasetCannotBeFetched) {
   EXPECT_EQ(fails[0].run_id(), 9);
   EXPECT_THAT(fails[0].reason(), HasSubstr("no-such-id"));
   EXPECT_EQ(fake_->Count("FetchDataset"), 1);
+}
+
+// The gRPC CoordinatorClient against an in-process server on 127.0.0.1 that
+// records the "authorization" metadata of each call.
+class RecordingCoordinator final : public v1::Coordinator::Service {
+ public:
+  grpc::Status RegisterLearner(grpc::ServerContext* context,
+                               const v1::RegisterLearnerRequest* /*request*/,
+                               v1::RegisterLearnerResponse* response) override {
+    Record("RegisterLearner", *context);
+    response->set_session_token("session-1");
+    return grpc::Status::OK;
+  }
+  grpc::Status LeaseRun(grpc::ServerContext* context,
+                        const v1::LeaseRunRequest* /*request*/,
+                        v1::LeaseRunResponse* /*response*/) override {
+    Record("LeaseRun", *context);
+    return grpc::Status::OK;
+  }
+  grpc::Status FetchDataset(
+      grpc::ServerContext* context, const v1::FetchDatasetRequest* /*request*/,
+      grpc::ServerWriter<v1::DatasetPiece>* /*writer*/) override {
+    Record("FetchDataset", *context);
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "no dataset");
+  }
+
+  // method -> the authorization values it carried ("" for none).
+  std::vector<std::pair<std::string, std::string>> seen() const {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  void Record(const std::string& method, const grpc::ServerContext& context) {
+    std::string value;
+    const auto it = context.client_metadata().find("authorization");
+    if (it != context.client_metadata().end()) {
+      value.assign(it->second.data(), it->second.size());
+    }
+    absl::MutexLock lock(&mu_);
+    seen_.emplace_back(method, value);
+  }
+
+  mutable absl::Mutex mu_;
+  std::vector<std::pair<std::string, std::string>> seen_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(GrpcCoordinatorClientTest, SendsTheSessionSecretOnEveryCallButRegister) {
+  RecordingCoordinator coordinator;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&coordinator);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(port, 0);
+  std::unique_ptr<CoordinatorClient> client = NewGrpcCoordinatorClient(
+      absl::StrCat("127.0.0.1:", port), absl::Seconds(5));
+  v1::LeaseRunRequest lease;
+  ASSERT_TRUE(client->LeaseRun(lease).ok());  // before any session: none
+  absl::StatusOr<v1::RegisterLearnerResponse> registered =
+      client->RegisterLearner(v1::RegisterLearnerRequest());
+  ASSERT_TRUE(registered.ok()) << registered.status();
+  client->SetSessionToken(registered->session_token());
+  ASSERT_TRUE(client->LeaseRun(lease).ok());
+  EXPECT_FALSE(  // the server has no such dataset
+      client->FetchDataset("d0", ::testing::TempDir() + "/d0.rds").ok());
+  ASSERT_TRUE(client->RegisterLearner(v1::RegisterLearnerRequest()).ok());
+  server->Shutdown();
+  using Seen = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(coordinator.seen(), (Seen{{"LeaseRun", ""},
+                                      {"RegisterLearner", ""},
+                                      {"LeaseRun", "Bearer session-1"},
+                                      {"FetchDataset", "Bearer session-1"},
+                                      {"RegisterLearner", ""}}));
 }
 
 }  // namespace
