@@ -4,10 +4,12 @@
 #ifndef RISTRETTO_TESTS_COMMON_LOG_LINES_H_
 #define RISTRETTO_TESTS_COMMON_LOG_LINES_H_
 
+#include <chrono>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ristretto::tests {
@@ -58,6 +60,38 @@ inline std::optional<LogLine> FindLogLine(const std::string& text,
     if (line.message.find(needle) != std::string::npos) return line;
   }
   return std::nullopt;
+}
+
+// The HOST:PORT a server announced with "listening on HOST:PORT" in `text`
+// (as a log line's message, or a plain line of its stdout), the first one;
+// "" if none.
+inline std::string ListeningAddress(const std::string& text) {
+  static const std::regex kListening(R"(^listening on (\S+))");
+  std::istringstream in(text);
+  std::string row;
+  while (std::getline(in, row)) {
+    std::string message = row;
+    if (auto line = ParseLogLine(row)) message = line->message;
+    std::smatch m;
+    if (std::regex_search(message, m, kListening)) return m[1].str();
+  }
+  return "";
+}
+
+// Waits up to `timeout` for a process (common/subprocess.h's Subprocess:
+// Log(), running()) to announce its address; "" on timeout or exit.
+template <typename Process>
+std::string WaitForListeningAddress(Process& process,
+                                    std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    std::string address = ListeningAddress(process.Log());
+    if (!address.empty()) return address;
+    if (!process.running() || std::chrono::steady_clock::now() > deadline) {
+      return ListeningAddress(process.Log());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 }  // namespace ristretto::tests

@@ -81,5 +81,17 @@ TEST(LogLinesTest, OtherLinesAreNotLogLines) {
   EXPECT_EQ(line->message, "lag 3");
 }
 
+TEST(LogLinesTest, ListeningAddressFromALogLineOrAPlainLine) {
+  using ::ristretto::tests::ListeningAddress;
+  EXPECT_EQ(ListeningAddress("x\nI20261127 10:20:30.123456 1 main.cc:5] "
+                             "listening on 127.0.0.1:5000\n"),
+            "127.0.0.1:5000");
+  EXPECT_EQ(ListeningAddress("listening on [::1]:7 (plaintext)\n"), "[::1]:7");
+  EXPECT_EQ(ListeningAddress("I20261127 10:20:30.123456 1 a.cc:1] not "
+                             "listening on 1.2.3.4:5\n"),
+            "");
+  EXPECT_EQ(ListeningAddress(""), "");
+}
+
 }  // namespace
 }  // namespace ristretto::log

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "learner/contract.h"
 #include "learner/service/coordinator_agent.h"
+#include "tests/common/log_lines.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
 
@@ -50,12 +51,7 @@ space:
 )";
 
 std::string Address(Process& p) {
-  if (!p.WaitForLog("listening on ", 60s)) return "";
-  std::smatch m;
-  const std::string log = p.Log();
-  return std::regex_search(log, m, std::regex("listening on (\\S+)"))
-             ? m[1].str()
-             : "";
+  return tests::WaitForListeningAddress(p, 60s);
 }
 
 // The env steps of the checkpoint LATEST points to in `run_dir`

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/store/store.h"
 #include "gtest/gtest.h"
+#include "tests/common/log_lines.h"
 #include "tests/common/metrics_scrape.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
@@ -144,7 +145,7 @@ TEST_F(MetricsTest,
                   dir_ + "/learner.log");
   const int port = MetricsPort(learner);
   ASSERT_GT(port, 0) << learner.Log();
-  const std::string address = WaitForMatch(learner, "listening on ([^\\s]+)");
+  const std::string address = tests::WaitForListeningAddress(learner, 120s);
   ASSERT_FALSE(address.empty()) << learner.Log();
 
   // Before any actor: the run's series and every reason exist at zero.
@@ -306,8 +307,7 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
                 dir_ + "/coordinator.log");
   const int coord_port = MetricsPort(coord);
   ASSERT_GT(coord_port, 0) << coord.Log();
-  const std::string coord_address =
-      WaitForMatch(coord, "listening on ([^\\s]+)");
+  const std::string coord_address = tests::WaitForListeningAddress(coord, 120s);
   ASSERT_FALSE(coord_address.empty()) << coord.Log();
 
   // A created (not yet running) study is counted at zero in every state;

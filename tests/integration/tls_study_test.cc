@@ -17,6 +17,7 @@
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/log_lines.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/dev_certs.h"
 #include "tests/integration/process.h"
@@ -51,12 +52,7 @@ space:
 // The HOST:PORT of a process's "listening on HOST:PORT" line ("" if none
 // within a minute).
 std::string Address(Process& p) {
-  if (!p.WaitForLog("listening on ", 60s)) return "";
-  std::smatch m;
-  const std::string log = p.Log();
-  return std::regex_search(log, m, std::regex("listening on (\\S+)"))
-             ? m[1].str()
-             : "";
+  return tests::WaitForListeningAddress(p, 60s);
 }
 
 class TlsStudyTest : public coordinator::testing::PgDatabaseTest {
