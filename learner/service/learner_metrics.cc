@@ -42,6 +42,7 @@ RunMetrics::RunMetrics(LearnerMetrics* parent, const RunLabels& labels)
       trained_(parent->trained_.Add({{"run", labels.run}})),
       dropped_(parent->dropped_.Add({{"run", labels.run}})),
       updates_(parent->updates_.Add({{"run", labels.run}})),
+      rolled_back_(parent->rolled_back_.Add({{"run", labels.run}})),
       update_seconds_(
           parent->update_seconds_.Add({{"run", labels.run}}, kUpdateBuckets)),
       queue_depth_(parent->queue_depth_.Add({{"run", labels.run}})),
@@ -87,6 +88,11 @@ LearnerMetrics::LearnerMetrics(MetricsServer* server,
                    .Name("ristretto_learner_updates_total")
                    .Help("PPO updates (one rollout batch, all epochs).")
                    .Register(server->registry())),
+      rolled_back_(prometheus::BuildCounter()
+                       .Name("ristretto_learner_updates_rolled_back_total")
+                       .Help("PPO updates that diverged (non-finite loss or "
+                             "weights) and were rolled back.")
+                       .Register(server->registry())),
       update_seconds_(prometheus::BuildHistogram()
                           .Name("ristretto_learner_update_seconds")
                           .Help("Wall time of one PPO update.")
@@ -190,6 +196,7 @@ void LearnerMetrics::Sweep(absl::Time now) {
     trained_.Remove(&s.trained_);
     dropped_.Remove(&s.dropped_);
     updates_.Remove(&s.updates_);
+    rolled_back_.Remove(&s.rolled_back_);
     update_seconds_.Remove(&s.update_seconds_);
     queue_depth_.Remove(&s.queue_depth_);
     policy_lag_.Remove(&s.policy_lag_);

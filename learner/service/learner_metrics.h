@@ -72,6 +72,8 @@ class RunMetrics {
   // One successful update: its wall time and the UpdateStats it returned.
   void Updated(double seconds, double policy_loss, double value_loss,
                double entropy, double approx_kl);
+  // One update that diverged and was rolled back (RunHost).
+  void RolledBack() { rolled_back_.Increment(); }
   void SetValidationScore(double score) { validation_score_.Set(score); }
   void Rejected(RejectReason reason);
   // Brackets device work (ristretto_learner_gpu_busy_ratio).
@@ -86,6 +88,7 @@ class RunMetrics {
   prometheus::Counter& trained_;
   prometheus::Counter& dropped_;
   prometheus::Counter& updates_;
+  prometheus::Counter& rolled_back_;
   prometheus::Histogram& update_seconds_;
   prometheus::Gauge& queue_depth_;
   prometheus::Histogram& policy_lag_;
@@ -136,6 +139,7 @@ class LearnerMetrics {
   prometheus::Family<prometheus::Counter>& trained_;
   prometheus::Family<prometheus::Counter>& dropped_;
   prometheus::Family<prometheus::Counter>& updates_;
+  prometheus::Family<prometheus::Counter>& rolled_back_;
   prometheus::Family<prometheus::Histogram>& update_seconds_;
   prometheus::Family<prometheus::Gauge>& queue_depth_;
   prometheus::Family<prometheus::Counter>& rejected_family_;

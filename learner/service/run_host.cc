@@ -416,6 +416,7 @@ void RunHost::TrainLoop() {
       RLOG(WARNING) << "run " << spec_.run_id << ": "
                     << stats.status().message() << " (" << diverged_in_a_row
                     << " in a row)";
+      if (metrics_ != nullptr) metrics_->RolledBack();
       absl::MutexLock lock(&mu_);
       ++counters_.updates_rolled_back;
       if (diverged_in_a_row >= kMaxConsecutiveDivergedUpdates) {

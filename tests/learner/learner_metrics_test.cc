@@ -67,6 +67,7 @@ TEST_F(LearnerMetricsTest, RunSeriesCarryTheRunAndTheFoldLabels) {
   run->ObservePolicyLag(3);
   run->SetWeightVersion(7);
   run->Updated(0.2, 0.5, 1.5, 0.9, 0.01);
+  run->RolledBack();
   run->SetValidationScore(-0.25);
   run->Rejected(RejectReason::kFuture);
   metrics.SetRunsHosted(1);
@@ -82,6 +83,8 @@ TEST_F(LearnerMetricsTest, RunSeriesCarryTheRunAndTheFoldLabels) {
   EXPECT_EQ(value("ristretto_learner_samples_dropped_total", r),
             std::optional<double>(64));
   EXPECT_EQ(value("ristretto_learner_updates_total", r),
+            std::optional<double>(1));
+  EXPECT_EQ(value("ristretto_learner_updates_rolled_back_total", r),
             std::optional<double>(1));
   EXPECT_EQ(value("ristretto_learner_update_seconds_count", r),
             std::optional<double>(1));
