@@ -131,14 +131,13 @@ class Float32Reader {
   const char* p_;
 };
 
-// True if no value in v[0, n) is NaN or ±infinity (exponent bits all set).
-// Branch-free so the compiler vectorises it.
-bool AllFinite(const float* v, size_t n) {
+// True if every value in v[0, n) has |x| <= max_abs: no NaN (it fails every
+// comparison), no ±infinity (max_abs is finite). Branch-free so the
+// compiler vectorises it.
+bool AllWithin(const float* v, size_t n, float max_abs) {
   uint32_t bad = 0;
   for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, v + i, sizeof(bits));
-    bad |= static_cast<uint32_t>((bits & 0x7f800000U) == 0x7f800000U);
+    bad |= static_cast<uint32_t>(!(std::fabs(v[i]) <= max_abs));
   }
   return bad == 0;
 }
@@ -235,7 +234,7 @@ absl::StatusOr<int64_t> CheckTensor(const TensorView& tensor,
 }
 
 int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
-                      std::vector<float>* out) {
+                      std::vector<float>* out, float max_abs) {
   const size_t n = bytes.size() / sizeof(float);
   const size_t base = out->size();
   out->reserve(base + n);
@@ -245,10 +244,10 @@ int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
     const char* src = bytes.data() + i * sizeof(float);
     out->insert(out->end(), Float32Reader(src),
                 Float32Reader(src + m * sizeof(float)));
-    if (finite_only && !AllFinite(out->data() + base + i, m)) {
+    if (finite_only && !AllWithin(out->data() + base + i, m, max_abs)) {
       const float* copied = out->data() + base + i;
       size_t j = 0;
-      while (std::isfinite(copied[j])) ++j;
+      while (std::fabs(copied[j]) <= max_abs) ++j;
       out->resize(base + i + j);
       return static_cast<int64_t>(i + j);
     }
@@ -257,7 +256,8 @@ int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
 }
 
 int64_t AppendFloat32(absl::Span<const absl::string_view> pieces,
-                      bool finite_only, std::vector<float>* out) {
+                      bool finite_only, std::vector<float>* out,
+                      float max_abs) {
   size_t total = 0;
   for (absl::string_view p : pieces) total += p.size();
   out->reserve(out->size() + total / sizeof(float));
@@ -273,13 +273,14 @@ int64_t AppendFloat32(absl::Span<const absl::string_view> pieces,
       if (carried < sizeof(float)) continue;
       float value;
       std::memcpy(&value, carry, sizeof(value));
-      if (finite_only && !std::isfinite(value)) return done;
+      if (finite_only && !(std::fabs(value) <= max_abs)) return done;
       out->push_back(value);
       ++done;
       carried = 0;
     }
     const size_t whole = p.size() / sizeof(float) * sizeof(float);
-    const int64_t bad = AppendFloat32(p.substr(0, whole), finite_only, out);
+    const int64_t bad =
+        AppendFloat32(p.substr(0, whole), finite_only, out, max_abs);
     if (bad >= 0) return done + bad;
     done += static_cast<int64_t>(whole / sizeof(float));
     carried = p.size() - whole;

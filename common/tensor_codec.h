@@ -11,6 +11,7 @@
 #define RISTRETTO_COMMON_TENSOR_CODEC_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -78,18 +79,22 @@ absl::StatusOr<int64_t> CheckTensor(const TensorView& tensor,
 
 // Appends the little-endian float32 values in `bytes` (size a multiple of
 // 4) to `out`, reusing its capacity and without value-initialising the new
-// elements first. With `finite_only`, stops at the first NaN or ±infinity
-// and returns its index in `bytes` (`out` then holds the values before it,
-// after its old contents); returns -1 when every value was appended. The
-// check runs on each cache-sized block right after it is copied.
+// elements first. With `finite_only`, stops at the first NaN, ±infinity or
+// value beyond ±`max_abs` (a finite bound; the default admits every finite
+// float) and returns its index in `bytes` (`out` then holds the values
+// before it, after its old contents); returns -1 when every value was
+// appended. The check runs on each cache-sized block right after it is
+// copied.
 int64_t AppendFloat32(absl::string_view bytes, bool finite_only,
-                      std::vector<float>* out);
+                      std::vector<float>* out,
+                      float max_abs = std::numeric_limits<float>::max());
 
 // The same over byte ranges in order whose total size is a multiple of 4
 // (a value may straddle two ranges); the index returned counts values
 // from the start of the first range.
 int64_t AppendFloat32(absl::Span<const absl::string_view> pieces,
-                      bool finite_only, std::vector<float>* out);
+                      bool finite_only, std::vector<float>* out,
+                      float max_abs = std::numeric_limits<float>::max());
 
 }  // namespace ristretto
 

@@ -16,27 +16,17 @@ namespace ristretto::wire {
 namespace {
 
 // Copies a float tensor's data (whose size CheckTensor has verified) into
-// `out`, checking every value is finite. The error wording is
-// TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE".
+// `out`, checking every value is finite and within ±max_abs (in the same
+// pass as the copy). The error wording is TrajectoryChunk::Validate()'s:
+// "chunk FIELD[i] (WHERE) is VALUE", plus ", beyond the bound +-B" for a
+// finite value out of bounds.
 template <typename Where>
 absl::Status CopyFinite(const TensorView& tensor, const char* field,
                         Where where, float max_abs, std::vector<float>* out) {
   out->clear();
-  const int64_t bad = AppendFloat32(tensor.data, /*finite_only=*/true, out);
-  if (bad < 0) {
-    // Finite; now the magnitude (one branch-free pass the compiler
-    // vectorises, then a search only when it fails).
-    const float* v = out->data();
-    const size_t n = out->size();
-    float largest = 0.0f;
-    for (size_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(v[i]));
-    if (largest <= max_abs) return absl::OkStatus();
-    size_t i = 0;
-    while (std::fabs(v[i]) <= max_abs) ++i;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk ", field, "[", i, "] (", where(static_cast<int64_t>(i)), ") is ",
-        v[i], ", beyond the bound +-", max_abs));
-  }
+  const int64_t bad =
+      AppendFloat32(tensor.data, /*finite_only=*/true, out, max_abs);
+  if (bad < 0) return absl::OkStatus();
   // The offending value's bytes (possibly split across two ranges).
   char bytes[sizeof(float)];
   size_t skip = static_cast<size_t>(bad) * sizeof(float), got = 0;
@@ -54,7 +44,9 @@ absl::Status CopyFinite(const TensorView& tensor, const char* field,
   float value;
   std::memcpy(&value, bytes, sizeof(value));
   return absl::InvalidArgumentError(absl::StrCat(
-      "chunk ", field, "[", bad, "] (", where(bad), ") is ", value));
+      "chunk ", field, "[", bad, "] (", where(bad), ") is ", value,
+      std::isfinite(value) ? absl::StrCat(", beyond the bound +-", max_abs)
+                           : ""));
 }
 
 }  // namespace
