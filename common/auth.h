@@ -14,8 +14,10 @@
 //              was assigned.
 //
 // A call presents "Bearer <secret>". Secrets are looked up by their SHA-256
-// digest and the digests compared in constant time, so neither the lookup
-// nor the comparison leaks how much of a guessed secret was right.
+// digest: the lookup's timing can depend only on the digest, which a caller
+// cannot steer towards a stored one byte by byte, so it does not leak how
+// much of a guessed secret was right. Plain secrets (the registration
+// token) are compared with ConstantTimeEquals.
 //
 // Errors: a missing, malformed or unknown credential is kUnauthenticated; a
 // known principal calling outside its role is kPermissionDenied. Messages

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/text_util.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -59,9 +60,10 @@ absl::StatusOr<E> Parse(
   for (const auto& [value, name] : names) {
     if (name == text) return value;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown ", kind, " state '",
-                                                 text, "' (expected ",
-                                                 Expected(names), ")"));
+  // `text` comes from a database row or a caller: escaped and capped.
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ", kind, " state '", EscapeForMessage(text),
+                   "' (expected ", Expected(names), ")"));
 }
 
 }  // namespace

@@ -85,18 +85,18 @@ void RestoreSnapshot(UpdateSnapshot snapshot, torch::nn::Module& model,
   }
 }
 
-// True when every parameter and buffer of `model` is finite.
+// True when every parameter and floating-point buffer of `model` is finite.
+// One device-to-host synchronisation for the whole model, not one per tensor.
 bool ModelFinite(torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> finite;
   for (const torch::Tensor& p : model.parameters()) {
-    if (!torch::isfinite(p).all().item<bool>()) return false;
+    finite.push_back(torch::isfinite(p).all());
   }
   for (const torch::Tensor& b : model.buffers()) {
-    if (b.is_floating_point() && !torch::isfinite(b).all().item<bool>()) {
-      return false;
-    }
+    if (b.is_floating_point()) finite.push_back(torch::isfinite(b).all());
   }
-  return true;
+  return finite.empty() || torch::stack(finite).all().item<bool>();
 }
 
 bool StatsFinite(const UpdateStats& stats) {
