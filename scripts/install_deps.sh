@@ -23,6 +23,8 @@ PACKAGES=(
   zlib1g-dev nlohmann-json3-dev
   # network namespaces for the multi-machine test (tests/integration/netns_test.sh)
   iproute2
+  # development TLS certificates (scripts/make_dev_certs.sh; the TLS tests)
+  openssl
   # a real browser for the HTML report and chart tests
   # (tests/integration/browser_check.sh)
   chromium
