@@ -187,7 +187,7 @@ absl::Status Scheduler::Tick() {
   ASSIGN_OR_RETURN(
       std::vector<int64_t> expired,
       Db(DbOp::kExpireLeases)
-          ->ExpireLeases(absl::Now(), max_attempts_, kDefaultMaxAttempts));
+          ->ExpireLeases(Now(), max_attempts_, kDefaultMaxAttempts));
   counters_.leases_expired += static_cast<int64_t>(expired.size());
   if (options_.metrics != nullptr) {
     options_.metrics->CountLeasesExpired(static_cast<int64_t>(expired.size()));
@@ -204,8 +204,12 @@ absl::Status Scheduler::Tick() {
         RLOG(ERROR) << "study " << row.name << " cannot run: " << s.message();
         broken_[row.id] = std::string(s.message());
       }
-      RETURN_IF_ERROR(Db(DbOp::kSetStudyState)
-                          ->SetStudyState(row.id, StudyState::kStopped));
+      // The reason is stored with the state: `study start --wait`, `up` and
+      // `study show` print it (the log line is not where users look).
+      RETURN_IF_ERROR(
+          Db(DbOp::kSetStudyState)
+              ->SetStudyState(row.id, StudyState::kStopped,
+                              absl::StrCat("cannot run: ", s.message())));
     }
   }
   if (options_.metrics != nullptr) return ExportTrialCounts(studies);
@@ -507,7 +511,8 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   v1::LeaseRunResponse response;
   ASSIGN_OR_RETURN(
       std::optional<RunRow> run,
-      Db(DbOp::kLeaseRun)->LeaseRun(request.member_id(), options_.lease_ttl));
+      Db(DbOp::kLeaseRun)
+          ->LeaseRun(request.member_id(), options_.lease_ttl, Now()));
   if (!run.has_value()) return response;
   ASSIGN_OR_RETURN(TrialRow trial,
                    Db(DbOp::kGetTrial)->GetTrial(run->trial_id));
@@ -644,13 +649,50 @@ absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
   ASSIGN_OR_RETURN(const RunRow run,
                    Db(DbOp::kGetRun)->GetRun(request.run_id()));
   RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "FailRun"));
-  RETURN_IF_ERROR(
-      Db(DbOp::kFailRun)
-          ->FailRun(request.run_id(), request.member_id(), request.reason()));
+  ASSIGN_OR_RETURN(const int max_attempts, MaxAttempts(run.study_id));
+  const std::string reason =
+      request.reason().empty() ? "unknown error" : request.reason();
+  if (run.attempts < max_attempts) {
+    // Disk full, permission denied, a device error: maybe this learner's
+    // alone, maybe passing. Queue it again, backing off exponentially, and
+    // give another learner the first chance at it.
+    const int doublings = std::min(run.attempts - 1, 20);
+    const absl::Duration backoff = std::min(
+        options_.retry_backoff * (int64_t{1} << std::max(doublings, 0)),
+        options_.max_retry_backoff);
+    const absl::Time now = Now();
+    RETURN_IF_ERROR(Db(DbOp::kFailRun)
+                        ->RetryRun(request.run_id(), request.member_id(),
+                                   reason, now + backoff, now + 2 * backoff));
+    ++counters_.runs_retried;
+    RLOG(WARNING) << "run " << request.run_id() << " failed on "
+                  << request.member_id() << " (attempt " << run.attempts
+                  << " of " << max_attempts << "): " << reason
+                  << "; retried in " << absl::FormatDuration(backoff)
+                  << " (on that learner not before "
+                  << absl::FormatDuration(2 * backoff) << ")";
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(Db(DbOp::kFailRun)
+                      ->FailRun(request.run_id(), request.member_id(),
+                                absl::StrCat(reason, " (attempt ", run.attempts,
+                                             " of ", max_attempts, ")")));
   ++counters_.trials_failed;
-  RLOG(WARNING) << "run " << request.run_id()
-                << " failed: " << request.reason();
+  RLOG(WARNING) << "run " << request.run_id() << " failed (attempt "
+                << run.attempts << " of " << max_attempts << "): " << reason;
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> Scheduler::MaxAttempts(int64_t study_id) {
+  auto it = max_attempts_.find(study_id);
+  if (it != max_attempts_.end()) return it->second;
+  ASSIGN_OR_RETURN(const StudyRow row,
+                   Db(DbOp::kGetStudyById)->GetStudyById(study_id));
+  absl::StatusOr<StudyConfig> config = ParseStudyConfig(row.config_text);
+  const int limit =
+      config.ok() ? config->max_attempts : StudyConfig().max_attempts;
+  max_attempts_[study_id] = limit;
+  return limit;
 }
 
 absl::Status Scheduler::Release(const v1::ReleaseRequest& request) {

@@ -12,6 +12,7 @@
 #define RISTRETTO_COORDINATOR_SERVICE_SCHEDULER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -43,6 +44,17 @@ struct SchedulerOptions {
   // Prometheus series (not owned; must outlive the scheduler); null: none.
   // With metrics, every Tick also counts each study's trials by state.
   CoordinatorMetrics* metrics = nullptr;
+  // A run its learner reports failed (FailRun: disk full, permission
+  // denied, ...) is tried again while it has attempts left (the study's
+  // max_attempts), after retry_backoff × 2^(attempts − 1), at most
+  // max_retry_backoff; the learner that failed it waits twice as long, so
+  // another free learner takes it first. Its last attempt fails the trial
+  // with the learner's reason.
+  absl::Duration retry_backoff = absl::Seconds(5);
+  absl::Duration max_retry_backoff = absl::Minutes(5);
+  // The scheduler's clock (lease expiry, back-off); empty: absl::Now.
+  // Tests pass a fake one.
+  std::function<absl::Time()> clock;
 };
 
 // Counters for logs and metrics.
@@ -54,6 +66,8 @@ struct SchedulerCounters {
   int64_t trials_completed = 0;
   int64_t trials_pruned = 0;
   int64_t trials_failed = 0;
+  // Failed runs queued again to back off (FailRun with attempts left).
+  int64_t runs_retried = 0;
 };
 
 class Scheduler {
@@ -80,6 +94,8 @@ class Scheduler {
   absl::StatusOr<v1::ReportEvaluationResponse> ReportEvaluation(
       const v1::ReportEvaluationRequest& request);
   absl::Status CompleteRun(const v1::CompleteRunRequest& request);
+  // With attempts left the run is queued again, backing off (see
+  // SchedulerOptions::retry_backoff); its last attempt fails the trial.
   absl::Status FailRun(const v1::FailRunRequest& request);
   absl::Status Release(const v1::ReleaseRequest& request);
   // --- actor RPCs ---
@@ -133,6 +149,13 @@ class Scheduler {
                                 const v1::CompleteRunRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckMember(const std::string& member_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Time Now() const {
+    return options_.clock ? options_.clock() : absl::Now();
+  }
+  // The study's lease attempts per run (its file's max_attempts; the
+  // default when the file does not parse), cached in max_attempts_.
+  absl::StatusOr<int> MaxAttempts(int64_t study_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OkStatus when `run` is leased to `member_id`; kPermissionDenied when
   // leased to another member, else kFailedPrecondition.

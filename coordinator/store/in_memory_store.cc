@@ -220,7 +220,8 @@ absl::StatusOr<std::vector<StudyRow>> InMemoryStore::ListStudies() {
   return rows;
 }
 
-absl::Status InMemoryStore::SetStudyState(int64_t study_id, StudyState state) {
+absl::Status InMemoryStore::SetStudyState(int64_t study_id, StudyState state,
+                                          const std::string& reason) {
   RETURN_IF_ERROR(CheckSetStudyState(state));
   absl::MutexLock lock(&mu_);
   auto it = studies_.find(study_id);
@@ -231,6 +232,7 @@ absl::Status InMemoryStore::SetStudyState(int64_t study_id, StudyState state) {
   if (study.state == state) return absl::OkStatus();
   RETURN_IF_ERROR(CheckStudyTransition(study_id, study.state, state));
   study.state = state;
+  study.stop_reason = reason;
   study.updated_at = NowMicros();
   return absl::OkStatus();
 }
@@ -347,10 +349,9 @@ absl::Status InMemoryStore::FailTrial(int64_t trial_id,
 // ------------------------------------------------------- runs and leases
 
 absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
-    const std::string& member_id, absl::Duration ttl) {
+    const std::string& member_id, absl::Duration ttl, absl::Time now) {
   RETURN_IF_ERROR(CheckLeaseRun(member_id, ttl));
   absl::MutexLock lock(&mu_);
-  const absl::Time now = absl::Now();
   // A member leasing before it registered is recorded as a learner.
   auto [member, added] = members_.emplace(member_id, MemberRow());
   if (added) {
@@ -366,6 +367,11 @@ absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
     const TrialState trial_state = trials_.at(run.trial_id).state;
     if (trial_state != TrialState::kRunning &&
         !(trial_state == TrialState::kComplete && run.fold == kLockboxFold)) {
+      continue;
+    }
+    if (run.retry_after.has_value() && now < *run.retry_after) continue;
+    if (run.avoid_member == member_id && run.avoid_until.has_value() &&
+        now < *run.avoid_until) {
       continue;
     }
     run.state = RunState::kLeased;
@@ -544,6 +550,23 @@ absl::Status InMemoryStore::FailRun(int64_t run_id,
   if (trial.state == TrialState::kRunning) {
     FailTrialLocked(&trial, absl::StrCat("fold ", run->fold, ": ", why));
   }
+  return absl::OkStatus();
+}
+
+absl::Status InMemoryStore::RetryRun(int64_t run_id,
+                                     const std::string& member_id,
+                                     const std::string& reason,
+                                     absl::Time retry_after,
+                                     absl::Time avoid_until) {
+  RETURN_IF_ERROR(CheckRetryRun(retry_after, avoid_until));
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
+  run->state = RunState::kQueued;
+  ClearLease(run);
+  run->last_error = reason.empty() ? "unknown error" : reason;
+  run->retry_after = TruncateMicros(retry_after);
+  run->avoid_member = member_id;
+  run->avoid_until = TruncateMicros(avoid_until);
   return absl::OkStatus();
 }
 

@@ -58,7 +58,9 @@ class InMemoryStore final : public Store {
   absl::StatusOr<StudyRow> GetStudy(const std::string& name) override;
   absl::StatusOr<StudyRow> GetStudyById(int64_t id) override;
   absl::StatusOr<std::vector<StudyRow>> ListStudies() override;
-  absl::Status SetStudyState(int64_t study_id, StudyState state) override;
+  using Store::SetStudyState;
+  absl::Status SetStudyState(int64_t study_id, StudyState state,
+                             const std::string& reason) override;
 
   absl::StatusOr<TrialRow> CreateTrial(
       int64_t study_id, const std::vector<ParamRow>& params,
@@ -71,8 +73,10 @@ class InMemoryStore final : public Store {
   absl::Status PruneTrial(int64_t trial_id) override;
   absl::Status FailTrial(int64_t trial_id, const std::string& reason) override;
 
+  using Store::LeaseRun;
   absl::StatusOr<std::optional<RunRow>> LeaseRun(const std::string& member_id,
-                                                 absl::Duration ttl) override;
+                                                 absl::Duration ttl,
+                                                 absl::Time now) override;
   absl::StatusOr<std::vector<int64_t>> Heartbeat(
       const std::string& member_id, absl::Duration ttl,
       const std::vector<std::pair<int64_t, int64_t>>& run_steps) override;
@@ -92,6 +96,9 @@ class InMemoryStore final : public Store {
       const std::vector<ArtifactRow>& artifacts) override;
   absl::Status FailRun(int64_t run_id, const std::string& member_id,
                        const std::string& reason) override;
+  absl::Status RetryRun(int64_t run_id, const std::string& member_id,
+                        const std::string& reason, absl::Time retry_after,
+                        absl::Time avoid_until) override;
   absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(
       int64_t trial_id) override;
   absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>

@@ -220,6 +220,21 @@ CREATE TABLE study_results (
 );
 )sql";
 
+// Version 4: retries back off, and a study stopped by the coordinator says
+// why (studies.stop_reason: `study start --wait` and `up` print it). A run
+// whose learner reported a failure (disk full, permission denied, ...) is
+// queued again with retry_after (not leased before it, exponential in its
+// attempts) and avoid_member / avoid_until (the learner that failed it gets it
+// only after another one had the chance), instead of going straight back into
+// the same failure.
+constexpr char kRetryBackoff[] = R"sql(
+ALTER TABLE runs
+  ADD COLUMN retry_after  timestamptz,
+  ADD COLUMN avoid_member text NOT NULL DEFAULT '',
+  ADD COLUMN avoid_until  timestamptz;
+ALTER TABLE studies ADD COLUMN stop_reason text NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -227,6 +242,7 @@ const std::vector<Migration>& Migrations() {
       {1, "initial schema", kInitialSchema},
       {2, "indexes for leasing, expiry and listings", kIndexes},
       {3, "lockbox results, fold statistics, study results", kLockbox},
+      {4, "retry back-off of failed runs, study stop reasons", kRetryBackoff},
   };
   return *kMigrations;
 }

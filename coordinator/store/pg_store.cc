@@ -48,7 +48,7 @@ constexpr int64_t kMigrationLockKey = 0x726973747265;
 constexpr char kStudyColumns[] =
     "s.id, s.name, s.config_text, s.state, "
     "(EXTRACT(EPOCH FROM s.created_at) * 1000000)::bigint, "
-    "(EXTRACT(EPOCH FROM s.updated_at) * 1000000)::bigint";
+    "(EXTRACT(EPOCH FROM s.updated_at) * 1000000)::bigint, s.stop_reason";
 constexpr char kTrialColumns[] =
     "t.id, t.study_id, t.number, t.state, t.score, t.fail_reason, "
     "(EXTRACT(EPOCH FROM t.created_at) * 1000000)::bigint, "
@@ -57,7 +57,9 @@ constexpr char kRunColumns[] =
     "r.id, r.trial_id, r.study_id, r.fold, r.state, r.config_json, "
     "r.attempts, COALESCE(r.member_id, ''), "
     "(EXTRACT(EPOCH FROM r.lease_expires_at) * 1000000)::bigint, "
-    "r.env_steps, r.checkpoint_dir, r.last_error";
+    "r.env_steps, r.checkpoint_dir, r.last_error, "
+    "(EXTRACT(EPOCH FROM r.retry_after) * 1000000)::bigint, r.avoid_member, "
+    "(EXTRACT(EPOCH FROM r.avoid_until) * 1000000)::bigint";
 constexpr char kDatasetColumns[] =
     "d.id, d.path, d.symbols, d.rows, d.interval_seconds, "
     "(EXTRACT(EPOCH FROM d.created_at) * 1000000)::bigint";
@@ -134,6 +136,7 @@ StudyRow ParseStudy(const pqxx::row& r) {
   s.state = StateField(r[3], ParseStudyState);
   s.created_at = TimeField(r[4]);
   s.updated_at = TimeField(r[5]);
+  s.stop_reason = r[6].as<std::string>();
   return s;
 }
 
@@ -164,6 +167,9 @@ RunRow ParseRun(const pqxx::row& r) {
   run.env_steps = r[9].as<int64_t>();
   run.checkpoint_dir = r[10].as<std::string>();
   run.last_error = r[11].as<std::string>();
+  run.retry_after = OptionalTimeField(r[12]);
+  run.avoid_member = r[13].as<std::string>();
+  run.avoid_until = OptionalTimeField(r[14]);
   return run;
 }
 
@@ -823,7 +829,8 @@ absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
       });
 }
 
-absl::Status PgStore::SetStudyState(int64_t study_id, StudyState state) {
+absl::Status PgStore::SetStudyState(int64_t study_id, StudyState state,
+                                    const std::string& reason) {
   RETURN_IF_ERROR(CheckSetStudyState(state));
   return impl_->TransactStatus("SetStudyState", [&](pqxx::work& txn) {
     const pqxx::result r = txn.exec_params(
@@ -835,8 +842,9 @@ absl::Status PgStore::SetStudyState(int64_t study_id, StudyState state) {
     if (current == state) return absl::OkStatus();
     RETURN_IF_ERROR(CheckStudyTransition(study_id, current, state));
     txn.exec_params(
-        "UPDATE studies SET state = $2, updated_at = now() WHERE id = $1",
-        study_id, std::string(ToString(state)));
+        "UPDATE studies SET state = $2, stop_reason = $3, updated_at = now() "
+        "WHERE id = $1",
+        study_id, std::string(ToString(state)), reason);
     return absl::OkStatus();
   });
 }
@@ -1006,7 +1014,7 @@ absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
 // ------------------------------------------------------- runs and leases
 
 absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
-    const std::string& member_id, absl::Duration ttl) {
+    const std::string& member_id, absl::Duration ttl, absl::Time now) {
   RETURN_IF_ERROR(CheckLeaseRun(member_id, ttl));
   return impl_->Transact<std::optional<RunRow>>(
       "LeaseRun", true,
@@ -1016,17 +1024,25 @@ absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
             "INSERT INTO members (id, kind) VALUES ($1, 'learner') "
             "ON CONFLICT (id) DO UPDATE SET last_seen = now()",
             member_id);
-        const pqxx::result pick = txn.exec(
-            "SELECT r.id FROM runs r "
-            "JOIN trials t ON t.id = r.trial_id "
-            "JOIN studies s ON s.id = r.study_id "
-            "WHERE r.state = 'queued' AND s.state = 'running' "
-            "AND (t.state = 'running' OR (t.state = 'complete' "
-            "AND r.fold = -1)) "
-            "ORDER BY r.id LIMIT 1 FOR NO KEY UPDATE OF r SKIP LOCKED");
+        // Runs backing off after a failure wait for retry_after, and for
+        // avoid_until when the member asking is the one that failed them.
+        const pqxx::result pick = txn.exec_params(
+            absl::StrCat(
+                "SELECT r.id FROM runs r "
+                "JOIN trials t ON t.id = r.trial_id "
+                "JOIN studies s ON s.id = r.study_id "
+                "WHERE r.state = 'queued' AND s.state = 'running' "
+                "AND (t.state = 'running' OR (t.state = 'complete' "
+                "AND r.fold = -1)) "
+                "AND (r.retry_after IS NULL OR r.retry_after <= ",
+                TsParam(1),
+                ") AND (r.avoid_member <> $2 OR r.avoid_until IS NULL "
+                "OR r.avoid_until <= ",
+                TsParam(1),
+                ") ORDER BY r.id LIMIT 1 FOR NO KEY UPDATE OF r SKIP LOCKED"),
+            Micros(now), member_id);
         if (pick.empty()) return std::optional<RunRow>();
         const int64_t run_id = pick[0][0].as<int64_t>();
-        const absl::Time now = absl::Now();
         const int64_t expires = Micros(now + ttl);
         RunRow run = ParseRun(txn.exec_params1(
             absl::StrCat("UPDATE runs r SET state = 'leased', member_id = $2, "
@@ -1326,6 +1342,30 @@ absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
       FailTrialLocked(txn, trial_id,
                       absl::StrCat("fold ", r[2].as<int>(), ": ", why));
     }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status PgStore::RetryRun(int64_t run_id, const std::string& member_id,
+                               const std::string& reason,
+                               absl::Time retry_after, absl::Time avoid_until) {
+  RETURN_IF_ERROR(CheckRetryRun(retry_after, avoid_until));
+  return impl_->TransactStatus("RetryRun", [&](pqxx::work& txn) {
+    ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
+    RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
+    RETURN_IF_ERROR(LockHeldRun(txn, run_id, member_id).status());
+    txn.exec_params(
+        "UPDATE leases SET released_at = now(), outcome = 'failed' "
+        "WHERE run_id = $1 AND released_at IS NULL",
+        run_id);
+    txn.exec_params(
+        absl::StrCat("UPDATE runs SET state = 'queued', member_id = NULL, "
+                     "lease_expires_at = NULL, last_error = $2, "
+                     "retry_after = ",
+                     TsParam(3), ", avoid_member = $4, avoid_until = ",
+                     TsParam(5), ", updated_at = now() WHERE id = $1"),
+        run_id, reason.empty() ? std::string("unknown error") : reason,
+        Micros(retry_after), member_id, Micros(avoid_until));
     return absl::OkStatus();
   });
 }

@@ -65,6 +65,10 @@ struct StudyRow {
   std::string config_text;  // the study file as given (YAML)
   StudyState state = StudyState::kCreated;
   absl::Time created_at, updated_at;
+  // Why the coordinator stopped the study (e.g. its dataset could not be
+  // written); empty when it was not stopped by the coordinator. Every
+  // state change replaces it.
+  std::string stop_reason;
 };
 
 struct ParamRow {
@@ -97,6 +101,12 @@ struct RunRow {
   int64_t env_steps = 0;       // last reported progress
   std::string checkpoint_dir;  // where the learner checkpoints this run
   std::string last_error;
+  // A retry backing off (RetryRun): the run is not leased before
+  // retry_after, and not to avoid_member before avoid_until (so another
+  // learner gets it first). Unset / empty: no back-off.
+  std::optional<absl::Time> retry_after;
+  std::string avoid_member;
+  std::optional<absl::Time> avoid_until;
 };
 
 // The fold number of a trial's final run: trained on every row before the
@@ -198,7 +208,15 @@ class Store {
   virtual absl::StatusOr<StudyRow> GetStudyById(int64_t id) = 0;  // kNotFound
   virtual absl::StatusOr<std::vector<StudyRow>> ListStudies() = 0;
   // kInvalidArgument for a value that is not a StudyState (a bad cast).
-  virtual absl::Status SetStudyState(int64_t study_id, StudyState state) = 0;
+  // `reason` becomes the study's stop_reason (the coordinator's why, for
+  // `study start --wait`, `up` and `study show`); a change of state without
+  // one clears it.
+  virtual absl::Status SetStudyState(int64_t study_id, StudyState state,
+                                     const std::string& reason) = 0;
+  // The same without a reason (not virtual: calls the one above).
+  absl::Status SetStudyState(int64_t study_id, StudyState state) {
+    return SetStudyState(study_id, state, "");
+  }
 
   // --- trials ---
   // Atomically: a trial with the next number, its params, and one queued
@@ -226,8 +244,15 @@ class Store {
   // concurrent callers never get the same run; attempts += 1; a lease
   // history row is recorded; an unknown member is recorded as a learner.
   // nullopt if none. kInvalidArgument for an empty member or ttl <= 0.
+  // A run backing off (RetryRun) is skipped while `now` < its retry_after,
+  // and by its avoid_member while `now` < its avoid_until.
   virtual absl::StatusOr<std::optional<RunRow>> LeaseRun(
-      const std::string& member_id, absl::Duration ttl) = 0;
+      const std::string& member_id, absl::Duration ttl, absl::Time now) = 0;
+  // The same at absl::Now() (not virtual: calls the one above).
+  absl::StatusOr<std::optional<RunRow>> LeaseRun(const std::string& member_id,
+                                                 absl::Duration ttl) {
+    return LeaseRun(member_id, ttl, absl::Now());
+  }
   // Extends every lease `member_id` holds and records progress
   // (run id → env steps). Returns the ids among `run_ids` that are no longer
   // leased to this member (cancelled, expired and re-leased, finished):
@@ -272,6 +297,15 @@ class Store {
   // runs are cancelled, atomically. Only by the lease holder.
   virtual absl::Status FailRun(int64_t run_id, const std::string& member_id,
                                const std::string& reason) = 0;
+  // leased → queued after a failure the holder reported, to be tried again
+  // (attempts are kept: LeaseRun counts the next one): last_error = reason,
+  // not leased before `retry_after`, nor to `member_id` before
+  // `avoid_until`. Only by the lease holder (kFailedPrecondition
+  // otherwise); kInvalidArgument if avoid_until < retry_after.
+  virtual absl::Status RetryRun(int64_t run_id, const std::string& member_id,
+                                const std::string& reason,
+                                absl::Time retry_after,
+                                absl::Time avoid_until) = 0;
   virtual absl::StatusOr<std::vector<FoldMetrics>> ListFoldMetrics(
       int64_t trial_id) = 0;
   // Every CV fold's metrics of the study's complete trials, by trial id

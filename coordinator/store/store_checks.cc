@@ -87,6 +87,14 @@ absl::Status CheckLeaseRun(const std::string& member_id, absl::Duration ttl) {
   return CheckPositiveTtl(ttl);
 }
 
+absl::Status CheckRetryRun(absl::Time retry_after, absl::Time avoid_until) {
+  if (avoid_until < retry_after) {
+    return absl::InvalidArgumentError(
+        "avoid_until must not be before retry_after");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckHeartbeat(
     absl::Duration ttl,
     const std::vector<std::pair<int64_t, int64_t>>& run_steps) {

@@ -48,6 +48,9 @@ absl::Status CheckFailTrial(const std::string& reason);
 // LeaseRun: a non-empty member id and a positive ttl.
 absl::Status CheckLeaseRun(const std::string& member_id, absl::Duration ttl);
 
+// RetryRun: avoid_until not before retry_after.
+absl::Status CheckRetryRun(absl::Time retry_after, absl::Time avoid_until);
+
 // Heartbeat: a positive ttl and no negative step count in run_steps
 // ((run id, env steps) pairs).
 absl::Status CheckHeartbeat(

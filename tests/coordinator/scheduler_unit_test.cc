@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +101,7 @@ class SchedulerUnitTest : public ::testing::Test {
     options.data_dir = data_dir_;
     options.lease_ttl = lease_ttl;
     options.token = token;
+    options.clock = clock_;
     scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
                                              std::move(options));
     if (!token.empty()) return;
@@ -116,10 +119,11 @@ class SchedulerUnitTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s;
   }
 
-  // The next lease for kMember; has_run() false when none.
-  v1::LeaseRunResponse Lease() {
+  // The next lease for `member` (kMember by default); has_run() false when
+  // none.
+  v1::LeaseRunResponse Lease(const std::string& member = kMember) {
     v1::LeaseRunRequest request;
-    request.set_member_id(kMember);
+    request.set_member_id(member);
     absl::StatusOr<v1::LeaseRunResponse> lease = scheduler_->LeaseRun(request);
     EXPECT_TRUE(lease.ok()) << lease.status();
     return lease.ok() ? *lease : v1::LeaseRunResponse();
@@ -164,6 +168,8 @@ class SchedulerUnitTest : public ::testing::Test {
   InMemoryStore* store_ = nullptr;  // owned by scheduler_ once started
   std::unique_ptr<Scheduler> scheduler_;
   int64_t study_id_ = 0;
+  // The scheduler's clock (Start passes it); empty: the real one.
+  std::function<absl::Time()> clock_;
 };
 
 TEST_F(SchedulerUnitTest, StudyAdvancesTrialsUpToConcurrencyAndMaxTrials) {
@@ -394,8 +400,8 @@ TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {
   EXPECT_EQ(trials[2].state, TrialState::kRunning);
 }
 
-TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
-  Start(StudyText("concurrency: 1\nmax_trials: 2"));
+TEST_F(SchedulerUnitTest, FailRunOnTheLastAttemptFailsTheTrialWithTheReason) {
+  Start(StudyText("concurrency: 1\nmax_trials: 2\nmax_attempts: 1"));
   Tick();
   const v1::LeaseRunResponse lease = Lease();
   ASSERT_TRUE(lease.has_run());
@@ -409,9 +415,109 @@ TEST_F(SchedulerUnitTest, FailRunFailsTheTrialWithTheLearnersReason) {
   std::vector<TrialRow> trials = Trials();
   ASSERT_EQ(trials.size(), 1U);
   EXPECT_EQ(trials[0].state, TrialState::kFailed);
-  EXPECT_EQ(trials[0].fail_reason, "fold 0: out of memory");
+  EXPECT_EQ(trials[0].fail_reason, "fold 0: out of memory (attempt 1 of 1)");
   Tick();
   EXPECT_EQ(Trials().size(), 2U);
+}
+
+// A run its learner reports failed (a checkpoint disk that is full, say) is
+// not leased straight back into the same failure: it is queued again after
+// 5 s × 2^(attempts − 1), the learner that failed it waits twice as long
+// (another learner gets it first, but it is not starved when none does),
+// and the trial fails with the last reason when its attempts are spent.
+// On the scheduler's fake clock.
+TEST_F(SchedulerUnitTest, FailedRunsBackOffPreferAnotherLearnerThenFailTrial) {
+  absl::Time now = absl::Now();
+  clock_ = [&now] { return now; };
+  Start(StudyText("concurrency: 1\nmax_trials: 2\nmax_attempts: 3"),
+        absl::Hours(1));
+  constexpr char kOther[] = "learner-other";
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id(kOther);
+  reg.set_address("127.0.0.1:2");
+  reg.set_slots(1);
+  ASSERT_TRUE(scheduler_->RegisterLearner(reg).ok());
+  Tick();
+  const v1::LeaseRunResponse first = Lease();
+  ASSERT_TRUE(first.has_run());
+  const int64_t run_id = first.lease().run_id();
+  auto fail = [&](const std::string& member, const std::string& reason) {
+    v1::FailRunRequest request;
+    request.set_member_id(member);
+    request.set_run_id(run_id);
+    request.set_reason(reason);
+    return scheduler_->FailRun(request);
+  };
+  auto run = [&] {
+    absl::StatusOr<RunRow> r = store_->GetRun(run_id);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : RunRow();
+  };
+
+  ASSERT_TRUE(fail(kMember, "checkpoint: No space left on device").ok());
+  EXPECT_EQ(run().state, RunState::kQueued);
+  EXPECT_EQ(run().last_error, "checkpoint: No space left on device");
+  EXPECT_EQ(Trials()[0].state, TrialState::kRunning);
+  EXPECT_EQ(scheduler_->counters().runs_retried, 1);
+  // Backing off: nobody gets it before 5 s ...
+  EXPECT_FALSE(Lease().has_run());
+  EXPECT_FALSE(Lease(kOther).has_run());
+  now += absl::Milliseconds(4900);
+  Tick();
+  EXPECT_FALSE(Lease(kOther).has_run());
+  // ... then another learner does; the one that failed it waits 10 s.
+  now += absl::Milliseconds(200);
+  EXPECT_FALSE(Lease().has_run());
+  const v1::LeaseRunResponse second = Lease(kOther);
+  ASSERT_TRUE(second.has_run());
+  EXPECT_EQ(second.lease().run_id(), run_id);
+  EXPECT_EQ(second.lease().attempt(), 2);
+
+  // The second failure doubles the back-off: 10 s, 20 s for kOther, which
+  // still gets it when no other learner took it.
+  ASSERT_TRUE(fail(kOther, "checkpoint: Permission denied").ok());
+  now += absl::Milliseconds(10100);
+  EXPECT_FALSE(Lease(kOther).has_run());
+  now += absl::Seconds(10);
+  const v1::LeaseRunResponse third = Lease(kOther);
+  ASSERT_TRUE(third.has_run());
+  EXPECT_EQ(third.lease().attempt(), 3);
+
+  // The last attempt fails the trial with the learner's reason; the study
+  // replaces it.
+  ASSERT_TRUE(fail(kOther, "checkpoint: Permission denied").ok());
+  EXPECT_EQ(run().state, RunState::kFailed);
+  std::vector<TrialRow> trials = Trials();
+  ASSERT_EQ(trials.size(), 1U);
+  EXPECT_EQ(trials[0].state, TrialState::kFailed);
+  EXPECT_EQ(trials[0].fail_reason,
+            "fold 0: checkpoint: Permission denied (attempt 3 of 3)");
+  EXPECT_EQ(scheduler_->counters().runs_retried, 2);
+  EXPECT_EQ(scheduler_->counters().trials_failed, 1);
+  Tick();
+  EXPECT_EQ(Trials().size(), 2U);
+}
+
+// A study whose dataset cannot be written (here the data directory is a
+// plain file) is stopped, and the reason is stored with the state for
+// `study start --wait`, `up` and `study show`; starting it again clears it.
+TEST_F(SchedulerUnitTest, AStudyWhoseDatasetCannotBeWrittenStopsWithTheReason) {
+  const std::string file = data_dir_ + "/not-a-directory";
+  std::ofstream(file) << "x";
+  data_dir_ = file;  // the datasets go to <file>/datasets: impossible
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  data_dir_ = file.substr(0, file.rfind('/'));  // TearDown removes this
+  Tick();
+  absl::StatusOr<StudyRow> study = store_->GetStudyById(study_id_);
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_EQ(study->state, StudyState::kStopped);
+  EXPECT_THAT(study->stop_reason, HasSubstr("cannot run: "));
+  EXPECT_THAT(study->stop_reason, HasSubstr("not-a-directory"));
+  EXPECT_TRUE(Trials().empty());
+  ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
+  study = store_->GetStudyById(study_id_);
+  ASSERT_TRUE(study.ok());
+  EXPECT_EQ(study->stop_reason, "");
 }
 
 // CoordinatorService, called in process: proto in, Scheduler, gRPC codes

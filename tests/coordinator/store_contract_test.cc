@@ -452,6 +452,70 @@ TEST_P(StoreContractTest, FailRunFailsTheTrialAndCancelsItsSiblings) {
   EXPECT_EQ(counts.running, 0);
 }
 
+// RetryRun queues a failed run again, backing off: LeaseRun skips it before
+// retry_after, and skips it for the member that failed it before
+// avoid_until; the attempts go on counting; only the holder may call it.
+TEST_P(StoreContractTest, RetryRunQueuesTheRunBackingOffFromItsHolder) {
+  const StudyRow study = RunningStudy("s");
+  const TrialRow trial = Trial(study.id, 1);
+  const RunRow run = Lease();
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  const absl::Time retry = t0 + absl::Seconds(5);
+  const absl::Time avoid = t0 + absl::Seconds(10);
+  EXPECT_EQ(store_->RetryRun(run.id, kOther, "x", retry, avoid).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->RetryRun(run.id, kMember, "x", avoid, retry).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_OK(store_->RetryRun(run.id, kMember, "disk full", retry, avoid));
+  ASSERT_OK_AND_ASSIGN(const RunRow queued, store_->GetRun(run.id));
+  EXPECT_EQ(queued.state, RunState::kQueued);
+  EXPECT_EQ(queued.member_id, "");
+  EXPECT_EQ(queued.last_error, "disk full");
+  EXPECT_EQ(queued.attempts, 1);
+  EXPECT_EQ(queued.retry_after, retry);
+  EXPECT_EQ(queued.avoid_member, kMember);
+  EXPECT_EQ(queued.avoid_until, avoid);
+  ASSERT_OK_AND_ASSIGN(const TrialRow t, store_->GetTrial(trial.id));
+  EXPECT_EQ(t.state, TrialState::kRunning);
+  ASSERT_OK_AND_ASSIGN(std::optional<RunRow> none,
+                       store_->LeaseRun(kOther, kTtl, t0 + absl::Seconds(4)));
+  EXPECT_FALSE(none.has_value());
+  ASSERT_OK_AND_ASSIGN(none,
+                       store_->LeaseRun(kMember, kTtl, t0 + absl::Seconds(6)));
+  EXPECT_FALSE(none.has_value());  // the member that failed it waits longer
+  ASSERT_OK_AND_ASSIGN(std::optional<RunRow> again,
+                       store_->LeaseRun(kOther, kTtl, t0 + absl::Seconds(6)));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->id, run.id);
+  EXPECT_EQ(again->attempts, 2);
+  EXPECT_EQ(again->member_id, kOther);
+  // Retried by kOther, then leased by kMember once its own wait is over.
+  ASSERT_OK(store_->RetryRun(run.id, kOther, "", retry, avoid));
+  ASSERT_OK_AND_ASSIGN(const RunRow unknown, store_->GetRun(run.id));
+  EXPECT_EQ(unknown.last_error, "unknown error");
+  ASSERT_OK_AND_ASSIGN(again,
+                       store_->LeaseRun(kMember, kTtl, t0 + absl::Seconds(6)));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->attempts, 3);
+}
+
+// A study's stop reason is stored with its state and cleared by the next
+// change of state.
+TEST_P(StoreContractTest, SetStudyStateRecordsTheStopReason) {
+  const StudyRow study = RunningStudy("s");
+  EXPECT_EQ(study.stop_reason, "");
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kStopped,
+                                  "cannot run: disk full"));
+  ASSERT_OK_AND_ASSIGN(StudyRow read, store_->GetStudyById(study.id));
+  EXPECT_EQ(read.state, StudyState::kStopped);
+  EXPECT_EQ(read.stop_reason, "cannot run: disk full");
+  ASSERT_OK_AND_ASSIGN(read, store_->GetStudy("s"));
+  EXPECT_EQ(read.stop_reason, "cannot run: disk full");
+  ASSERT_OK(store_->SetStudyState(study.id, StudyState::kRunning));
+  ASSERT_OK_AND_ASSIGN(read, store_->GetStudyById(study.id));
+  EXPECT_EQ(read.stop_reason, "");
+}
+
 TEST_P(StoreContractTest, TrialTransitionsPruneFailAndComplete) {
   const StudyRow study = RunningStudy("s");
   const TrialRow pruned = Trial(study.id, 2);
