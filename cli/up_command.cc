@@ -23,6 +23,7 @@
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
+#include "common/dev_certs.h"
 #include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -42,6 +43,9 @@ ABSL_FLAG(std::optional<int64_t>, slots, std::nullopt,
 ABSL_FLAG(std::string, bin_dir, "",
           "where ristretto-coordinator, -learner and -actor are (default: "
           "next to this binary, the build tree, $PATH)");
+ABSL_FLAG(bool, insecure, false,
+          "plaintext gRPC between up's processes, for debugging only (by "
+          "default they talk mutual TLS with certificates made for the run)");
 
 namespace ristretto::cli {
 namespace {
@@ -401,36 +405,70 @@ absl::Status Up() {
         store->SetStudyState(study->id, coordinator::StudyState::kRunning));
   }
 
-  // A fresh registration token per run, handed to the coordinator and the
-  // learner as a mode-600 file: never in argv, where every local user could
-  // read it (ps). The private cluster's DSN carries no password (PgCluster
-  // runs initdb -A trust), so --db shows only where the server is.
+  // A fresh token per run, handed to the coordinator, the learner and the
+  // actors (their credential at the learner) as a mode-600 file: never in
+  // argv, where every local user could read it (ps). The private cluster's
+  // DSN carries no password (PgCluster runs initdb -A trust), so --db shows
+  // only where the server is.
   ASSIGN_OR_RETURN(const std::string token, GenerateToken());
   const std::string token_file = data_dir + "/token";
   RETURN_IF_ERROR(WriteSecretFile(token_file, token));
+  // Mutual TLS between the processes, from a throw-away CA made for this
+  // run in <data-dir>/tls (its key is never written): the coordinator and
+  // the learner serve with server.pem and require client certificates; the
+  // learner (towards the coordinator) and the actors present client.pem.
+  // Paths only in argv; the keys are mode-600 files.
+  std::vector<std::string> server_tls;
+  std::vector<std::string> learner_client_tls;
+  std::vector<std::string> actor_tls;
+  if (absl::GetFlag(FLAGS_insecure)) {
+    std::fprintf(stderr,
+                 "up: WARNING: --insecure: the processes talk plaintext gRPC "
+                 "(token and data in clear on loopback); for debugging only\n");
+  } else {
+    ASSIGN_OR_RETURN(const DevCertificates certs,
+                     MakeDevCertificates(data_dir + "/tls"));
+    server_tls = {"--tls-cert",     certs.server_cert, "--tls-key",
+                  certs.server_key, "--tls-ca",        certs.ca_cert};
+    learner_client_tls = {"--coordinator-tls-cert", certs.client_cert,
+                          "--coordinator-tls-key",  certs.client_key,
+                          "--coordinator-tls-ca",   certs.ca_cert};
+    actor_tls = {"--tls-cert",     certs.client_cert, "--tls-key",
+                 certs.client_key, "--tls-ca",        certs.ca_cert};
+    std::printf("up: mutual TLS with a fresh CA in %s/tls\n", data_dir.c_str());
+  }
+  auto with = [](std::vector<std::string> argv,
+                 std::initializer_list<const std::vector<std::string>*> more) {
+    for (const std::vector<std::string>* m : more) {
+      argv.insert(argv.end(), m->begin(), m->end());
+    }
+    return argv;
+  };
   const std::string logs = data_dir + "/logs";
   KeepPreviousLogs(logs);
   Subprocess coordinator_process(
-      {coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
-       data_dir + "/coordinator", "--token-file", token_file},
+      with({coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
+            data_dir + "/coordinator", "--token-file", token_file},
+           {&server_tls}),
       logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
                    WaitListening(coordinator_process, "the coordinator"));
   Subprocess learner_process(
-      {learner_bin, "--coordinator", coordinator_address, "--port", "0",
-       "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner",
-       "--token-file", token_file},
+      with({learner_bin, "--coordinator", coordinator_address, "--port", "0",
+            "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner",
+            "--token-file", token_file},
+           {&server_tls, &learner_client_tls}),
       logs + "/learner.log");
   ASSIGN_OR_RETURN(std::string learner_address,
                    WaitListening(learner_process, "the learner"));
   std::vector<std::unique_ptr<Subprocess>> actors;
   for (int64_t i = 0; i < num_actors; ++i) {
     actors.push_back(std::make_unique<Subprocess>(
-        std::vector<std::string>{actor_bin, "--learner", learner_address,
-                                 "--envs", absl::StrCat(envs), "--actor-id",
-                                 absl::StrCat("actor-", i), "--cache-dir",
-                                 data_dir + "/actor-cache", "--seed",
-                                 absl::StrCat(i + 1)},
+        with({actor_bin, "--learner", learner_address, "--envs",
+              absl::StrCat(envs), "--actor-id", absl::StrCat("actor-", i),
+              "--cache-dir", data_dir + "/actor-cache", "--seed",
+              absl::StrCat(i + 1), "--token-file", token_file},
+             {&actor_tls}),
         absl::StrCat(logs, "/actor-", i, ".log")));
   }
   std::printf(
@@ -510,13 +548,17 @@ int RunUpCommand(int argc, char** argv, int first) {
       "DIR]\n"
       "           [--actors 2] [--envs 16] [--slots N] [--export DIR] "
       "[--bin-dir DIR]\n"
+      "           [--insecure]\n"
       "           [--csv-dir DIR --interval 5m [import flags] | --dataset "
       "FILE]\n"
       "A private PostgreSQL, the coordinator, a learner and --actors actors "
       "run the\nstudy to the end; prints the leaderboard and exports the "
       "best policy. With\n--csv-dir (imported as `dataset import`) or "
       "--dataset the study runs on that\ndata (`dataset: given`; without "
-      "--study a built-in one). Ctrl-C stops\neverything in order; running "
+      "--study a built-in one). The processes\nauthenticate with a fresh "
+      "token and talk mutual TLS (certificates made per run\nin DATA-DIR/tls; "
+      "--insecure: plaintext, for debugging). Ctrl-C stops\neverything in "
+      "order; running "
       "`up` again resumes.\n",
       AnyOf(
           {FlagsDefinedIn({"cli/up_command.cc"}), CsvImportFlags(),

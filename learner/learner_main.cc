@@ -106,6 +106,17 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
+// The learner's client side towards the coordinator (common/tls_flags.h):
+// --tls-* are its server's files; these override them for the coordinator.
+ABSL_FLAG(std::string, coordinator_tls_ca, "",
+          "PEM CA certificate the coordinator's certificate is verified "
+          "against (default: --tls-ca)");
+ABSL_FLAG(std::string, coordinator_tls_cert, "",
+          "PEM client certificate shown to a coordinator under mutual TLS, "
+          "with --coordinator-tls-key (default: --tls-cert)");
+ABSL_FLAG(std::string, coordinator_tls_key, "",
+          "PEM private key of --coordinator-tls-cert, mode 600 (default: "
+          "--tls-key)");
 // Runs from the command line (without --coordinator). The run options
 // themselves (--lr, --epochs, --policy-hidden, --budget, --seed, --threads,
 // ...) are not ABSL_FLAGs: they are the run-options schema's flags, passed
@@ -348,8 +359,21 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   Security security;
   ASSIGN_OR_RETURN(security.server, MakeServerCredentials(tls));
   if (!absl::GetFlag(FLAGS_coordinator).empty()) {
-    // The same files: the learner is also the coordinator's client.
-    ASSIGN_OR_RETURN(security.coordinator, MakeChannelCredentials(tls));
+    // The learner is also the coordinator's client: --coordinator-tls-*,
+    // each defaulting to the server's file.
+    ASSIGN_OR_RETURN(const TlsFiles towards_coordinator,
+                     CoordinatorClientTlsFiles(
+                         tls, {absl::GetFlag(FLAGS_coordinator_tls_cert),
+                               absl::GetFlag(FLAGS_coordinator_tls_key),
+                               absl::GetFlag(FLAGS_coordinator_tls_ca)}));
+    ASSIGN_OR_RETURN(security.coordinator,
+                     MakeChannelCredentials(towards_coordinator));
+  } else if (!absl::GetFlag(FLAGS_coordinator_tls_ca).empty() ||
+             !absl::GetFlag(FLAGS_coordinator_tls_cert).empty() ||
+             !absl::GetFlag(FLAGS_coordinator_tls_key).empty()) {
+    return absl::InvalidArgumentError(
+        "--coordinator-tls-* need --coordinator (they are the learner's "
+        "credentials towards it)");
   }
   // What protects the server, logged once. Only mutual TLS authenticates
   // the learner's callers (the token is its own credential at the

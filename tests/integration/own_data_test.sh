@@ -11,7 +11,12 @@
 #            `up --dataset` with the registered file resumes that study.
 #            While the first `up` runs, the argv of every process it started
 #            (coordinator, learner, actor, PostgreSQL) is read from
-#            /proc/PID/cmdline: no token or password may appear.
+#            /proc/PID/cmdline: no token, password or private-key content
+#            may appear; the coordinator and the learner run with mutual
+#            TLS (--tls-cert/--tls-key/--tls-ca), the learner and the
+#            actors present client certificates, and every key file `up`
+#            made is mode 600. The resumed `up` runs with --insecure
+#            (plaintext, with a warning).
 #   train:   `ristretto train --dataset` on the imported file trains and
 #            evaluates without the "not inside one contiguous market
 #            domain" failure (its validation rows span the outage).
@@ -137,14 +142,21 @@ tree_of() {
 # watch_argv UP_PID DATA_DIR OUT: until UP_PID exits, reads the argv
 # (/proc/PID/cmdline) of every process `up` started (its children and the
 # PostgreSQL postmaster with its backends) every 0.2 s. Writes the program
-# names seen to OUT.names and every argv that carries the run's token (from
-# DATA_DIR/token), "--token" or "password" to OUT.leaks.
+# names seen to OUT.names, each distinct argv to OUT.argv, and every argv
+# that carries the run's token (from DATA_DIR/token), a line of a private
+# key `up` wrote (DATA_DIR/tls/*.key), PEM text, "--token" or "password" to
+# OUT.leaks.
 watch_argv() {
-  local up_pid=$1 data=$2 out=$3 token="" roots pm pid cmd name
+  local up_pid=$1 data=$2 out=$3 token="" keys="" roots pm pid cmd name line
   : > "$out.names"
+  : > "$out.argv"
   : > "$out.leaks"
   while kill -0 "$up_pid" 2>/dev/null; do
     if [ -z "$token" ] && [ -s "$data/token" ]; then token=$(cat "$data/token"); fi
+    if [ -z "$keys" ] && [ -s "$data/tls/client.key" ]; then
+      # The base64 lines of every key (not the BEGIN/END lines).
+      keys=$(grep -hv -- '-----' "$data"/tls/*.key 2>/dev/null || true)
+    fi
     roots=$up_pid
     pm=$(head -n 1 "$data/pg/postmaster.pid" 2>/dev/null || true)
     if [[ $pm =~ ^[0-9]+$ ]]; then roots="$roots $pm"; fi
@@ -154,10 +166,16 @@ watch_argv() {
       name=${cmd%% *}
       name=${name##*/}
       echo "$name" >> "$out.names"
+      grep -qxF -- "$cmd" "$out.argv" || echo "$cmd" >> "$out.argv"
       if { [ -n "$token" ] && [[ $cmd == *"$token"* ]]; } ||
-         grep -qiE -- '--token([ =]|$)|password' <<< "$cmd"; then
+         grep -qiE -- '--token([ =]|$)|password|-----BEGIN|PRIVATE KEY' <<< "$cmd"; then
         echo "$cmd" >> "$out.leaks"
       fi
+      while IFS= read -r line; do
+        if [ -n "$line" ] && [[ $cmd == *"$line"* ]]; then
+          echo "$cmd" >> "$out.leaks"
+        fi
+      done <<< "$keys"
     done
     sleep 0.2
   done
@@ -189,6 +207,30 @@ if [[ $parts == all || $parts == up ]]; then
       fail "never saw $name running (saw: $(sort -u "$work/argv.names" | tr '\n' ' '))"
   done
   echo "  [up] argv of $(sort -u "$work/argv.names" | tr '\n' ' ')carries no secret" >&2
+  # TLS out of the box: both servers under mutual TLS, every client with a
+  # client certificate and the CA (paths only: the files are checked below).
+  argv_of() { grep -E "^[^ ]*/$1 " "$work/argv.argv" | head -n 1; }
+  for name in ristretto-coordinator ristretto-learner ristretto-actor; do
+    cmd=$(argv_of "$name")
+    for flag in --tls-cert --tls-key --tls-ca; do
+      [[ " $cmd " == *" $flag $work/data/tls/"* ]] ||
+        fail "$name runs without $flag (argv: $cmd)"
+    done
+  done
+  for flag in --coordinator-tls-cert --coordinator-tls-key --coordinator-tls-ca; do
+    [[ " $(argv_of ristretto-learner) " == *" $flag $work/data/tls/"* ]] ||
+      fail "the learner runs without $flag"
+  done
+  grep -q 'security: TLS on, every call authenticated' "$work/data/logs/coordinator.log" ||
+    fail "the coordinator did not report TLS with authenticated calls"
+  grep -q 'security: TLS on, every call authenticated' "$work/data/logs/learner.log" ||
+    fail "the learner did not report TLS with authenticated calls"
+  for f in "$work"/data/tls/*; do
+    [ "$(stat -c %a "$f")" = 600 ] || fail "$f has mode $(stat -c %a "$f"), not 600"
+  done
+  [ "$(stat -c %a "$work/data/tls")" = 700 ] || fail "$work/data/tls is not mode 700"
+  [ ! -e "$work/data/tls/ca.key" ] || fail "the CA's private key was written"
+  echo "  [up] mutual TLS: $(ls "$work/data/tls" | tr '\n' ' ')(mode 600, no CA key on disk)" >&2
   # The children authenticated with a per-run token from a private file.
   [ "$(stat -c %a "$work/data/token")" = 600 ] ||
     fail "$work/data/token has mode $(stat -c %a "$work/data/token"), not 600"
@@ -229,14 +271,19 @@ if [[ $parts == all || $parts == up ]]; then
     sed 's/^/  [up] /' >&2
   # The registered file given with --dataset binds to the same study text:
   # `up` resumes the finished study instead of refusing or starting anew.
+  # --insecure: plaintext between the processes, with a warning.
   if ! "$ristretto" up --dataset "$work/data/datasets/$id.rds" \
        --study "$work/tiny.yaml" --data-dir "$work/data" --actors 1 \
-       --envs 8 > "$work/again.log" 2>&1; then
+       --envs 8 --insecure > "$work/again.log" 2>&1; then
     tail -n 30 "$work/again.log" >&2
     fail "ristretto up --dataset (again) exited non-zero"
   fi
   grep -q '^up: resuming study own-data (done)' "$work/again.log" ||
     { tail -n 30 "$work/again.log" >&2; fail "up --dataset did not resume the study"; }
+  grep -q '^up: WARNING: --insecure: the processes talk plaintext gRPC' "$work/again.log" ||
+    fail "up --insecure gave no warning"
+  grep -q 'security: plaintext (no TLS)' "$work/data/logs/coordinator.log" ||
+    fail "the coordinator of up --insecure did not run plaintext"
   # A study naming another dataset is refused, before PostgreSQL starts.
   tiny_study "$work/other.yaml" other "dataset: {id: $(printf 'e%.0s' {1..64})}"
   expect_refused "$work/other.log" "the study names dataset eeee" \

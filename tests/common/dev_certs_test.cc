@@ -1,0 +1,205 @@
+// The throw-away certificates `ristretto up` makes (common/dev_certs.h):
+// the files and their modes, and mutual TLS with them on a real gRPC server
+// on 127.0.0.1 (who gets in, who does not). Also the learner's
+// coordinator-side TLS files (CoordinatorClientTlsFiles, tls_flags.h).
+#include "common/dev_certs.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/grpc_security.h"
+#include "common/tls_flags.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/ristretto.grpc.pb.h"
+#include "tests/common/temp_dir.h"
+
+namespace ristretto {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class StatusOnly final : public v1::Learner::Service {
+ public:
+  grpc::Status GetStatus(grpc::ServerContext* /*context*/,
+                         const v1::StatusRequest* /*request*/,
+                         v1::LearnerStatus* /*reply*/) override {
+    return grpc::Status::OK;
+  }
+};
+
+int Mode(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+  return static_cast<int>(st.st_mode & 07777);
+}
+
+class DevCertsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<DevCertificates> certs =
+        MakeDevCertificates(dir_.Path("tls"));
+    ASSERT_TRUE(certs.ok()) << certs.status();
+    certs_ = *certs;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  // A mutual-TLS server with the certificates; returns its port.
+  int ServeMutualTls() {
+    auto credentials = MakeServerCredentials(
+        {certs_.server_cert, certs_.server_key, certs_.ca_cert});
+    EXPECT_TRUE(credentials.ok()) << credentials.status();
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    EXPECT_GT(port, 0);
+    return port;
+  }
+
+  // One GetStatus call to HOST:port with client `files`.
+  static grpc::Status Call(const std::string& host, int port,
+                           const TlsFiles& files) {
+    auto credentials = MakeChannelCredentials(files);
+    if (!credentials.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          std::string(credentials.status().message()));
+    }
+    auto stub = v1::Learner::NewStub(
+        grpc::CreateChannel(host + ":" + std::to_string(port), *credentials));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(20));
+    v1::StatusRequest request;
+    v1::LearnerStatus reply;
+    return stub->GetStatus(&context, request, &reply);
+  }
+
+  tests::TempDir dir_{"dev-certs"};
+  DevCertificates certs_;
+  StatusOnly service_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(DevCertsTest, WritesPrivateFilesAndNeverTheCaKey) {
+  EXPECT_EQ(Mode(dir_.Path("tls")), 0700);
+  for (const std::string& f :
+       {certs_.ca_cert, certs_.server_cert, certs_.server_key,
+        certs_.client_cert, certs_.client_key}) {
+    EXPECT_EQ(Mode(f), 0600) << f;
+  }
+  const std::vector<std::string> names = [&] {
+    std::vector<std::string> out;
+    for (const auto& e :
+         std::filesystem::directory_iterator(dir_.Path("tls"))) {
+      out.push_back(e.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  EXPECT_THAT(names, ElementsAre("ca.pem", "client.key", "client.pem",
+                                 "server.key", "server.pem"));
+}
+
+TEST_F(DevCertsTest, MutualTlsLetsInOnlyHoldersOfACertificateFromTheCa) {
+  const int port = ServeMutualTls();
+  // Actors (client.pem) and a learner towards the coordinator (either).
+  EXPECT_TRUE(Call("127.0.0.1", port,
+                   {certs_.client_cert, certs_.client_key, certs_.ca_cert})
+                  .ok());
+  EXPECT_TRUE(Call("localhost", port,
+                   {certs_.server_cert, certs_.server_key, certs_.ca_cert})
+                  .ok());
+  // No client certificate, or none at all: the handshake fails.
+  EXPECT_EQ(Call("127.0.0.1", port, {"", "", certs_.ca_cert}).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Call("127.0.0.1", port, {}).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(DevCertsTest, EveryCallMakesANewCaThatTheOldCertificatesDoNotPass) {
+  const int port = ServeMutualTls();
+  tests::TempDir other("other-certs");
+  absl::StatusOr<DevCertificates> stale = MakeDevCertificates(other.path());
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  // A client from another run: its certificate is not signed by this CA,
+  // and its CA does not verify this server.
+  EXPECT_EQ(Call("127.0.0.1", port,
+                 {stale->client_cert, stale->client_key, certs_.ca_cert})
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(Call("127.0.0.1", port,
+                 {certs_.client_cert, certs_.client_key, stale->ca_cert})
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(DevCertsNamesTest, ExtraNamesAreDnsOrIpAndNothingElse) {
+  tests::TempDir dir("dev-certs-names");
+  EXPECT_TRUE(
+      MakeDevCertificates(dir.Path("ok"), {"coordinator", "10.0.0.7", "::1"})
+          .ok());
+  absl::StatusOr<DevCertificates> bad =
+      MakeDevCertificates(dir.Path("bad"), {"a b,IP:1.2.3.4"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("not a DNS name"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Path("bad")));
+}
+
+TEST(CoordinatorClientTlsFilesTest, EachPartDefaultsToTheServersFile) {
+  const TlsFiles server{"s.pem", "s.key", "actors-ca.pem"};
+  absl::StatusOr<TlsFiles> same = CoordinatorClientTlsFiles(server, {});
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->cert_file, "s.pem");
+  EXPECT_EQ(same->key_file, "s.key");
+  EXPECT_EQ(same->ca_file, "actors-ca.pem");
+  // Another CA for the coordinator: actors stay under theirs.
+  absl::StatusOr<TlsFiles> split =
+      CoordinatorClientTlsFiles(server, {"", "", "coord-ca.pem"});
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->ca_file, "coord-ca.pem");
+  EXPECT_EQ(split->cert_file, "s.pem");
+  absl::StatusOr<TlsFiles> own =
+      CoordinatorClientTlsFiles(server, {"c.pem", "c.key", ""});
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->cert_file, "c.pem");
+  EXPECT_EQ(own->key_file, "c.key");
+  EXPECT_EQ(own->ca_file, "actors-ca.pem");
+  // TLS to actors without mutual TLS, the coordinator verified by its CA.
+  absl::StatusOr<TlsFiles> server_only = CoordinatorClientTlsFiles(
+      {"s.pem", "s.key", ""}, {"", "", "coord-ca.pem"});
+  ASSERT_TRUE(server_only.ok()) << server_only.status();
+  EXPECT_EQ(server_only->ca_file, "coord-ca.pem");
+  // Nothing anywhere: plaintext (development).
+  absl::StatusOr<TlsFiles> none = CoordinatorClientTlsFiles({}, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(CoordinatorClientTlsFilesTest, HalfAPairOrNoCaIsRefusedNamingTheFlags) {
+  const TlsFiles server{"s.pem", "s.key", "ca.pem"};
+  EXPECT_THAT(
+      CoordinatorClientTlsFiles(server, {"c.pem", "", ""}).status().message(),
+      HasSubstr("--coordinator-tls-cert needs --coordinator-tls-key"));
+  EXPECT_THAT(
+      CoordinatorClientTlsFiles(server, {"", "c.key", ""}).status().message(),
+      HasSubstr("--coordinator-tls-key needs --coordinator-tls-cert"));
+  const absl::Status no_ca =
+      CoordinatorClientTlsFiles({"s.pem", "s.key", ""}, {}).status();
+  EXPECT_EQ(no_ca.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_ca.message(), HasSubstr("--coordinator-tls-ca"));
+}
+
+}  // namespace
+}  // namespace ristretto
