@@ -4,7 +4,8 @@
 // and the learner require client certificates the development CA signed;
 // the learner presents its server certificate (clientAuth too) to the
 // coordinator, the actors client.pem to both. And a learner whose CA did
-// not sign the coordinator's certificate never registers.
+// not sign the coordinator's certificate never registers, unless its
+// --coordinator-tls-* name the coordinator's CA.
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -180,6 +181,46 @@ TEST_F(TlsStudyTest, LearnerThatCannotVerifyOrAuthenticateNeverRegisters) {
     ASSERT_TRUE(learner->WaitForLog(refused, 60s)) << learner->Log();
     EXPECT_THAT(learner->Log(), ::testing::Not(HasSubstr("registered with")));
     EXPECT_FALSE(learner->Wait(0ms).has_value()) << "still trying";
+    learner->Signal(SIGTERM);
+    EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+  }
+  coordinator_->Signal(SIGTERM);
+  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+}
+
+// A learner whose actors are under another CA than the coordinator: its
+// --tls-* (server side) come from one CA, its --coordinator-tls-* (client
+// side) from the coordinator's. It registers; the same learner without
+// the --coordinator-tls-* flags (verifying the coordinator against its
+// actors' CA) cannot.
+TEST_F(TlsStudyTest,
+       LearnerWithItsOwnActorCaRegistersThroughCoordinatorTlsFlags) {
+  const std::string coordinator = StartCoordinator();
+  ASSERT_FALSE(coordinator.empty()) << coordinator_->Log();
+  const std::string actors_ca = dir_ + "/actor-certs";
+  ASSERT_TRUE(MakeDevCerts(actors_ca));
+  const auto start = [&](const std::string& name,
+                         std::vector<std::string> coordinator_tls) {
+    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY, "--coordinator",
+                                     coordinator, "--port", "0"};
+    argv.insert(argv.end(),
+                {"--run-dir", dir_ + "/" + name, "--tls-cert",
+                 actors_ca + "/server.pem", "--tls-key",
+                 actors_ca + "/server.key", "--tls-ca", actors_ca + "/ca.pem"});
+    argv.insert(argv.end(), coordinator_tls.begin(), coordinator_tls.end());
+    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+  };
+  std::unique_ptr<Process> split =
+      start("split",
+            {"--coordinator-tls-ca", Cert("ca.pem"), "--coordinator-tls-cert",
+             Cert("client.pem"), "--coordinator-tls-key", Cert("client.key")});
+  std::unique_ptr<Process> shared = start("shared", {});
+  ASSERT_TRUE(split->WaitForLog("registered with " + coordinator, 60s))
+      << split->Log();
+  ASSERT_TRUE(shared->WaitForLog("cannot register with " + coordinator, 60s))
+      << shared->Log();
+  EXPECT_THAT(shared->Log(), ::testing::Not(HasSubstr("registered with")));
+  for (Process* learner : {split.get(), shared.get()}) {
     learner->Signal(SIGTERM);
     EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
   }
