@@ -6,11 +6,11 @@
 #   RISTRETTO_DB / RISTRETTO_DB_FILE        libpq DSN (coordinator, `ristretto study ...`)
 #   PGPASSWORD / PGPASSWORD_FILE            database password, read by libpq when
 #                                           the DSN has none (keeps it out of the DSN)
-#   RISTRETTO_TOKEN / RISTRETTO_TOKEN_FILE  registration token; read from the
-#                                           environment by ristretto-coordinator
-#                                           and ristretto-learner (never put in
-#                                           argv, where `ps` shows it: the
-#                                           binaries refuse --token VALUE)
+#   RISTRETTO_TOKEN / RISTRETTO_TOKEN_FILE  cluster token; read from the
+#                                           environment by ristretto-coordinator,
+#                                           ristretto-learner and ristretto-actor
+#                                           (never put in argv, where `ps` shows
+#                                           it: the binaries refuse --token VALUE)
 #
 # A command that starts with "-" runs `ristretto` with those arguments.
 set -euo pipefail
@@ -46,7 +46,7 @@ esac
 # Only the binaries that take it see the token (in their environment,
 # which only their user can read, not in argv).
 case "$(basename "$1")" in
-  ristretto-coordinator|ristretto-learner) ;;
+  ristretto-coordinator|ristretto-learner|ristretto-actor) ;;
   *) unset RISTRETTO_TOKEN ;;
 esac
 

@@ -92,10 +92,12 @@ RUN echo /opt/torch/site-packages/torch/lib > /etc/ld.so.conf.d/libtorch.conf &&
 COPY --from=build /out/bin/ /usr/local/bin/
 COPY docker/entrypoint.sh /usr/local/bin/ristretto-entrypoint
 COPY docker/healthcheck.sh /usr/local/bin/ristretto-healthcheck
+COPY docker/install-tls.sh /usr/local/bin/ristretto-install-tls
 RUN groupadd --system --gid 10001 ristretto \
  && useradd --system --uid 10001 --gid 10001 --home-dir /data --shell /usr/sbin/nologin ristretto \
  && mkdir -p /data && chown ristretto:ristretto /data \
  && chmod 0755 /usr/local/bin/ristretto-entrypoint /usr/local/bin/ristretto-healthcheck \
+      /usr/local/bin/ristretto-install-tls \
  && if ldd /usr/local/bin/ristretto-learner | grep 'not found' \
        | grep -v 'libcuda\.so\|libnvidia-ml\.so'; then exit 1; fi
 USER 10001:10001

@@ -183,12 +183,14 @@ check_docker() {
 
 check_shell() {
   local f rc=0
-  for f in docker/entrypoint.sh docker/healthcheck.sh deploy/postgres/init/*.sh scripts/check_deploy.sh scripts/gen_k8s_dashboards.sh; do
+  for f in docker/*.sh docker/standin/*.sh deploy/postgres/init/*.sh scripts/check_deploy.sh scripts/gen_k8s_dashboards.sh \
+           scripts/compose_up.sh scripts/compose_test.sh; do
     bash -n "$f" || rc=1
     [ -x "$f" ] || { echo "shell: $f is not executable" >&2; rc=1; }
   done
   if command -v shellcheck >/dev/null 2>&1; then
-    shellcheck -S warning docker/entrypoint.sh docker/healthcheck.sh deploy/postgres/init/*.sh scripts/gen_k8s_dashboards.sh scripts/check_deploy.sh || rc=1
+    shellcheck -S warning docker/*.sh docker/standin/*.sh deploy/postgres/init/*.sh scripts/gen_k8s_dashboards.sh scripts/check_deploy.sh \
+      scripts/compose_up.sh scripts/compose_test.sh || rc=1
   fi
   [ "$rc" -eq 0 ] && echo "shell: OK"
   return "$rc"

@@ -6,8 +6,9 @@
 #   DIR   created if missing; existing files in it are kept (re-running
 #         does not replace a CA that certificates were already issued from)
 #   NAME  extra DNS names or IP addresses the server certificate is valid for
-#         (compose service names, a host's address); localhost and 127.0.0.1
-#         are always included.
+#         (compose service names, a host's address, a wildcard such as
+#         '*.learner.ristretto.svc' for Kubernetes learners); localhost and
+#         127.0.0.1 are always included.
 #
 # Writes (keys mode 600, certificates 644):
 #   ca.pem, ca.key          the development CA (10 years; keep ca.key private)
@@ -33,7 +34,7 @@ san="DNS:localhost,IP:127.0.0.1"
 for name in "$@"; do
   if [[ $name =~ ^[0-9.]+$ || $name == *:* ]]; then
     san+=",IP:$name"
-  elif [[ $name =~ ^[A-Za-z0-9.-]+$ ]]; then
+  elif [[ $name =~ ^(\*\.)?[A-Za-z0-9.-]+$ ]]; then  # *.x.y: a wildcard (Kubernetes learners)
     san+=",DNS:$name"
   else
     echo "make_dev_certs: not a DNS name or IP address: '$name'" >&2

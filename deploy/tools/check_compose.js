@@ -12,7 +12,12 @@
 //   * bind-mounted files exist; Prometheus and Grafana get their config;
 //   * no literal secrets: passwords and tokens come from ${VARIABLES}; every
 //     variable is in deploy/.env.example or has a default; no command line
-//     carries --token or a DSN password (issue 15: secrets never in argv).
+//     carries --token or a DSN password (issue 15: secrets never in argv);
+//   * TLS and the token everywhere: the coordinator and the learners serve
+//     mutual TLS (--tls-cert, --tls-key, --tls-ca), actors present a client
+//     certificate, all read the TLS files from the `tls` volume filled by the
+//     one-shot tls-init service (which they wait for) and get a required
+//     ${RISTRETTO_TOKEN:?...}.
 // Usage: node check_compose.js NORMALISED_CONFIG.yml
 'use strict';
 
@@ -35,7 +40,8 @@ const services = cfg.services || {};
 
 const expected = ['postgres', 'prometheus', 'grafana', 'coordinator', 'learner', 'learner-cpu', 'actor', 'cli'];
 for (const s of expected) if (!services[s]) report.error(`service ${s} is missing`);
-const oneOff = new Set(['cli']);
+// One-shot services: no restart policy or health check.
+const oneOff = new Set(['cli', 'tls-init']);
 
 for (const [name, s] of Object.entries(services)) {
   const where = `service ${name}`;
@@ -54,7 +60,9 @@ for (const [name, s] of Object.entries(services)) {
     const spec = typeof v === 'string' ? v : `${v.source}:${v.target}`;
     const src = typeof v === 'string' ? v.split(':')[0] : v.source;
     if (src && src.startsWith('/')) {
-      if (!fs.existsSync(src)) report.error(`${where}: bind mount source ${src} does not exist`);
+      // deploy/secrets/ is made by scripts/compose_up.sh on the first run.
+      const made = path.relative(path.resolve('deploy/secrets'), src).split(path.sep)[0] !== '..';
+      if (!fs.existsSync(src) && !made) report.error(`${where}: bind mount source ${src} does not exist`);
     } else if (src && !(cfg.volumes || {})[src]) {
       report.error(`${where}: volume ${src} is not declared (${spec})`);
     }
@@ -130,6 +138,30 @@ for (const name of ['coordinator', 'learner', 'actor']) {
   if (!scraped.includes(`"${name}`)) report.error(`deploy/prometheus/prometheus.yml does not scrape ${name}`);
   const cmd = (services[name] && services[name].command) || [];
   if (!cmd.includes('--metrics-port=9100')) report.error(`service ${name}: no --metrics-port=9100`);
+}
+
+// TLS and the token.
+const tlsFlags = {
+  coordinator: ['--tls-cert=', '--tls-key=', '--tls-ca='],
+  learner: ['--tls-cert=', '--tls-key=', '--tls-ca='],
+  'learner-cpu': ['--tls-cert=', '--tls-key=', '--tls-ca='],
+  actor: ['--tls-ca=', '--tls-cert=', '--tls-key='],
+};
+const tlsInit = services['tls-init'] || {};
+if (!JSON.stringify(tlsInit.entrypoint || []).includes('ristretto-install-tls')) report.error('tls-init: must run ristretto-install-tls');
+for (const [name, flags] of Object.entries(tlsFlags)) {
+  const s = services[name] || {};
+  const cmd = (s.command || []).map(String);
+  for (const f of flags) if (!cmd.some((a) => a.startsWith(f))) report.error(`service ${name}: no ${f}... argument (TLS)`);
+  if (!(s.volumes || []).some((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`).startsWith('tls:'))) {
+    report.error(`service ${name}: the tls volume is not mounted`);
+  }
+  const dep = (s.depends_on || {})['tls-init'];
+  if (!dep || dep.condition !== 'service_completed_successfully') report.error(`service ${name}: does not wait for tls-init to complete`);
+}
+const tokenLines = raw.split('\n').filter((l) => /^\s*RISTRETTO_TOKEN:/.test(l));
+if (tokenLines.length < 4 || !tokenLines.every((l) => l.includes('${RISTRETTO_TOKEN:?'))) {
+  report.error('RISTRETTO_TOKEN must be required (${RISTRETTO_TOKEN:?...}) for the coordinator, both learners and the actors');
 }
 
 report.finish(`${Object.keys(services).length} services`);

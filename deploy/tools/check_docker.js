@@ -85,7 +85,10 @@ for (const f of files) {
         if (/\.env|\.pem$|\.key$|secrets/.test(src)) report.error(`${where}: copies ${src} into the image`);
         if (src === '.') continue;
         const clean = src.replace(/\/$/, '');
-        if (!fs.existsSync(path.join(lib.ROOT, clean))) report.error(`${where}: COPY source ${src} does not exist`);
+        // docker/prebuilt/ is staged by docker/stage-prebuilt.sh just before
+        // a BINARIES=prebuilt build; it must not be excluded.
+        const staged = clean === 'docker/prebuilt';
+        if (!staged && !fs.existsSync(path.join(lib.ROOT, clean))) report.error(`${where}: COPY source ${src} does not exist`);
         else if (ignored(clean)) report.error(`${where}: COPY source ${src} is excluded by .dockerignore`);
       }
     }

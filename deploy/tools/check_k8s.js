@@ -32,6 +32,7 @@ const EXTERNAL_SECRETS = {
   'ristretto-db': new Set(['dsn', 'password', 'grafana-password']),
   'ristretto-grafana': new Set(['admin-password']),
   'ristretto-token': new Set(['token']),
+  'ristretto-tls': new Set(['ca.pem', 'server.pem', 'server.key', 'client.pem', 'client.key']),
 };
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'StorageClass']);
 
@@ -394,12 +395,38 @@ function crossCheck(rootName, objects) {
   }
 
   // What deploy/README.md promises about this deployment.
-  const learner = named('Deployment', 'learner');
+  const learner = named('StatefulSet', 'learner');
   const actor = named('Deployment', 'actor');
   const coordinator = named('Deployment', 'coordinator');
   if (!learner || !actor || !coordinator) {
-    report.error(`${rootName}: expected Deployments coordinator, learner and actor`);
+    report.error(`${rootName}: expected Deployments coordinator and actor and StatefulSet learner`);
   } else {
+    // TLS and the token everywhere: servers with certificate, key and CA
+    // (mutual TLS), actors with the CA and a client certificate; the token
+    // from Secret ristretto-token.
+    const flags = {
+      coordinator: ['--tls-cert=', '--tls-key=', '--tls-ca='],
+      learner: ['--tls-cert=', '--tls-key=', '--tls-ca=', '--advertise=$(POD_NAME).learner.'],
+      actor: ['--tls-ca=', '--tls-cert=', '--tls-key='],
+    };
+    for (const [name, w] of [['coordinator', coordinator], ['learner', learner], ['actor', actor]]) {
+      const c = podSpecOf(w.obj).containers[0];
+      const args = (c.args || []).map(String);
+      for (const f of flags[name]) {
+        if (!args.some((a) => a.startsWith(f))) report.error(`${rootName}: ${name} has no ${f}... argument`);
+      }
+      const token = (c.env || []).find((e) => e.name === 'RISTRETTO_TOKEN');
+      if (!token || !token.valueFrom || !token.valueFrom.secretKeyRef || token.valueFrom.secretKeyRef.name !== 'ristretto-token') {
+        report.error(`${rootName}: ${name} does not read RISTRETTO_TOKEN from Secret ristretto-token`);
+      }
+      if (!(podSpecOf(w.obj).initContainers || []).some((i) => (i.args || []).includes('ristretto-install-tls'))) {
+        report.error(`${rootName}: ${name} has no init container installing the TLS files (ristretto-install-tls)`);
+      }
+    }
+    const headless = named('Service', 'learner');
+    if (learner.obj.spec.serviceName !== 'learner' || !headless || headless.obj.spec.clusterIP !== 'None') {
+      report.error(`${rootName}: the learner StatefulSet needs the headless Service learner (its pods' DNS names)`);
+    }
     const ls = podSpecOf(learner.obj);
     const limits = (ls.containers[0].resources && ls.containers[0].resources.limits) || {};
     if (!limits['nvidia.com/gpu']) report.error(`${rootName}: the learner has no nvidia.com/gpu limit`);
@@ -424,7 +451,9 @@ function checkSecretRef(where, name, key, optional) {
   } else if (key && !keys.has(key)) {
     report.error(`${where}: Secret ${name} has no documented key ${key}`);
   }
-  if (name === 'ristretto-token' && !optional) report.error(`${where}: ristretto-token must stay optional`);
+  // Every ristretto process presents the cluster token and uses TLS: a
+  // missing Secret must stop the pod, not start it unauthenticated.
+  if (['ristretto-token', 'ristretto-tls'].includes(name) && optional) report.error(`${where}: ${name} must not be optional`);
 }
 
 // --------------------------------------------------------------------- main
