@@ -15,10 +15,13 @@
 #   server.pem, server.key  for --tls-cert/--tls-key of the coordinator and
 #                           learners (serverAuth and clientAuth: a learner is
 #                           both a server and a client of the coordinator)
-#   client.pem, client.key  for actors and tools under mutual TLS (clientAuth)
+#   client.pem, client.key  for actors and tools under mutual TLS (clientAuth);
+#                           also usable as a learner's --coordinator-tls-cert/
+#                           --coordinator-tls-key
 #
 # Not for production: one server certificate for every server, no
-# revocation, CA key on the same disk.
+# revocation, CA key on the same disk. (`ristretto up` needs none of this: it
+# makes a throw-away set per run in its data directory, common/dev_certs.h.)
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: $0 DIR [NAME...]" >&2
