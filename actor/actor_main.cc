@@ -19,10 +19,13 @@
 // servers under mutual TLS. A server the actor cannot verify, or that
 // refuses it, is retried like an unreachable one ("... ended: UNAVAILABLE").
 //
-// With --coordinator, the cluster token from --token-file (mode 600) or
-// $RISTRETTO_TOKEN is the actor's credential there (docs/security.md); a
-// coordinator with a token refuses FindLearner without it. --token VALUE is
-// refused (argv is readable with ps).
+// Credentials (docs/security.md): the token from --token-file (mode 600) or
+// $RISTRETTO_TOKEN. With --coordinator it is the actor's credential there (a
+// coordinator with a token refuses FindLearner without it) and the learner
+// is shown the actor ticket of each FindLearner answer instead; with
+// --learner alone the token goes to the learner (a learner with a token
+// refuses actors without it). --token VALUE is refused (argv is readable
+// with ps).
 
 #include <cstdint>
 #include <cstdio>
@@ -67,8 +70,9 @@ ABSL_FLAG(bool, exit_when_idle, false,
           "exit (status 0) once the learner's runs have finished and no new "
           "assignment arrives");
 ABSL_FLAG(std::string, token_file, "",
-          "file (mode 600) holding the cluster token the coordinator asks "
-          "of actors (or $RISTRETTO_TOKEN)");
+          "file (mode 600) holding the token the coordinator (or, with "
+          "--learner alone, the learner) asks of actors (or "
+          "$RISTRETTO_TOKEN)");
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
@@ -149,6 +153,9 @@ int Main(int argc, char** argv) {
           HandleProcessCommandLine("ristretto-actor", kUsage, argc, argv)) {
     return *exit_code;
   }
+  // Allocator, OpenBLAS and LibTorch threads (common/runtime_policy.h),
+  // before gRPC or LibTorch start threads (after --help: it logs a line).
+  learner::ApplyProcessRuntimePolicy(ProcessRole::kActor);
   absl::StatusOr<Flags> flags = FlagsFromCommandLine();
   if (!flags.ok()) {
     std::fprintf(stderr, "ristretto-actor: %s (see --help)\n",

@@ -1,10 +1,16 @@
 #include "common/auth.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/secret_file.h"
 #include "common/sha256.h"
 #include "common/text_util.h"
@@ -28,6 +34,27 @@ std::string Describe(const Principal& principal) {
   return absl::StrCat(RoleName(principal.role), " '",
                       EscapeForMessage(principal.id), "'");
 }
+
+// Lower-case hex of an even length, as BytesToHexString writes it.
+bool IsLowerHex(absl::string_view text) {
+  if (text.size() % 2 != 0) return false;
+  for (const char c : text) {
+    if (!absl::ascii_isdigit(c) && (c < 'a' || c > 'f')) return false;
+  }
+  return true;
+}
+
+absl::Status CheckTicketId(absl::string_view id, absl::string_view what) {
+  if (id.empty() || id.size() > kMaxTicketIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ticket's ", what, " must be 1 to ", kMaxTicketIdBytes,
+                     " bytes, got ", id.size()));
+  }
+  return absl::OkStatus();
+}
+
+constexpr char kTicketVersion[] = "rt1";
+constexpr size_t kMacHexChars = 64;
 
 }  // namespace
 
@@ -151,6 +178,133 @@ absl::StatusOr<Principal> TokenRegistry::Authenticate(
 size_t TokenRegistry::size() const {
   absl::MutexLock lock(&mu_);
   return by_digest_.size();
+}
+
+std::string HmacSha256(absl::string_view key, absl::string_view message) {
+  constexpr size_t kBlock = 64;
+  std::string block(kBlock, '\0');
+  if (key.size() > kBlock) {
+    const Sha256::Digest hashed = Sha256::Hash(key);
+    std::copy(hashed.begin(), hashed.end(), block.begin());
+  } else {
+    std::copy(key.begin(), key.end(), block.begin());
+  }
+  std::string inner_pad(kBlock, '\0');
+  std::string outer_pad(kBlock, '\0');
+  for (size_t i = 0; i < kBlock; ++i) {
+    inner_pad[i] = static_cast<char>(block[i] ^ 0x36);
+    outer_pad[i] = static_cast<char>(block[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.Update(inner_pad);
+  inner.Update(message);
+  const Sha256::Digest inner_digest = inner.Finish();
+  Sha256 outer;
+  outer.Update(outer_pad);
+  outer.Update(inner_digest.data(), inner_digest.size());
+  const Sha256::Digest mac = outer.Finish();
+  return std::string(mac.begin(), mac.end());
+}
+
+absl::StatusOr<std::string> MintActorTicket(const ActorTicket& ticket,
+                                            absl::string_view key) {
+  if (key.empty()) {
+    return absl::InvalidArgumentError("a ticket needs a key");
+  }
+  if (absl::Status s = CheckTicketId(ticket.actor_id, "actor id"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckTicketId(ticket.learner_id, "learner id");
+      !s.ok()) {
+    return s;
+  }
+  if (ticket.expires_ms <= ticket.issued_ms) {
+    return absl::InvalidArgumentError("a ticket must expire after its issue");
+  }
+  const std::string body =
+      absl::StrCat(kTicketVersion, ".", absl::BytesToHexString(ticket.actor_id),
+                   ".", absl::BytesToHexString(ticket.learner_id), ".",
+                   ticket.issued_ms, ".", ticket.expires_ms);
+  return absl::StrCat(body, ".", absl::BytesToHexString(HmacSha256(key, body)));
+}
+
+absl::StatusOr<ActorTicket> VerifyActorTicket(
+    absl::string_view text, std::initializer_list<absl::string_view> keys,
+    absl::string_view learner_id, absl::Time now) {
+  const size_t last_dot = text.rfind('.');
+  if (last_dot == absl::string_view::npos) {
+    return absl::UnauthenticatedError("malformed ticket");
+  }
+  const absl::string_view body = text.substr(0, last_dot);
+  const absl::string_view mac = text.substr(last_dot + 1);
+  const std::vector<absl::string_view> fields = absl::StrSplit(body, '.');
+  ActorTicket ticket;
+  // The MAC's length is public (always 64 hex characters): checking it
+  // first leaks nothing.
+  if (fields.size() != 5 || fields[0] != kTicketVersion ||
+      mac.size() != kMacHexChars || !IsLowerHex(fields[1]) ||
+      !IsLowerHex(fields[2]) || fields[1].size() > 2 * kMaxTicketIdBytes ||
+      fields[2].size() > 2 * kMaxTicketIdBytes ||
+      !absl::SimpleAtoi(fields[3], &ticket.issued_ms) ||
+      !absl::SimpleAtoi(fields[4], &ticket.expires_ms)) {
+    return absl::UnauthenticatedError("malformed ticket");
+  }
+  bool matched = false;
+  for (const absl::string_view key : keys) {
+    if (key.empty()) continue;
+    const std::string expected = absl::BytesToHexString(HmacSha256(key, body));
+    // Every key is tried: which one matched does not show in the timing.
+    matched = ConstantTimeEquals(expected, mac) || matched;
+  }
+  if (!matched) {
+    return absl::UnauthenticatedError(
+        "ticket not issued for this learner's key (forged, tampered with, or "
+        "older than the learner's last two registrations)");
+  }
+  ticket.actor_id = absl::HexStringToBytes(fields[1]);
+  ticket.learner_id = absl::HexStringToBytes(fields[2]);
+  if (ticket.learner_id != learner_id) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "ticket issued for learner '", EscapeForMessage(ticket.learner_id, 80),
+        "', not '", EscapeForMessage(learner_id, 80), "'"));
+  }
+  const int64_t now_ms = absl::ToUnixMillis(now);
+  const int64_t skew_ms = absl::ToInt64Milliseconds(kTicketClockSkew);
+  if (now_ms > ticket.expires_ms + skew_ms) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("ticket expired ", (now_ms - ticket.expires_ms) / 1000,
+                     " s ago: ask the coordinator again (FindLearner)"));
+  }
+  if (now_ms < ticket.issued_ms - skew_ms) {
+    return absl::UnauthenticatedError(
+        "ticket issued in the future (clocks differ by more than the "
+        "tolerated skew)");
+  }
+  return ticket;
+}
+
+void TicketKeys::Rotate(absl::string_view learner_id, absl::string_view key) {
+  if (key.empty()) return;
+  absl::MutexLock lock(&mu_);
+  learner_id_ = std::string(learner_id);
+  if (key == current_) return;
+  previous_ = std::move(current_);
+  current_ = std::string(key);
+}
+
+bool TicketKeys::has_key() const {
+  absl::MutexLock lock(&mu_);
+  return !current_.empty();
+}
+
+absl::StatusOr<ActorTicket> TicketKeys::Verify(absl::string_view text,
+                                               absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  if (current_.empty()) {
+    return absl::UnauthenticatedError(
+        "this learner has no ticket key yet (not registered)");
+  }
+  return VerifyActorTicket(text, {current_, previous_}, learner_id_, now);
 }
 
 }  // namespace ristretto::auth

@@ -23,12 +23,24 @@
 // known principal calling outside its role is kPermissionDenied. Messages
 // never echo the presented secret.
 //
-// Thread-safety: TokenRegistry is thread-safe; the free functions are pure.
+// Actor tickets (coordinated mode): the coordinator gives every registered
+// learner a random ticket key (RegisterLearnerResponse.ticket_key) and, when
+// an actor asks FindLearner, answers the learner's address plus a ticket:
+//   rt1.<hex actor id>.<hex learner member id>.<issued ms>.<expires ms>.<mac>
+// where mac is the hex HMAC-SHA256, keyed with that learner's ticket key, of
+// everything before the last '.'. The learner verifies it locally (no call to
+// the coordinator) against its current and previous key (a re-registration
+// rotates the key), in constant time, and the ticket names the only actor id
+// the caller may use. Hex fields make the text printable and unambiguous.
+//
+// Thread-safety: TokenRegistry and TicketKeys are thread-safe; the free
+// functions are pure.
 #ifndef RISTRETTO_COMMON_AUTH_H_
 #define RISTRETTO_COMMON_AUTH_H_
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -37,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace ristretto::auth {
 
@@ -114,6 +127,71 @@ class TokenRegistry {
   mutable absl::Mutex mu_;
   // hex SHA-256 of the secret -> principal.
   absl::flat_hash_map<std::string, Principal> by_digest_ ABSL_GUARDED_BY(mu_);
+};
+
+// HMAC-SHA256 (RFC 2104) of `message` under `key`: 32 raw bytes.
+std::string HmacSha256(absl::string_view key, absl::string_view message);
+
+// What a ticket says: which actor may call which learner, and when.
+struct ActorTicket {
+  std::string actor_id;
+  std::string learner_id;  // the learner's member id
+  int64_t issued_ms = 0;   // Unix time
+  int64_t expires_ms = 0;  // Unix time; refused after it (plus the skew)
+};
+
+// How long a ticket minted by the coordinator is valid. An actor asks
+// FindLearner (and gets a fresh ticket) before every connection; the
+// learner checks the ticket when a call starts, so an Act stream outlives
+// its ticket.
+inline constexpr absl::Duration kActorTicketTtl = absl::Minutes(15);
+// Clock difference between coordinator and learner hosts tolerated on both
+// ends of a ticket's validity.
+inline constexpr absl::Duration kTicketClockSkew = absl::Minutes(1);
+// Longest actor or learner id a ticket carries (bytes before hex).
+inline constexpr size_t kMaxTicketIdBytes = 256;
+
+// The ticket text for `ticket`, MACed with `key`. kInvalidArgument for an
+// empty key, an empty or over-long id, or expires_ms <= issued_ms.
+absl::StatusOr<std::string> MintActorTicket(const ActorTicket& ticket,
+                                            absl::string_view key);
+
+// The ticket `text` says, when its MAC matches one of `keys` (each is
+// compared, in constant time, whether or not an earlier one matched), it
+// names `learner_id` and `now` lies in [issued - skew, expires + skew].
+// kUnauthenticated otherwise (malformed, wrong MAC, another learner,
+// expired, not yet valid); messages never echo the ticket or its MAC.
+absl::StatusOr<ActorTicket> VerifyActorTicket(
+    absl::string_view text, std::initializer_list<absl::string_view> keys,
+    absl::string_view learner_id, absl::Time now);
+
+// A learner's ticket keys: the current one and the one before it (tickets
+// minted before a re-registration stay valid until they expire; older keys
+// are forgotten).
+class TicketKeys {
+ public:
+  TicketKeys() = default;
+  TicketKeys(const TicketKeys&) = delete;
+  TicketKeys& operator=(const TicketKeys&) = delete;
+
+  // Makes `key` current for tickets naming `learner_id`; the current key
+  // becomes the previous one (unless it is the same key). An empty key is
+  // ignored.
+  void Rotate(absl::string_view learner_id, absl::string_view key)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // True once a key was given.
+  bool has_key() const ABSL_LOCKS_EXCLUDED(mu_);
+  // VerifyActorTicket against the current and previous key;
+  // kUnauthenticated when no key was given yet.
+  absl::StatusOr<ActorTicket> Verify(absl::string_view text,
+                                     absl::Time now) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::string learner_id_ ABSL_GUARDED_BY(mu_);
+  std::string current_ ABSL_GUARDED_BY(mu_);
+  std::string previous_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ristretto::auth

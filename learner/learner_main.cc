@@ -14,9 +14,14 @@
 // --exit-when-done, once every run has reached its budget) it stops
 // accepting, checkpoints every run and prints one summary line per run.
 //
-// The registration token comes from --token-file (mode 600) or
-// $RISTRETTO_TOKEN, never from argv (every local user reads it with ps):
-// --token VALUE is refused.
+// The token comes from --token-file (mode 600) or $RISTRETTO_TOKEN, never
+// from argv (every local user reads it with ps): --token VALUE is refused.
+// With --coordinator it is the cluster token (registration); in both modes
+// it is what operators (GetStatus) and, stand-alone, actors present as
+// "authorization: Bearer <token>"; coordinated actors present the tickets
+// the coordinator minted (LearnerService, docs/security.md). Without a
+// token (and without mutual TLS) the learner binds only to loopback unless
+// --allow-insecure-network.
 //
 // TLS (common/grpc_security.h): --tls-cert/--tls-key make the server TLS,
 // and --tls-ca adds mutual TLS (actors must present a certificate it
@@ -106,6 +111,9 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
+ABSL_FLAG(bool, allow_insecure_network, false,
+          "serve on a non-loopback --address with no token and no mutual "
+          "TLS: anyone who reaches the port may call (development only)");
 // The learner's client side towards the coordinator (common/tls_flags.h):
 // --tls-* are its server's files; these override them for the coordinator.
 ABSL_FLAG(std::string, coordinator_tls_ca, "",
@@ -156,10 +164,11 @@ constexpr char kUsage[] =
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
     "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS; with\n"
     "     --coordinator also the CA that signed the coordinator's)]]\n"
+    "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
+    "    [--allow-insecure-network (no token, no mTLS, not loopback)]\n"
     "  leasing runs from a coordinator:\n"
     "    --coordinator HOST:PORT [--slots N (2)] [--member-id ID]\n"
     "    [--advertise HOST:PORT] [--cache-dir DIR]\n"
-    "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "  or runs from the command line:\n"
     "    [--runs K (1)] [--dataset FILE | --synthetic-rows N\n"
     "     --synthetic-assets N --synthetic-seed N --predictability X]\n"
@@ -260,6 +269,7 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   service_options.metrics = metrics;
   service_options.max_actors_per_run =
       static_cast<int>(absl::GetFlag(FLAGS_max_actors_per_run));
+  service_options.token = token;
   LearnerService service({}, service_options);
   ASSIGN_OR_RETURN(Listening listening,
                    Listen(&service, max_message_bytes, security.server));
@@ -375,15 +385,15 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
         "--coordinator-tls-* need --coordinator (they are the learner's "
         "credentials towards it)");
   }
-  // What protects the server, logged once. Only mutual TLS authenticates
-  // the learner's callers (the token is its own credential at the
-  // coordinator; the learner checks none on Act, FetchDataset, GetStatus).
-  // Not yet enforced: a non-loopback bind without it is allowed
-  // (allow_insecure_network) and only the notice says what is open.
+  // What protects the server, logged once. With a token every call is
+  // authenticated (LearnerService: the token, or actor tickets once
+  // registered), as with mutual TLS; without either the learner binds only
+  // to loopback unless --allow-insecure-network.
   ASSIGN_OR_RETURN(
       const std::string exposure,
       CheckExposure(absl::GetFlag(FLAGS_address), !tls.cert_file.empty(),
-                    MutualTlsFromFlags(), /*allow_insecure_network=*/true));
+                    !token.empty() || MutualTlsFromFlags(),
+                    absl::GetFlag(FLAGS_allow_insecure_network)));
   RLOG(INFO) << "security: " << exposure;
   std::optional<int64_t> memory_mb = absl::GetFlag(FLAGS_memory_mb);
   if (!memory_mb.has_value()) {
@@ -501,6 +511,7 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   service_options.dataset_path = dataset_path;
   service_options.dataset_id = dataset_id;
   service_options.metrics = metrics.get();
+  service_options.token = token;
   LearnerService service(runs, service_options);
 
   ASSIGN_OR_RETURN(Listening listening,

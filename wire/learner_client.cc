@@ -28,11 +28,23 @@ std::shared_ptr<grpc::ChannelCredentials> OrPlaintext(
                                 : grpc::InsecureChannelCredentials();
 }
 
+// Adds "authorization: Bearer <value>" to `ctx` when `bearer` holds one.
+void AddBearer(const std::shared_ptr<const LearnerCredential>& bearer,
+               grpc::ClientContext* ctx) {
+  if (bearer == nullptr) return;
+  const std::string value = bearer->Get();
+  if (!value.empty()) {
+    ctx->AddMetadata(auth::kMetadataKey, auth::BearerValue(value));
+  }
+}
+
 // Learner.Act through ActStub: the actor's messages as byte buffers, chunk
 // payloads aliasing the chunk (chunk_wire.h).
 class GrpcActCall final : public ActCall {
  public:
-  explicit GrpcActCall(const std::shared_ptr<grpc::Channel>& channel) {
+  GrpcActCall(const std::shared_ptr<grpc::Channel>& channel,
+              const std::shared_ptr<const LearnerCredential>& bearer) {
+    AddBearer(bearer, &ctx_);
     ActStub act(channel);
     stream_ = act.Act(&ctx_);
   }
@@ -72,9 +84,11 @@ class GrpcActCall final : public ActCall {
 class GrpcDatasetFetch final : public DatasetFetch {
  public:
   GrpcDatasetFetch(v1::Learner::Stub* stub, std::string dataset_id,
-                   absl::Duration deadline)
+                   absl::Duration deadline,
+                   const std::shared_ptr<const LearnerCredential>& bearer)
       : stub_(stub), dataset_id_(std::move(dataset_id)) {
     ctx_.set_deadline(DeadlineIn(deadline));
+    AddBearer(bearer, &ctx_);
   }
 
   absl::Status Receive(const std::string& path) override {
@@ -108,16 +122,17 @@ class GrpcLearnerClient final : public LearnerClient {
   }
 
   std::unique_ptr<ActCall> Act() override {
-    return std::make_unique<GrpcActCall>(channel_);
+    return std::make_unique<GrpcActCall>(channel_, options_.bearer);
   }
   std::unique_ptr<DatasetFetch> FetchDataset(
       const std::string& dataset_id) override {
-    return std::make_unique<GrpcDatasetFetch>(stub_.get(), dataset_id,
-                                              options_.rpc_deadline);
+    return std::make_unique<GrpcDatasetFetch>(
+        stub_.get(), dataset_id, options_.rpc_deadline, options_.bearer);
   }
   absl::StatusOr<v1::LearnerStatus> GetStatus() override {
     grpc::ClientContext ctx;
     ctx.set_deadline(DeadlineIn(options_.rpc_deadline));
+    AddBearer(options_.bearer, &ctx);
     v1::LearnerStatus response;
     const absl::Status s =
         FromGrpcStatus(stub_->GetStatus(&ctx, v1::StatusRequest(), &response));
@@ -135,11 +150,13 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
  public:
   GrpcActorCoordinatorClient(
       std::string address, absl::Duration rpc_deadline,
-      std::shared_ptr<grpc::ChannelCredentials> credentials, std::string token)
+      std::shared_ptr<grpc::ChannelCredentials> credentials, std::string token,
+      std::shared_ptr<LearnerCredential> tickets)
       : address_(std::move(address)),
         rpc_deadline_(rpc_deadline),
         credentials_(OrPlaintext(std::move(credentials))),
-        token_(std::move(token)) {}
+        token_(std::move(token)),
+        tickets_(std::move(tickets)) {}
 
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request) override {
@@ -154,6 +171,11 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
     const absl::Status s =
         FromGrpcStatus(stub->FindLearner(&ctx, request, &response));
     if (!s.ok()) return s;
+    // The ticket for the learner named (empty from a coordinator without a
+    // token: then the learners authenticate nobody either).
+    if (tickets_ != nullptr && !response.learner_address().empty()) {
+      tickets_->Set(response.actor_ticket());
+    }
     return response;
   }
 
@@ -162,6 +184,7 @@ class GrpcActorCoordinatorClient final : public ActorCoordinatorClient {
   const absl::Duration rpc_deadline_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const std::string token_;  // cluster token; empty: none
+  const std::shared_ptr<LearnerCredential> tickets_;  // may be null
 };
 
 }  // namespace
@@ -181,9 +204,9 @@ LearnerClientFactory GrpcLearnerClientFactory(
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
     std::shared_ptr<grpc::ChannelCredentials> credentials,
-    const std::string& token) {
+    const std::string& token, std::shared_ptr<LearnerCredential> tickets) {
   return std::make_unique<GrpcActorCoordinatorClient>(
-      address, rpc_deadline, std::move(credentials), token);
+      address, rpc_deadline, std::move(credentials), token, std::move(tickets));
 }
 
 }  // namespace ristretto::wire

@@ -10,6 +10,11 @@
 // The gRPC implementations (NewGrpcLearnerClient,
 // NewGrpcActorCoordinatorClient) hold the stub code; every call result goes
 // through grpc_status.h (FromGrpcStatus), so codes keep their names.
+//  * LearnerCredential: what the actor presents to learners
+//    ("authorization: Bearer <credential>", docs/security.md): the token
+//    (--learner mode) or the actor ticket of the last FindLearner answer
+//    (coordinator mode: the coordinator client stores it, the learner
+//    clients read it at the start of every call).
 //
 // Thread-safety: see each class.
 #ifndef RISTRETTO_WIRE_LEARNER_CLIENT_H_
@@ -18,9 +23,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/security/credentials.h"
 #include "learner/trajectory.h"
@@ -28,6 +36,26 @@
 #include "proto/ristretto.pb.h"
 
 namespace ristretto::wire {
+
+// The bearer credential an actor presents to learners; empty: none.
+// Thread-safe.
+class LearnerCredential {
+ public:
+  explicit LearnerCredential(std::string initial = "")
+      : value_(std::move(initial)) {}
+  std::string Get() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return value_;
+  }
+  void Set(std::string value) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    value_ = std::move(value);
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::string value_ ABSL_GUARDED_BY(mu_);
+};
 
 // The actor's end of one Learner.Act call (a bidirectional stream that is
 // already started). Thread-safety: one thread may write (WriteHello,
@@ -103,6 +131,9 @@ struct GrpcLearnerClientOptions {
   // (common/grpc_security.h). Null: plaintext. Under TLS the learner's
   // certificate must name the host of the address dialled (DNS or IP SAN).
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Presented as "authorization: Bearer <value>" on every call (read when
+  // the call starts); null or empty: no authorization metadata.
+  std::shared_ptr<const LearnerCredential> bearer;
 };
 
 // The production client: a channel of its own to `address` (no shared
@@ -133,11 +164,14 @@ class ActorCoordinatorClient {
 // (null: plaintext; see GrpcLearnerClientOptions::credentials), bounded by
 // `rpc_deadline`. Every call presents `token` (the cluster token, the
 // actor's credential on a coordinator that has one) as "authorization:
-// Bearer <token>" metadata; none when empty.
+// Bearer <token>" metadata; none when empty. A successful FindLearner
+// stores its actor_ticket in `tickets` (when not null): the credential the
+// learner clients then present to the learner named.
 std::unique_ptr<ActorCoordinatorClient> NewGrpcActorCoordinatorClient(
     const std::string& address, absl::Duration rpc_deadline,
     std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
-    const std::string& token = "");
+    const std::string& token = "",
+    std::shared_ptr<LearnerCredential> tickets = nullptr);
 
 }  // namespace ristretto::wire
 

@@ -5,7 +5,11 @@
 //       [--lease-ttl-s 30] [--tick-ms 500] [--token-file FILE]
 //       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
 //       [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
+//       [--allow-insecure-network]
 //
+// Without a token (and without mutual TLS) it binds only to loopback: a
+// non-loopback --address is refused at start-up unless
+// --allow-insecure-network (TLS alone authenticates no caller).
 // With --tls-cert/--tls-key it serves TLS (learners and actors verify it
 // with --tls-ca); adding --tls-ca requires every client to present a
 // certificate that CA signed (mutual TLS). common/grpc_security.h.
@@ -61,6 +65,9 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
+ABSL_FLAG(bool, allow_insecure_network, false,
+          "serve on a non-loopback --address with no token and no mutual "
+          "TLS: anyone who reaches the port may call (development only)");
 ABSL_FLAG(std::string, metrics_port, "0",
           "Prometheus metrics port, 'auto' for any free one (0: off)");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
@@ -76,7 +83,8 @@ constexpr char kUsage[] =
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
-    "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n";
+    "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n"
+    "    [--allow-insecure-network (no token, no mTLS, not loopback)]\n";
 
 // Runs the coordinator with the parsed flags.
 absl::Status Main() {
@@ -144,12 +152,12 @@ absl::Status Main() {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
   // What protects the server, logged once. With a token every call is
-  // authenticated (CoordinatorService); a non-loopback bind without one is
-  // still allowed (allow_insecure_network) and the notice says what is open.
+  // authenticated (CoordinatorService), as with mutual TLS; without either
+  // a non-loopback bind is refused unless --allow-insecure-network.
   ASSIGN_OR_RETURN(const std::string exposure,
                    CheckExposure(address, !tls.cert_file.empty(),
                                  !options.token.empty() || MutualTlsFromFlags(),
-                                 /*allow_insecure_network=*/true));
+                                 absl::GetFlag(FLAGS_allow_insecure_network)));
   RLOG(INFO) << "security: " << exposure;
   int bound_port = 0;
   grpc::ServerBuilder builder;

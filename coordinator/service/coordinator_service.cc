@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/secret_file.h"
+#include "common/text_util.h"
 #include "wire/grpc_status.h"
 
 namespace ristretto::coordinator {
@@ -98,6 +100,13 @@ grpc::Status CoordinatorService::RegisterLearner(
     absl::StatusOr<std::string> secret = registry_.Issue(learner);
     if (!secret.ok()) return Finish(kMethod, secret.status());
     registered->set_session_token(*std::move(secret));
+    // A fresh ticket key per registration: tickets of the member's previous
+    // registration stay valid at the learner (it keeps its previous key)
+    // until they expire, older ones do not.
+    absl::StatusOr<std::string> ticket_key = GenerateToken();
+    if (!ticket_key.ok()) return Finish(kMethod, ticket_key.status());
+    ticket_keys_[request->member_id()] = *ticket_key;
+    registered->set_ticket_key(*std::move(ticket_key));
   }
   *response = *std::move(registered);
   return grpc::Status::OK;
@@ -177,6 +186,8 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
     // A released member registers again before its next call.
     registry_.Revoke(
         auth::Principal{auth::Role::kLearner, request->member_id()});
+    absl::MutexLock lock(&register_mu_);
+    ticket_keys_.erase(request->member_id());
   }
   return Finish(kMethod, released);
 }
@@ -193,8 +204,45 @@ grpc::Status CoordinatorService::FindLearner(
           *caller, {auth::Role::kOperator, auth::Role::kActor}, kMethod);
     }
     if (!s.ok()) return Finish(kMethod, s);
+    // The ticket names the actor: an id it cannot carry is refused before
+    // anything is recorded.
+    if (request->actor_id().size() > auth::kMaxTicketIdBytes) {
+      return Finish(kMethod,
+                    absl::InvalidArgumentError(absl::StrCat(
+                        "actor_id must be at most ", auth::kMaxTicketIdBytes,
+                        " bytes, got ", request->actor_id().size())));
+    }
   }
-  return Reply(kMethod, scheduler_->FindLearner(*request), response);
+  absl::StatusOr<v1::FindLearnerResponse> found =
+      scheduler_->FindLearner(*request);
+  // No actor id (an operator looking): the address only, no ticket.
+  if (!found.ok() || !authenticating() || found->learner_address().empty() ||
+      request->actor_id().empty()) {
+    return Reply(kMethod, std::move(found), response);
+  }
+  std::string key;
+  {
+    absl::MutexLock lock(&register_mu_);
+    const auto it = ticket_keys_.find(found->learner_member_id());
+    if (it != ticket_keys_.end()) key = it->second;
+  }
+  if (key.empty()) {
+    // Registered without a key (cannot happen with a token): no ticket,
+    // the learner will refuse the actor and it asks again.
+    RLOG(WARNING) << "FindLearner: no ticket key for learner '"
+                  << EscapeForMessage(found->learner_member_id()) << "'";
+    return Reply(kMethod, std::move(found), response);
+  }
+  auth::ActorTicket ticket;
+  ticket.actor_id = request->actor_id();
+  ticket.learner_id = found->learner_member_id();
+  const absl::Time now = absl::Now();
+  ticket.issued_ms = absl::ToUnixMillis(now);
+  ticket.expires_ms = absl::ToUnixMillis(now + auth::kActorTicketTtl);
+  absl::StatusOr<std::string> minted = auth::MintActorTicket(ticket, key);
+  if (!minted.ok()) return Finish(kMethod, minted.status());
+  found->set_actor_ticket(*std::move(minted));
+  return Reply(kMethod, std::move(found), response);
 }
 
 grpc::Status CoordinatorService::FetchDataset(

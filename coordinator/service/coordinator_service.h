@@ -14,7 +14,11 @@
 //                    runs not leased to that member (PERMISSION_DENIED).
 //   Release          the member's session secret, or the cluster token (an
 //                    operator evicting a learner).
-//   FindLearner      "Bearer <cluster token>" (actors, operators).
+//   FindLearner      "Bearer <cluster token>" (actors, operators); the reply
+//                    also carries an actor ticket for request.actor_id at
+//                    the learner named, MACed with that learner's ticket key
+//                    (a random key per registration, handed to the learner
+//                    in RegisterLearnerResponse.ticket_key; common/auth.h).
 //   FetchDataset     the cluster token or a learner's session secret, and
 //                    only datasets of running studies.
 // No or an unknown credential, or a wrong registration token: UNAUTHENTICATED;
@@ -33,6 +37,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -105,8 +110,12 @@ class CoordinatorService final : public v1::Coordinator::Service {
   CoordinatorMetrics* const metrics_;
   // Learners' session secrets.
   auth::TokenRegistry registry_;
-  // Serialises revoke-then-issue of one registration.
-  absl::Mutex register_mu_;
+  // Serialises revoke-then-issue of one registration; guards the learners'
+  // ticket keys.
+  mutable absl::Mutex register_mu_;
+  // Member id -> the ticket key of its newest registration.
+  absl::flat_hash_map<std::string, std::string> ticket_keys_
+      ABSL_GUARDED_BY(register_mu_);
 };
 
 }  // namespace ristretto::coordinator

@@ -709,6 +709,7 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   auto it = learners_.begin();
   std::advance(it, next_learner_++ % static_cast<int64_t>(learners_.size()));
   response.set_learner_address(it->second);
+  response.set_learner_member_id(it->first);
   MemberRow member;
   member.id = request.actor_id();
   member.kind = "actor";

@@ -120,6 +120,11 @@ bool CoordinatorAgent::Register() {
     lease_ttl_ = absl::Milliseconds(response->lease_ttl_ms());
   }
   client_->SetSessionToken(response->session_token());
+  // The key of the actor tickets the coordinator now hands out for this
+  // learner (the previous one stays valid at the service).
+  if (service_ != nullptr && !response->ticket_key().empty()) {
+    service_->SetTicketKey(options_.member_id, response->ticket_key());
+  }
   registered_ = true;
   RLOG(INFO) << "registered with " << options_.coordinator_address << " as "
              << options_.member_id << " (" << options_.slots << " slots)";

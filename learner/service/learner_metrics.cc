@@ -137,7 +137,18 @@ LearnerMetrics::LearnerMetrics(MetricsServer* server,
                        .Name("ristretto_learner_runs_hosted")
                        .Help("Runs the learner hosts now.")
                        .Register(server->registry())
-                       .Add({})) {
+                       .Add({})),
+      denied_(prometheus::BuildCounter()
+                  .Name("ristretto_learner_rpc_denied_total")
+                  .Help("Learner RPCs refused: code unauthenticated (no, a "
+                        "malformed, forged or expired credential) or "
+                        "permission_denied (an actor id, run or dataset "
+                        "its ticket does not cover, the wrong role).")
+                  .Register(server->registry())) {
+  for (const char* method : {"Act", "FetchDataset", "GetStatus"}) {
+    denied_.Add({{"method", method}, {"code", "unauthenticated"}});
+    denied_.Add({{"method", method}, {"code", "permission_denied"}});
+  }
   for (int r = 0; r < kNumRejectReasons; ++r) {
     rejected_[r] = &rejected_family_.Add(
         {{"reason", RejectReasonName(static_cast<RejectReason>(r))}});
@@ -173,6 +184,16 @@ int LearnerMetrics::exported_runs() const {
 void LearnerMetrics::CountRejected(RejectReason reason) {
   const int r = static_cast<int>(reason);
   if (r >= 0 && r < kNumRejectReasons) rejected_[r]->Increment();
+}
+
+void LearnerMetrics::CountDenied(const std::string& method,
+                                 bool unauthenticated) {
+  // Family::Add returns the existing series for known labels.
+  denied_
+      .Add(
+          {{"method", method},
+           {"code", unauthenticated ? "unauthenticated" : "permission_denied"}})
+      .Increment();
 }
 
 void LearnerMetrics::Release(const std::string& run) {

@@ -120,6 +120,9 @@ class LearnerMetrics {
   int exported_runs() const;
 
   void CountRejected(RejectReason reason);
+  // An RPC refused by authentication: `method` is "Act", "FetchDataset" or
+  // "GetStatus"; code unauthenticated or permission_denied.
+  void CountDenied(const std::string& method, bool unauthenticated);
   void SetRunsHosted(int runs) { runs_hosted_.Set(runs); }
   BusyTracker& busy() { return busy_; }
 
@@ -150,6 +153,7 @@ class LearnerMetrics {
   prometheus::Family<prometheus::Gauge>& approx_kl_;
   prometheus::Family<prometheus::Gauge>& validation_score_;
   prometheus::Gauge& runs_hosted_;
+  prometheus::Family<prometheus::Counter>& denied_;
   std::array<prometheus::Counter*, kNumRejectReasons> rejected_{};
 
   mutable absl::Mutex mu_;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/text_util.h"
 #include "learner/service/learner_metrics.h"
 #include "wire/chunk_wire.h"
@@ -51,7 +52,8 @@ class ActorReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
       private ActorTransport {
  public:
-  explicit ActorReactor(LearnerService* service) : stream_(service, this) {
+  ActorReactor(LearnerService* service, auth::Principal caller)
+      : stream_(service, this, std::move(caller)) {
     stream_.Start();
   }
 
@@ -69,6 +71,22 @@ class ActorReactor final
   void End(const grpc::Status& status) override { Finish(status); }
 
   ActorStream stream_;
+};
+
+// An Act call refused before its first read: ends with `status`.
+class DeniedActReactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit DeniedActReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// A FetchDataset call refused before its first write: ends with `status`.
+class DeniedDatasetReactor final
+    : public grpc::ServerWriteReactor<v1::DatasetPiece> {
+ public:
+  explicit DeniedDatasetReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
 };
 
 // Streams the dataset file in 1 MiB pieces.
@@ -138,9 +156,11 @@ struct ActorStream::Link {
   ActorStream* stream ABSL_GUARDED_BY(mu) = nullptr;
 };
 
-ActorStream::ActorStream(LearnerService* service, ActorTransport* transport)
+ActorStream::ActorStream(LearnerService* service, ActorTransport* transport,
+                         auth::Principal caller)
     : service_(service),
       transport_(transport),
+      caller_(std::move(caller)),
       link_(std::make_shared<Link>()) {
   absl::MutexLock lock(&link_->mu);
   link_->stream = this;
@@ -298,6 +318,16 @@ void ActorStream::HandleHello() {
     return;
   }
   const v1::Hello& hello = frame_.hello;
+  if (caller_.role == auth::Role::kActor && hello.actor_id() != caller_.id) {
+    // A ticket names one actor: it cannot speak for another (whose run,
+    // sequence numbers and dataset rights it would take over).
+    FinishWhenDrained(service_->Deny(
+        "Act", absl::PermissionDeniedError(absl::StrCat(
+                   "the ticket of actor '", EscapeForMessage(caller_.id, 80),
+                   "' may not say Hello as '",
+                   EscapeForMessage(hello.actor_id(), 80), "'"))));
+    return;
+  }
   bool all_full = false;
   run_ = service_->AssignRun(hello.want_run_id(), &all_full);
   if (run_ == nullptr && all_full) {
@@ -332,6 +362,9 @@ void ActorStream::HandleHello() {
     const int64_t ours = run_->counters().policy_version;
     absl::MutexLock lock(&mu_);
     sent_version_ = hello.have_version() <= ours ? hello.have_version() : -1;
+  }
+  if (caller_.role == auth::Role::kActor) {
+    service_->NoteAssignment(caller_.id, run_->run_id());
   }
   const RunSpec& spec = run_->spec();
   v1::LearnerMessage assignment;
@@ -451,14 +484,101 @@ void LearnerService::ExportRunsHosted() {
   }
 }
 
+void LearnerService::SetTicketKey(const std::string& member_id,
+                                  const std::string& key) {
+  ticket_keys_.Rotate(member_id, key);
+}
+
+bool LearnerService::authenticating() const {
+  return !options_.token.empty() || ticket_keys_.has_key();
+}
+
+absl::StatusOr<auth::Principal> LearnerService::Authenticate(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  const auth::Principal kOperator{auth::Role::kOperator, "operator"};
+  if (!authenticating()) return kOperator;
+  const auto [first, last] = metadata.equal_range(auth::kMetadataKey);
+  if (first == last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("no credentials: the call carries no '",
+                     auth::kMetadataKey, "' metadata"));
+  }
+  if (std::next(first) != last) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("more than one '", auth::kMetadataKey, "' metadata"));
+  }
+  absl::StatusOr<std::string> secret = auth::ParseBearer(
+      absl::string_view(first->second.data(), first->second.size()));
+  if (!secret.ok()) return secret.status();
+  if (!options_.token.empty() &&
+      auth::ConstantTimeEquals(*secret, options_.token)) {
+    return kOperator;
+  }
+  if (!ticket_keys_.has_key()) {
+    return absl::UnauthenticatedError("unknown credentials");
+  }
+  absl::StatusOr<auth::ActorTicket> ticket =
+      ticket_keys_.Verify(*secret, absl::Now());
+  if (!ticket.ok()) return ticket.status();
+  return auth::Principal{auth::Role::kActor, std::move(ticket->actor_id)};
+}
+
+grpc::Status LearnerService::Deny(const char* method,
+                                  const absl::Status& status) {
+  const bool unauthenticated =
+      status.code() == absl::StatusCode::kUnauthenticated;
+  if (options_.metrics != nullptr) {
+    options_.metrics->CountDenied(method, unauthenticated);
+  }
+  RLOG(WARNING) << "denied " << method << ": " << status.ToString();
+  return wire::ToGrpcStatus(status);
+}
+
+void LearnerService::NoteAssignment(const std::string& actor_id,
+                                    const std::string& run_id) {
+  absl::MutexLock lock(&mu_);
+  actor_runs_[actor_id].insert(run_id);
+}
+
+absl::Status LearnerService::MayFetch(const auth::Principal& caller,
+                                      const std::string& dataset_id) const {
+  if (caller.role == auth::Role::kOperator) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  const auto assigned = actor_runs_.find(caller.id);
+  if (assigned != actor_runs_.end()) {
+    for (const std::shared_ptr<RunHost>& run : runs_) {
+      if (assigned->second.count(run->run_id()) > 0 &&
+          run->spec().trainer.dataset_id == dataset_id) {
+        return absl::OkStatus();
+      }
+    }
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("actor '", EscapeForMessage(caller.id, 80),
+                   "' was assigned no run of this learner on dataset '",
+                   EscapeForMessage(dataset_id, 80), "'"));
+}
+
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
-LearnerService::Act(grpc::CallbackServerContext* /*context*/) {
-  return new ActorReactor(this);
+LearnerService::Act(grpc::CallbackServerContext* context) {
+  absl::StatusOr<auth::Principal> caller =
+      Authenticate(context->client_metadata());
+  if (!caller.ok()) {
+    return new DeniedActReactor(Deny("Act", caller.status()));
+  }
+  return new ActorReactor(this, *std::move(caller));
 }
 
 grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
-    grpc::CallbackServerContext* /*context*/,
+    grpc::CallbackServerContext* context,
     const v1::FetchDatasetRequest* request) {
+  absl::StatusOr<auth::Principal> caller =
+      Authenticate(context->client_metadata());
+  absl::Status allowed = caller.status();
+  if (allowed.ok()) allowed = MayFetch(*caller, request->dataset_id());
+  if (!allowed.ok()) {
+    return new DeniedDatasetReactor(Deny("FetchDataset", allowed));
+  }
   std::string path;
   {
     absl::MutexLock lock(&mu_);
@@ -471,6 +591,17 @@ grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
 grpc::ServerUnaryReactor* LearnerService::GetStatus(
     grpc::CallbackServerContext* context, const v1::StatusRequest* /*request*/,
     v1::LearnerStatus* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<auth::Principal> caller =
+      Authenticate(context->client_metadata());
+  absl::Status allowed = caller.status();
+  if (allowed.ok()) {
+    allowed = auth::RequireRole(*caller, {auth::Role::kOperator}, "GetStatus");
+  }
+  if (!allowed.ok()) {
+    reactor->Finish(Deny("GetStatus", allowed));
+    return reactor;
+  }
   for (const std::shared_ptr<RunHost>& run : runs()) {
     const RunCounters c = run->counters();
     v1::RunStatus* s = response->add_runs();
@@ -484,7 +615,6 @@ grpc::ServerUnaryReactor* LearnerService::GetStatus(
     s->set_finished(c.finished);
   }
   response->set_chunks_rejected(chunks_rejected());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -501,6 +631,11 @@ void LearnerService::RemoveRun(const std::string& run_id) {
     if ((*it)->run_id() == run_id) {
       runs_.erase(it);
       ExportRunsHosted();
+      // Its actors lose their right to its dataset.
+      for (auto a = actor_runs_.begin(); a != actor_runs_.end();) {
+        a->second.erase(run_id);
+        a = a->second.empty() ? actor_runs_.erase(a) : std::next(a);
+      }
       return;
     }
   }

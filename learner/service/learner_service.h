@@ -7,6 +7,22 @@
 // precise code; new weight versions are pushed as they are published (one
 // serialised message shared by all actors). ActorStream runs on any
 // ActorTransport, so tests drive a stream in-process without a server.
+//
+// Authentication (docs/security.md), when options.token is set or a ticket
+// key was given (SetTicketKey; coordinated mode with a token): every call
+// carries "authorization: Bearer <credential>", where the credential is
+//   options.token   an operator (and, stand-alone, every actor): any actor
+//                   id, any served dataset, GetStatus;
+//   an actor ticket minted by the coordinator (auth::VerifyActorTicket,
+//                   checked here against the current and previous key, no
+//                   call to the coordinator): Act only with the ticket's
+//                   actor id in Hello, FetchDataset only for datasets of
+//                   runs this learner assigned to that actor id and still
+//                   hosts; no GetStatus.
+// No, a malformed, forged or expired credential: UNAUTHENTICATED; a valid
+// one used beyond it: PERMISSION_DENIED. Both are counted
+// (ristretto_learner_rpc_denied_total) and logged. Without a token and key
+// nothing is authenticated (development mode, loopback only).
 // Thread-safe; owned by the learner's main, which destroys it after the
 // grpc::Server has shut down.
 #ifndef RISTRETTO_LEARNER_SERVICE_LEARNER_SERVICE_H_
@@ -18,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +42,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "common/auth.h"
 #include "learner/service/run_host.h"
 #include "proto/ristretto.grpc.pb.h"
 #include "wire/chunk_codec.h"
@@ -52,6 +70,10 @@ struct LearnerServiceOptions {
   // Where rejections by reason and the hosted run count go (not owned;
   // must outlive the service). Null: no metrics.
   LearnerMetrics* metrics = nullptr;
+  // The credential of operators and, in stand-alone mode, of actors
+  // (--token-file / $RISTRETTO_TOKEN: the cluster token with --coordinator).
+  // Empty, and no ticket key given: calls are not authenticated.
+  std::string token;
 };
 
 // A server-streaming reactor sending the file at `path` in 1 MiB pieces
@@ -85,6 +107,26 @@ class LearnerService final : public LearnerServiceBase {
   // Chunks rejected on the wire (malformed, unknown run, stale, finished).
   int64_t chunks_rejected() const { return chunks_rejected_.load(); }
 
+  // The key the coordinator MACs actor tickets for `member_id` with
+  // (RegisterLearnerResponse.ticket_key); the previous key stays valid, older
+  // ones do not. From then on calls are authenticated.
+  void SetTicketKey(const std::string& member_id, const std::string& key);
+  // True when calls are authenticated (a token or a ticket key).
+  bool authenticating() const;
+  // The caller of a call with `metadata` (its "authorization" entry):
+  // the operator for options.token, an actor for a valid ticket. In
+  // development mode always the operator. kUnauthenticated otherwise.
+  absl::StatusOr<auth::Principal> Authenticate(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+  // Counts and logs a refused call and returns its gRPC status.
+  grpc::Status Deny(const char* method, const absl::Status& status);
+  // Remembers that `actor_id` (a ticket holder) was assigned `run_id`: it
+  // may then fetch that run's dataset while the run is hosted.
+  void NoteAssignment(const std::string& actor_id, const std::string& run_id);
+  // kOk when `caller` may download `dataset_id`, else kPermissionDenied.
+  absl::Status MayFetch(const auth::Principal& caller,
+                        const std::string& dataset_id) const;
+
   void AddRun(std::shared_ptr<RunHost> run);
   void RemoveRun(const std::string& run_id);
   void AddDataset(const std::string& id, const std::string& path);
@@ -111,6 +153,9 @@ class LearnerService final : public LearnerServiceBase {
   std::vector<std::shared_ptr<RunHost>> runs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> datasets_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> actors_ ABSL_GUARDED_BY(mu_);
+  // Ticket holders' actor ids -> the hosted runs they were assigned.
+  std::map<std::string, std::set<std::string>> actor_runs_ ABSL_GUARDED_BY(mu_);
+  auth::TicketKeys ticket_keys_;
   void ExportRunsHosted() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
@@ -143,7 +188,11 @@ class ActorTransport {
 // training thread.
 class ActorStream {
  public:
-  ActorStream(LearnerService* service, ActorTransport* transport);
+  // `caller`: who opened the call (LearnerService::Authenticate); an actor
+  // principal may say only its own id in Hello (else the call ends with
+  // PERMISSION_DENIED).
+  ActorStream(LearnerService* service, ActorTransport* transport,
+              auth::Principal caller = {auth::Role::kOperator, "operator"});
   ~ActorStream();
   ActorStream(const ActorStream&) = delete;
   ActorStream& operator=(const ActorStream&) = delete;
@@ -176,6 +225,7 @@ class ActorStream {
 
   LearnerService* const service_;
   ActorTransport* const transport_;
+  const auth::Principal caller_;
   const std::shared_ptr<Link> link_;
   grpc::ByteBuffer in_;
   wire::ActorFrame frame_;  // the parsed in_ (reader's thread only)

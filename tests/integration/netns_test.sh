@@ -15,7 +15,9 @@
 # host); every actor fetches the dataset over the network into its own
 # cache dir, is assigned the run and sends steps; the run trains to its
 # budget with exact accounting (received = trained + dropped = sum sent);
-# the actors leave with exit 0 once the run has finished.
+# the actors leave with exit 0 once the run has finished. The learner and
+# the actors share a token (--token-file): a learner on a non-loopback
+# address without one would refuse to start (docs/security.md).
 #
 # Usage: netns_test.sh LEARNER_BINARY ACTOR_BINARY
 # Needs root and iproute2. Exits 77 (ctest SKIP_RETURN_CODE) when network
@@ -206,13 +208,17 @@ start_actor() {  # NAME
   ip netns exec "${NS_OF[$name]}" "$ACTOR_BIN" \
     --learner "$LEARNER_ADDR:$PORT" --envs 8 --actor-id "$name" \
     --cache-dir "$WORK/cache-$name" --seed "${HOST_OF[$name]}" \
-    --exit-when-idle >"$WORK/$name.log" 2>&1 &
+    --token-file "$WORK/token" --exit-when-idle >"$WORK/$name.log" 2>&1 &
   PID_OF[$name]=$!
 }
+
+# The learner's token, mode 600 like every secret file.
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$WORK/token")
 
 START=$SECONDS
 ip netns exec "$NS_L" "$LEARNER_BIN" \
   --address "$LEARNER_ADDR" --port "$PORT" --run-dir "$WORK/runs" \
+  --token-file "$WORK/token" \
   --synthetic-rows 1200 --synthetic-assets 3 --policy-hidden 32,32 \
   --samples-per-update 1024 --rollout 32 --episode 200 --epochs 2 \
   --minibatch 512 --budget "$BUDGET" --exit-when-done \

@@ -3,8 +3,10 @@
 // every one with --tls-* from scripts/make_dev_certs.sh. The coordinator
 // and the learner require client certificates the development CA signed;
 // the learner presents its server certificate (clientAuth too) to the
-// coordinator, the actors client.pem to both. And a learner whose CA did
-// not sign the coordinator's certificate never registers, unless its
+// coordinator, the actors client.pem to both. The study test also gives
+// every process the cluster token: the actors reach the learner with the
+// tickets the coordinator mints (docs/security.md). And a learner whose CA
+// did not sign the coordinator's certificate never registers, unless its
 // --coordinator-tls-* name the coordinator's CA.
 #include <chrono>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/secret_file.h"
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -75,15 +78,28 @@ class TlsStudyTest : public coordinator::testing::PgDatabaseTest {
     return dir_ + "/certs/" + name;
   }
 
-  // A coordinator under mutual TLS; returns its address ("" on failure).
-  std::string StartCoordinator() {
-    coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
-            "--data-dir", dir_ + "/coordinator", "--tick-ms", "200",
-            "--tls-cert", Cert("server.pem"), "--tls-key", Cert("server.key"),
-            "--tls-ca", Cert("ca.pem")},
-        dir_ + "/coordinator.log");
+  // A coordinator under mutual TLS (with `token_file`, if given); returns
+  // its address ("" on failure).
+  std::string StartCoordinator(const std::string& token_file = "") {
+    std::vector<std::string> argv = {RISTRETTO_COORDINATOR_BINARY,
+                                     "--db",
+                                     dsn(),
+                                     "--port",
+                                     "0",
+                                     "--data-dir",
+                                     dir_ + "/coordinator",
+                                     "--tick-ms",
+                                     "200",
+                                     "--tls-cert",
+                                     Cert("server.pem"),
+                                     "--tls-key",
+                                     Cert("server.key"),
+                                     "--tls-ca",
+                                     Cert("ca.pem")};
+    if (!token_file.empty()) {
+      argv.insert(argv.end(), {"--token-file", token_file});
+    }
+    coordinator_ = std::make_unique<Process>(argv, dir_ + "/coordinator.log");
     return Address(*coordinator_);
   }
 
@@ -100,16 +116,23 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
   ASSERT_TRUE((*store)
                   ->SetStudyState(study->id, coordinator::StudyState::kRunning)
                   .ok());
-  const std::string coordinator = StartCoordinator();
+  // The cluster token: the actors' credential at the coordinator, which
+  // hands them tickets for the learner.
+  absl::StatusOr<std::string> token = GenerateToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  const std::string token_file = dir_ + "/token";
+  ASSERT_TRUE(WriteSecretFile(token_file, *token).ok());
+  const std::string coordinator = StartCoordinator(token_file);
   ASSERT_FALSE(coordinator.empty()) << coordinator_->Log();
   EXPECT_THAT(coordinator_->Log(),
               HasSubstr("security: TLS on, every call authenticated"));
 
-  Process learner({RISTRETTO_LEARNER_BINARY, "--coordinator", coordinator,
-                   "--port", "0", "--slots", "1", "--run-dir",
-                   dir_ + "/learner", "--tls-cert", Cert("server.pem"),
-                   "--tls-key", Cert("server.key"), "--tls-ca", Cert("ca.pem")},
-                  dir_ + "/learner.log");
+  Process learner(
+      {RISTRETTO_LEARNER_BINARY, "--coordinator", coordinator, "--port", "0",
+       "--slots", "1", "--run-dir", dir_ + "/learner", "--tls-cert",
+       Cert("server.pem"), "--tls-key", Cert("server.key"), "--tls-ca",
+       Cert("ca.pem"), "--token-file", token_file},
+      dir_ + "/learner.log");
   ASSERT_FALSE(Address(learner).empty()) << learner.Log();
   std::vector<std::unique_ptr<Process>> actors;
   actors.reserve(2);
@@ -119,7 +142,7 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
             RISTRETTO_ACTOR_BINARY, "--coordinator", coordinator, "--envs", "8",
             "--actor-id", absl::StrCat("a", i), "--cache-dir", dir_ + "/cache",
             "--tls-ca", Cert("ca.pem"), "--tls-cert", Cert("client.pem"),
-            "--tls-key", Cert("client.key")},
+            "--tls-key", Cert("client.key"), "--token-file", token_file},
         absl::StrCat(dir_, "/actor-", i, ".log")));
   }
 
@@ -146,6 +169,9 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
   for (auto& actor : actors) {
     EXPECT_THAT(actor->Log(), HasSubstr("assigned run")) << actor->Log();
   }
+  // With their tickets: the learner and the coordinator refused nothing.
+  EXPECT_THAT(learner.Log(), ::testing::Not(HasSubstr("denied ")));
+  EXPECT_THAT(coordinator_->Log(), ::testing::Not(HasSubstr("denied ")));
 
   for (auto& actor : actors) {
     actor->Signal(SIGTERM);

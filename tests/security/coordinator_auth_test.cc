@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/auth.h"
 #include "common/secret_file.h"
 #include "coordinator/store/store.h"
@@ -416,6 +417,60 @@ TEST_F(CoordinatorAuthTest, SessionSecretsDieWithTheCoordinator) {
   EXPECT_NE(fresh, old);
   const grpc::Status s = Lease(auth::BearerValue(fresh), kA, &lease);
   EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
+// FindLearner answers an actor ticket for the asking actor id at the
+// learner named, made with that learner's ticket key (which it got at
+// registration): the learner can verify it; a registration again issues a
+// new key, and the new tickets are made with it.
+TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
+  v1::RegisterLearnerResponse registered;
+  ASSERT_TRUE(Register(kA, token_, &registered).ok());
+  ASSERT_EQ(registered.ticket_key().size(), 64u);
+  const auto find = [&](const std::string& actor) {
+    v1::FindLearnerRequest request;
+    request.set_actor_id(actor);
+    v1::FindLearnerResponse found;
+    const grpc::Status s = stub_->FindLearner(
+        Context(auth::BearerValue(token_)).get(), request, &found);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return found;
+  };
+  const v1::FindLearnerResponse found = find("actor-1");
+  EXPECT_EQ(found.learner_address(), "127.0.0.1:9");
+  EXPECT_EQ(found.learner_member_id(), kA);
+  absl::StatusOr<auth::ActorTicket> ticket = auth::VerifyActorTicket(
+      found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
+  ASSERT_TRUE(ticket.ok()) << ticket.status();
+  EXPECT_EQ(ticket->actor_id, "actor-1");
+  // Not made with another key, not for another learner.
+  EXPECT_FALSE(
+      auth::VerifyActorTicket(found.actor_ticket(), {token_}, kA, absl::Now())
+          .ok());
+  EXPECT_FALSE(auth::VerifyActorTicket(found.actor_ticket(),
+                                       {registered.ticket_key()}, kB,
+                                       absl::Now())
+                   .ok());
+  // Registering again rotates the key.
+  v1::RegisterLearnerResponse again;
+  ASSERT_TRUE(Register(kA, token_, &again).ok());
+  EXPECT_NE(again.ticket_key(), registered.ticket_key());
+  const std::string fresh = find("actor-1").actor_ticket();
+  EXPECT_TRUE(
+      auth::VerifyActorTicket(fresh, {again.ticket_key()}, kA, absl::Now())
+          .ok());
+  EXPECT_FALSE(
+      auth::VerifyActorTicket(fresh, {registered.ticket_key()}, kA, absl::Now())
+          .ok());
+  // An id too long for a ticket is refused before anything is recorded.
+  v1::FindLearnerRequest huge;
+  huge.set_actor_id(std::string(auth::kMaxTicketIdBytes + 1, 'x'));
+  v1::FindLearnerResponse refused;
+  EXPECT_EQ(stub_
+                ->FindLearner(Context(auth::BearerValue(token_)).get(), huge,
+                              &refused)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 #ifdef RISTRETTO_ACTOR_BINARY

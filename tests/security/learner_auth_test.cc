@@ -1,0 +1,351 @@
+// Attacks on a learner's gRPC server (Act, FetchDataset, GetStatus): a real
+// LearnerService on 127.0.0.1 with two tiny runs, called through the
+// actor's own gRPC client (wire/learner_client.h) holding whatever
+// credential the attack presents. Coordinated mode is played by giving the
+// service ticket keys (as CoordinatorAgent does after registering) and
+// minting tickets with them (as the coordinator's FindLearner does); the
+// stand-alone mode by a token. Each test checks the gRPC code of the refusal
+// and that ristretto_learner_rpc_denied_total counted it.
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/auth.h"
+#include "common/metrics.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "learner/service/learner_metrics.h"
+#include "learner/service/learner_service.h"
+#include "tests/common/metrics_scrape.h"
+#include "tests/common/temp_dir.h"
+#include "tests/learner/service/run_test_util.h"
+#include "wire/learner_client.h"
+
+namespace ristretto::learner {
+namespace {
+
+using ::ristretto::testing::HttpGet;
+using ::ristretto::testing::SampleValue;
+using testing::SmallChunk;
+using testing::SmallMarket;
+using testing::SmallSpec;
+
+constexpr char kMember[] = "learner-sec";
+constexpr char kToken[] = "0123456789abcdef0123456789abcdef-operator";
+constexpr char kKey0[] = "key-0-0123456789abcdef0123456789abcdef";
+constexpr char kKey1[] = "key-1-0123456789abcdef0123456789abcdef";
+constexpr char kKey2[] = "key-2-0123456789abcdef0123456789abcdef";
+
+std::string Ticket(const std::string& actor, const std::string& key,
+                   absl::Time issued = absl::Now(),
+                   const std::string& learner = kMember) {
+  auth::ActorTicket t;
+  t.actor_id = actor;
+  t.learner_id = learner;
+  t.issued_ms = absl::ToUnixMillis(issued);
+  t.expires_ms = absl::ToUnixMillis(issued + auth::kActorTicketTtl);
+  absl::StatusOr<std::string> text = auth::MintActorTicket(t, key);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.value_or("");
+}
+
+// What one Act call got: the first message (if any) and the final status.
+struct ActResult {
+  std::optional<v1::LearnerMessage> first;
+  absl::Status status;
+};
+
+class LearnerAuthTest : public ::testing::Test {
+ protected:
+  // run-0 trains on dataset "small-market" (served from a file), run-1 on
+  // "other-market". `token`: the operator's (and stand-alone actors')
+  // credential; `key`: a ticket key, as after a registration.
+  void Serve(const std::string& token, const std::string& key) {
+    MetricsOptions metrics_options;
+    metrics_options.address = "127.0.0.1";
+    metrics_options.service = "learner";
+    absl::StatusOr<std::unique_ptr<MetricsServer>> metrics_server =
+        MetricsServer::Create(metrics_options);
+    ASSERT_TRUE(metrics_server.ok()) << metrics_server.status();
+    metrics_server_ = *std::move(metrics_server);
+    metrics_ = std::make_unique<LearnerMetrics>(metrics_server_.get());
+
+    dir_ = std::make_unique<tests::TempDir>("ristretto_learner_sec_");
+    dataset_path_ = dir_->Path("small-market.rds");
+    std::ofstream(dataset_path_) << "the dataset bytes";
+
+    std::vector<std::shared_ptr<RunHost>> hosts;
+    for (const auto& [run, dataset] :
+         {std::pair<std::string, std::string>{"run-0", "small-market"},
+          {"run-1", "other-market"}}) {
+      RunSpec spec = SmallSpec(run);
+      spec.trainer.dataset_id = dataset;
+      absl::StatusOr<std::unique_ptr<RunHost>> host =
+          RunHost::Create(spec, SmallMarket());
+      ASSERT_TRUE(host.ok()) << host.status();
+      hosts.push_back(std::move(*host));
+    }
+    LearnerServiceOptions options;
+    options.dataset_id = "small-market";
+    options.dataset_path = dataset_path_;
+    options.metrics = metrics_.get();
+    options.token = token;
+    service_ = std::make_unique<LearnerService>(hosts, options);
+    service_->AddDataset("other-market", dataset_path_);
+    if (!key.empty()) service_->SetTicketKey(kMember, key);
+
+    int port = 0;
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(port, 0);
+    address_ = absl::StrCat("127.0.0.1:", port);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+    if (service_ != nullptr) {
+      for (const std::shared_ptr<RunHost>& run : service_->runs()) run->Stop();
+    }
+  }
+
+  // A client presenting `bearer` ("" : no authorization metadata).
+  std::unique_ptr<wire::LearnerClient> Client(const std::string& bearer) {
+    wire::GrpcLearnerClientOptions options;
+    options.rpc_deadline = absl::Seconds(30);
+    options.bearer = std::make_shared<wire::LearnerCredential>(bearer);
+    return wire::NewGrpcLearnerClient(address_, options);
+  }
+
+  // Hello as `actor_id`; the first answer, then the call ended from here.
+  ActResult Hello(const std::string& bearer, const std::string& actor_id) {
+    std::unique_ptr<wire::LearnerClient> client = Client(bearer);
+    std::unique_ptr<wire::ActCall> call = client->Act();
+    v1::Hello hello;
+    hello.set_actor_id(actor_id);
+    hello.set_env_copies(2);
+    ActResult result;
+    if (call->WriteHello(hello)) {
+      v1::LearnerMessage m;
+      if (call->Read(&m)) result.first = m;
+    }
+    if (result.first.has_value()) {
+      call->Cancel();
+    }
+    result.status = call->Finish();
+    return result;
+  }
+
+  // FetchDataset on a raw stub (the actor's client reports every failed
+  // download as UNAVAILABLE): the call's own code, and the bytes received.
+  grpc::StatusCode Fetch(const std::string& bearer, const std::string& dataset,
+                         std::string* bytes = nullptr) {
+    auto stub = v1::Learner::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    if (!bearer.empty()) {
+      ctx.AddMetadata(auth::kMetadataKey, auth::BearerValue(bearer));
+    }
+    v1::FetchDatasetRequest request;
+    request.set_dataset_id(dataset);
+    std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+        stub->FetchDataset(&ctx, request);
+    v1::DatasetPiece piece;
+    std::string received;
+    while (reader->Read(&piece)) received += piece.data();
+    if (bytes != nullptr) *bytes = received;
+    return reader->Finish().error_code();
+  }
+
+  double Denied(const std::string& method, const std::string& code) {
+    const std::string body = HttpGet(metrics_server_->port()).value_or("");
+    return SampleValue(body, "ristretto_learner_rpc_denied_total",
+                       {{"method", method}, {"code", code}})
+        .value_or(-1);
+  }
+
+  std::unique_ptr<tests::TempDir> dir_;
+  std::unique_ptr<MetricsServer> metrics_server_;
+  std::unique_ptr<LearnerMetrics> metrics_;
+  std::unique_ptr<LearnerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::string dataset_path_;
+};
+
+TEST_F(LearnerAuthTest, CallsWithoutCredentialsAreUnauthenticated) {
+  Serve(kToken, kKey0);
+  const ActResult act = Hello("", "a1");
+  EXPECT_FALSE(act.first.has_value());
+  EXPECT_EQ(act.status.code(), absl::StatusCode::kUnauthenticated)
+      << act.status;
+  EXPECT_EQ(Client("")->GetStatus().status().code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Fetch("", "small-market"), grpc::StatusCode::UNAUTHENTICATED);
+  // A wrong token is no better; neither is a ticket of another learner.
+  EXPECT_EQ(Hello("not-the-token-0123456789abcdef0123", "a1").status.code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Hello(Ticket("a1", kKey0, absl::Now(), "learner-other"), "a1")
+                .status.code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Denied("Act", "unauthenticated"), 3);
+  EXPECT_EQ(Denied("GetStatus", "unauthenticated"), 1);
+  EXPECT_EQ(Denied("FetchDataset", "unauthenticated"), 1);
+  // Nobody joined a run.
+  EXPECT_EQ(service_->ActorsOn("run-0") + service_->ActorsOn("run-1"), 0);
+}
+
+TEST_F(LearnerAuthTest, ATicketActsOnlyAsItsOwnActor) {
+  Serve(kToken, kKey0);
+  const ActResult own = Hello(Ticket("a1", kKey0), "a1");
+  ASSERT_TRUE(own.first.has_value()) << own.status;
+  EXPECT_TRUE(own.first->has_assignment());
+  const ActResult other = Hello(Ticket("a1", kKey0), "a2");
+  EXPECT_FALSE(other.first.has_value() && other.first->has_assignment());
+  EXPECT_EQ(other.status.code(), absl::StatusCode::kPermissionDenied)
+      << other.status;
+  EXPECT_EQ(Denied("Act", "permission_denied"), 1);
+}
+
+TEST_F(LearnerAuthTest, TamperedAndExpiredTicketsAreUnauthenticated) {
+  Serve(kToken, kKey0);
+  // The actor id swapped for another one: the MAC no longer matches.
+  std::string tampered = Ticket("a1", kKey0);
+  const std::string a1 = absl::BytesToHexString("a1");
+  tampered.replace(tampered.find(a1), a1.size(), absl::BytesToHexString("a2"));
+  EXPECT_EQ(Hello(tampered, "a2").status.code(),
+            absl::StatusCode::kUnauthenticated);
+  const absl::Time long_ago =
+      absl::Now() - auth::kActorTicketTtl - absl::Hours(1);
+  const ActResult expired = Hello(Ticket("a1", kKey0, long_ago), "a1");
+  EXPECT_EQ(expired.status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(expired.status.message().find("expired"), absl::string_view::npos)
+      << expired.status;
+  // A ticket made with another key (a forger's).
+  EXPECT_EQ(Hello(Ticket("a1", kKey1), "a1").status.code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Denied("Act", "unauthenticated"), 3);
+}
+
+TEST_F(LearnerAuthTest, ARegisteredAgainLearnerTakesThePreviousKeyNotOlder) {
+  Serve(kToken, kKey0);
+  const std::string t0 = Ticket("a1", kKey0);
+  EXPECT_TRUE(Hello(t0, "a1").first.has_value());
+  service_->SetTicketKey(kMember, kKey1);  // re-registered
+  EXPECT_TRUE(Hello(t0, "a1").first.has_value());
+  EXPECT_TRUE(Hello(Ticket("a1", kKey1), "a1").first.has_value());
+  service_->SetTicketKey(kMember, kKey2);  // and again
+  const ActResult old = Hello(t0, "a1");
+  EXPECT_FALSE(old.first.has_value());
+  EXPECT_EQ(old.status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(Hello(Ticket("a1", kKey1), "a1").first.has_value());
+  EXPECT_EQ(Denied("Act", "unauthenticated"), 1);
+}
+
+TEST_F(LearnerAuthTest, ChunksForARunNotAssignedAreRefused) {
+  Serve(kToken, kKey0);
+  std::unique_ptr<wire::LearnerClient> client = Client(Ticket("a1", kKey0));
+  std::unique_ptr<wire::ActCall> call = client->Act();
+  v1::Hello hello;
+  hello.set_actor_id("a1");
+  hello.set_env_copies(2);
+  ASSERT_TRUE(call->WriteHello(hello));
+  v1::LearnerMessage m;
+  ASSERT_TRUE(call->Read(&m));
+  ASSERT_TRUE(m.has_assignment());
+  const std::string mine = m.assignment().run_id();
+  const std::string other = mine == "run-0" ? "run-1" : "run-0";
+  ASSERT_TRUE(call->WriteChunk(
+      std::make_shared<TrajectoryChunk>(SmallChunk(other, 0)), 0));
+  std::optional<v1::ChunkAck> ack;
+  while (!ack.has_value() && call->Read(&m)) {
+    if (m.has_ack()) ack = m.ack();
+  }
+  call->Cancel();
+  (void)call->Finish();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->code(), static_cast<int>(absl::StatusCode::kNotFound));
+  EXPECT_EQ(service_->FindRun(other)->counters().env_steps_received, 0);
+}
+
+TEST_F(LearnerAuthTest, ATicketFetchesOnlyTheDatasetOfItsAssignedRun) {
+  Serve(kToken, kKey0);
+  const std::string ticket = Ticket("a1", kKey0);
+  // Before any assignment: no dataset.
+  EXPECT_EQ(Fetch(ticket, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
+  {
+    // Keep the stream open while fetching, as an actor does.
+    std::unique_ptr<wire::LearnerClient> client = Client(ticket);
+    std::unique_ptr<wire::ActCall> call = client->Act();
+    v1::Hello hello;
+    hello.set_actor_id("a1");
+    hello.set_env_copies(2);
+    hello.set_want_run_id("run-0");
+    ASSERT_TRUE(call->WriteHello(hello));
+    v1::LearnerMessage m;
+    ASSERT_TRUE(call->Read(&m));
+    ASSERT_EQ(m.assignment().run_id(), "run-0");
+    std::string bytes;
+    EXPECT_EQ(Fetch(ticket, "small-market", &bytes), grpc::StatusCode::OK);
+    EXPECT_EQ(bytes, "the dataset bytes");
+    // run-1's dataset was never assigned to a1; another actor's ticket
+    // gets nothing either.
+    EXPECT_EQ(Fetch(ticket, "other-market"),
+              grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_EQ(Fetch(Ticket("a2", kKey0), "small-market"),
+              grpc::StatusCode::PERMISSION_DENIED);
+    call->Cancel();
+    (void)call->Finish();
+  }
+  // The operator's token fetches any served dataset.
+  EXPECT_EQ(Fetch(kToken, "other-market"), grpc::StatusCode::OK);
+  // Once the run is no longer hosted, its actors lose its dataset.
+  service_->RemoveRun("run-0");
+  EXPECT_EQ(Fetch(ticket, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 4);
+}
+
+TEST_F(LearnerAuthTest, GetStatusIsTheOperators) {
+  Serve(kToken, kKey0);
+  EXPECT_EQ(Client(Ticket("a1", kKey0))->GetStatus().status().code(),
+            absl::StatusCode::kPermissionDenied);
+  absl::StatusOr<v1::LearnerStatus> status = Client(kToken)->GetStatus();
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(status->runs_size(), 2);
+  EXPECT_EQ(Denied("GetStatus", "permission_denied"), 1);
+}
+
+TEST_F(LearnerAuthTest, StandAloneActorsPresentTheToken) {
+  Serve(kToken, /*key=*/"");
+  const ActResult with = Hello(kToken, "any-actor");
+  ASSERT_TRUE(with.first.has_value()) << with.status;
+  EXPECT_TRUE(with.first->has_assignment());
+  EXPECT_EQ(Hello("", "any-actor").status.code(),
+            absl::StatusCode::kUnauthenticated);
+  // No ticket key: a ticket is just an unknown credential.
+  EXPECT_EQ(Hello(Ticket("a1", kKey0), "a1").status.code(),
+            absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Denied("Act", "unauthenticated"), 2);
+}
+
+TEST_F(LearnerAuthTest, WithoutTokenOrKeyNothingIsAuthenticated) {
+  Serve(/*token=*/"", /*key=*/"");
+  EXPECT_FALSE(service_->authenticating());
+  EXPECT_TRUE(Hello("", "a1").first.has_value());
+  EXPECT_TRUE(Client("")->GetStatus().ok());
+  EXPECT_EQ(Fetch("", "small-market"), grpc::StatusCode::OK);
+  EXPECT_EQ(Denied("Act", "unauthenticated"), 0);
+}
+
+}  // namespace
+}  // namespace ristretto::learner
