@@ -376,8 +376,17 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
                          tls, {absl::GetFlag(FLAGS_coordinator_tls_cert),
                                absl::GetFlag(FLAGS_coordinator_tls_key),
                                absl::GetFlag(FLAGS_coordinator_tls_ca)}));
-    ASSIGN_OR_RETURN(security.coordinator,
-                     MakeChannelCredentials(towards_coordinator));
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(towards_coordinator);
+    if (!credentials.ok()) {
+      // Its messages name --tls-*: say which side the files are for.
+      return absl::Status(
+          credentials.status().code(),
+          absl::StrCat("TLS towards the coordinator (--coordinator-tls-*, "
+                       "each defaulting to its --tls-* file): ",
+                       credentials.status().message()));
+    }
+    security.coordinator = *std::move(credentials);
   } else if (!absl::GetFlag(FLAGS_coordinator_tls_ca).empty() ||
              !absl::GetFlag(FLAGS_coordinator_tls_cert).empty() ||
              !absl::GetFlag(FLAGS_coordinator_tls_key).empty()) {

@@ -271,5 +271,28 @@ TEST(TlsFlagsTest, CoordinatorWithACertificateButNoKeyExitsTwo) {
   if (!::testing::Test::HasFailure()) fs::remove_all(*dir);
 }
 
+// The learner's --coordinator-tls-* are checked before anything starts:
+// an unreadable one names the coordinator side and the file, and the flags
+// without --coordinator are refused. Exit 2 both times.
+TEST(TlsFlagsTest, LearnerCoordinatorTlsFlagsAreCheckedBeforeItStarts) {
+  absl::StatusOr<std::string> dir =
+      coordinator::testing::MakeTempDir("ristretto_tls_flags_");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  Process missing({RISTRETTO_LEARNER_BINARY, "--coordinator", "127.0.0.1:1",
+                   "--port", "0", "--run-dir", *dir + "/a",
+                   "--coordinator-tls-ca", *dir + "/no-such-ca.pem"},
+                  *dir + "/a.log");
+  ASSERT_EQ(missing.Wait(60s), 2) << missing.Log();
+  EXPECT_THAT(missing.Log(), HasSubstr("TLS towards the coordinator"));
+  EXPECT_THAT(missing.Log(), HasSubstr("no-such-ca.pem"));
+  EXPECT_THAT(missing.Log(), ::testing::Not(HasSubstr("listening on")));
+  Process alone({RISTRETTO_LEARNER_BINARY, "--port", "0", "--run-dir",
+                 *dir + "/b", "--coordinator-tls-ca", *dir + "/ca.pem"},
+                *dir + "/b.log");
+  ASSERT_EQ(alone.Wait(60s), 2) << alone.Log();
+  EXPECT_THAT(alone.Log(), HasSubstr("--coordinator-tls-* need --coordinator"));
+  if (!::testing::Test::HasFailure()) fs::remove_all(*dir);
+}
+
 }  // namespace
 }  // namespace ristretto
