@@ -224,9 +224,11 @@ void WaitForStop(const std::function<bool()>& done) {
 }
 
 // Streams end when their actors half-close after the Stop message (so
-// chunks in flight are still counted); give them time, then cancel.
+// chunks in flight are still counted); give them 2 s, then cancel: the
+// runs are checkpointed by then, and the whole SIGTERM path must fit the
+// learner's 10 s deadline (learner/README.md, "Shutdown") on a loaded host.
 void ShutDown(grpc::Server* server) {
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
 void PrintRun(const std::string& run_id, const RunCounters& c,
@@ -302,7 +304,10 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
                                options.rpc_deadline, security.coordinator));
   agent.Start();
   WaitForStop([] { return false; });
+  RLOG(INFO) << "stopping: updates in progress are abandoned, every run "
+                "checkpoints and is completed or handed back";
   agent.Stop();  // checkpoints, completes or releases every run
+  RLOG(INFO) << "runs checkpointed; closing the actor streams (2 s at most)";
   ShutDown(listening.server.get());
   for (const AgentRunSummary& r : agent.summaries()) {
     PrintRun(r.run_name, r.counters, r.outcome);
@@ -533,7 +538,13 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
     return all;
   });
   // Let finished runs' Stop messages reach the actors, then shut down.
+  // Every run is told first, so their checkpoints are written in parallel.
+  RLOG(INFO) << "stopping " << runs.size()
+             << " run(s): updates in progress are abandoned, every run "
+                "checkpoints";
+  for (auto& host : runs) host->RequestStop();
   for (auto& host : runs) host->Stop();
+  RLOG(INFO) << "runs checkpointed; closing the actor streams (2 s at most)";
   ShutDown(listening.server.get());
   for (const auto& run : runs) PrintRun(run->run_id(), run->counters(), "");
   std::printf("learner: wire_rejected=%lld\n",

@@ -91,6 +91,11 @@ void CoordinatorAgent::Loop() {
   }
   // Shutdown: runs that reached their budget are completed; the others are
   // checkpointed by RunHost::Stop and handed back.
+  // Every run is told first (RequestStop), then joined: their checkpoints
+  // are written in parallel, not one after the other.
+  for (auto& [id, h] : runs_) {
+    if (h.host != nullptr) h.host->RequestStop();
+  }
   for (auto& [id, h] : runs_) {
     if (h.host != nullptr) h.host->Stop();
   }

@@ -119,9 +119,15 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
     host->metrics_->SetWeightVersion(host->learner_->version());
     host->metrics_->SetQueueDepth(0);
   }
-  host->next_eval_ =
-      state.env_steps + (o.eval_every_env_steps > 0 ? o.eval_every_env_steps
-                                                    : o.budget_env_steps);
+  // The next point of the evaluation grid (every eval_every_env_steps, as
+  // an uninterrupted run has it): a checkpoint written at a stop is not
+  // on the grid and carries no evaluation.
+  host->next_eval_ = o.eval_every_env_steps > 0
+                         ? (state.env_steps / o.eval_every_env_steps + 1) *
+                               o.eval_every_env_steps
+                         : state.env_steps + o.budget_env_steps;
+  host->learner_->set_cancel_check(
+      [h = host.get()] { return h->cancel_.load(std::memory_order_relaxed); });
   RETURN_IF_ERROR(host->Publish());
   host->thread_ = std::thread([h = host.get()] { h->TrainLoop(); });
   return host;
@@ -217,7 +223,7 @@ RunCounters RunHost::counters() const {
   return counters_;
 }
 
-void RunHost::Stop() {
+void RunHost::RequestStop() {
   std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);
@@ -225,11 +231,16 @@ void RunHost::Stop() {
       for (const auto& [id, l] : listeners_) listeners.push_back(l);
     }
     stopping_ = true;
+    cancel_.store(true, std::memory_order_relaxed);
   }
   // Tell the actors at once (every chunk from now on is refused), not only
-  // when the training thread has drained its queue: otherwise they keep
-  // streaming chunks that can only be dropped until then.
+  // when the training thread has finished: otherwise they keep streaming
+  // chunks that can only be dropped until then.
   for (const Listener& l : listeners) l(nullptr);
+}
+
+void RunHost::Stop() {
+  RequestStop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -271,7 +282,7 @@ absl::Status RunHost::Publish() {
   return absl::OkStatus();
 }
 
-absl::Status RunHost::EvaluateAndCheckpoint() {
+absl::Status RunHost::EvaluateAndCheckpoint(bool evaluate) {
   const TrainerOptions& o = spec_.trainer;
   CheckpointState state;
   {
@@ -281,7 +292,7 @@ absl::Status RunHost::EvaluateAndCheckpoint() {
     state.last_score = counters_.last_score;
   }
   absl::Status kept;
-  if (!o.validation_domains.empty()) {
+  if (evaluate && !o.validation_domains.empty()) {
     ASSIGN_OR_RETURN(EvaluationResult eval,
                      EvaluatePolicy(learner_->model(), market_, o.env,
                                     o.validation_domains));
@@ -343,7 +354,9 @@ void RunHost::TrainLoop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&ready));
-      if (counters_.finished || (stopping_ && queue_.empty())) break;
+      // Stopping: what is queued is dropped (counted below), not trained,
+      // so a stop costs at most one minibatch and a checkpoint.
+      if (counters_.finished || stopping_) break;
       if (queue_.empty()) continue;
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
@@ -371,10 +384,18 @@ void RunHost::TrainLoop() {
       trained = stats->samples_trained;
       dropped = stats->samples_dropped;
     } else {
-      // kFailedPrecondition: every chunk was stale. Anything else is a
-      // LibTorch error (shapes were validated on ingest). Either way the
-      // batch is dropped, counted, and the run keeps serving.
+      // kFailedPrecondition: every chunk was stale; kCancelled: stopping
+      // (rolled back). Anything else is a LibTorch error (shapes were
+      // validated on ingest). Either way the batch is dropped, counted, and
+      // the run keeps serving (or stops).
       dropped = batch_samples;
+    }
+    const bool cancelled = absl::IsCancelled(stats.status());
+    if (cancelled) {
+      RLOG(INFO) << "run " << spec_.run_id << ": stopping; the update in "
+                 << "progress was abandoned after " << update_seconds
+                 << " s and rolled back (" << batch_samples
+                 << " env steps dropped)";
     }
     batch.clear();
     batch_samples = 0;
@@ -425,11 +446,14 @@ void RunHost::TrainLoop() {
                      absl::StrCat("training diverged ", diverged_in_a_row,
                                   " updates in a row; last one"));
       }
-    } else if (stats.status().code() != absl::StatusCode::kFailedPrecondition) {
+    } else if (stats.status().code() != absl::StatusCode::kFailedPrecondition &&
+               !cancelled) {
       absl::MutexLock lock(&mu_);
       failure_ = Annotate(stats.status(), "PPO update failed");
     }
-    if (finished || steps >= next_eval_) {
+    // A stop skips the evaluation (the checkpoint after the loop keeps the
+    // training); a run that reached its budget still gets its final one.
+    if (finished || (steps >= next_eval_ && !cancel_.load())) {
       absl::Status evaluated = EvaluateAndCheckpoint();
       if (!evaluated.ok()) {
         absl::MutexLock lock(&mu_);
@@ -447,10 +471,12 @@ void RunHost::TrainLoop() {
     absl::MutexLock lock(&mu_);
     finished_now = counters_.env_steps_trained >= o.budget_env_steps;
   }
-  // Stopped before the budget: keep what was trained (the final update and
-  // evaluation already checkpointed a finished run).
+  // Stopped before the budget: keep what was trained, without evaluating
+  // (a stop must be prompt; the resumed run evaluates at the next point of
+  // its grid). The final update and evaluation already checkpointed a
+  // finished run.
   if (!finished_now) {
-    absl::Status evaluated = EvaluateAndCheckpoint();
+    absl::Status evaluated = EvaluateAndCheckpoint(/*evaluate=*/false);
     if (!evaluated.ok()) {
       absl::MutexLock lock(&mu_);
       failure_ = Annotate(evaluated, "final checkpoint failed");

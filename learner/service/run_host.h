@@ -3,8 +3,11 @@
 // run's evaluation and checkpoints. Many RunHosts share one device.
 // Thread-safe: Ingest/Subscribe/status may be called from any gRPC thread;
 // the training thread is owned (started and joined) by the RunHost.
-// Shutdown order: Stop() closes the queue, the thread finishes the update in
-// progress, checkpoints and exits; the destructor joins it.
+// Shutdown order: Stop() (or RequestStop()) closes the queue and cancels
+// the update in progress at its next minibatch boundary (rolled back, so
+// weights and optimiser state stay one consistent version); the thread then
+// writes a checkpoint without evaluating and exits; Stop() and the
+// destructor join it. Chunks still queued are dropped (counted).
 #ifndef RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
 #define RISTRETTO_LEARNER_SERVICE_RUN_HOST_H_
 
@@ -169,8 +172,14 @@ class RunHost {
   // OK, or why the run could not go on (evaluation or checkpoint failed,
   // or every update failed with a LibTorch error).
   absl::Status failure() const;
-  // Stops training (idempotent): no more chunks; checkpoint; join.
+  // Stops training (idempotent): no more chunks; the update in progress is
+  // abandoned at its next minibatch boundary and rolled back; checkpoint
+  // (no evaluation); join.
   void Stop();
+  // Stop() without the join: returns at once. Lets a process stop every
+  // run at the same time, then join each (Stop) — the runs' checkpoints
+  // are written in parallel instead of one after the other.
+  void RequestStop();
   // Exports the deterministic policy (TorchScript + contract.json, see
   // ExportPolicy) to `out_dir`. Stops the run first if it is still training.
   absl::Status Export(const std::string& out_dir);
@@ -187,7 +196,9 @@ class RunHost {
   RunHost(const RunSpec& spec, std::shared_ptr<const env::MarketData> market);
   void TrainLoop();
   absl::Status Publish();  // serialises the current weights
-  absl::Status EvaluateAndCheckpoint();
+  // Evaluates (unless `evaluate` is false or there is no validation slice)
+  // and checkpoints.
+  absl::Status EvaluateAndCheckpoint(bool evaluate = true);
   // If `eval` (scored by the objective) beats the best so far, saves the
   // current policy to <run_dir>/best and records it as the best. Training
   // thread (or after Stop).
@@ -221,6 +232,8 @@ class RunHost {
   bool budget_reached_ ABSL_GUARDED_BY(mu_) = false;
   // Set once ActorCredits has warned that the actors exceed the lag budget.
   mutable std::atomic<bool> lag_warned_{false};
+  // Raised by RequestStop; the PpoLearner reads it at minibatch boundaries.
+  std::atomic<bool> cancel_{false};
   std::thread thread_;
 };
 

@@ -271,6 +271,9 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
   }
   torch::NoGradGuard no_grad;
   for (const TrajectoryChunk* c : chunks) {
+    // A stop need not wait for the values of a large batch (Update restores
+    // the statistics folded in above).
+    if (Cancelled()) return absl::CancelledError("stopping");
     const int64_t T = c->steps;
     const int64_t B = c->copies;
     const torch::Tensor obs = FromVector(c->obs, {(T + 1) * B, D}).to(device_);
@@ -318,6 +321,12 @@ absl::StatusOr<PpoBatch> PpoLearner::PrepareBatch(
 
 UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
   UpdateStats stats;
+  RunEpochs(batch, &stats);
+  return stats;
+}
+
+bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
+  UpdateStats& stats = *out;
   const int64_t n = batch.obs.size(0);
   const int64_t mb = std::min<int64_t>(ppo_.minibatch_size, n);
   stats.learning_rate = CurrentLearningRate();
@@ -357,6 +366,8 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
         torch::from_blob(permutation_.data(), {n}, torch::kInt64).to(device_);
     const bool last_epoch = epoch + 1 == ppo_.epochs;
     for (int64_t start = 0; start < n; start += mb) {
+      // A stop waits for one minibatch at most; Update rolls back.
+      if (Cancelled()) return false;
       const torch::Tensor idx = order.narrow(0, start, std::min(mb, n - start));
       const torch::Tensor obs = batch.obs.index_select(0, idx);
       const torch::Tensor u = batch.u.index_select(0, idx);
@@ -414,7 +425,7 @@ UpdateStats PpoLearner::TrainOnBatch(const PpoBatch& batch) {
             : 0.0;
   }
   stats.samples_trained = n;
-  return stats;
+  return true;
 }
 
 absl::StatusOr<UpdateStats> PpoLearner::Update(
@@ -443,15 +454,28 @@ absl::StatusOr<UpdateStats> PpoLearner::Update(
         "all ", dropped_chunks, " chunks were older than max_policy_lag = ",
         ppo_.max_policy_lag, " versions"));
   }
+  auto cancelled = [this] {
+    return absl::CancelledError(absl::StrCat(
+        "PPO update cancelled (stopping); the learner stays at version ",
+        version_));
+  };
+  if (Cancelled()) return cancelled();
   try {
     UpdateSnapshot snapshot = TakeSnapshot(*model_, *optimizer_);
     const std::array<uint64_t, 4> shuffle = rng_.state();
     absl::StatusOr<PpoBatch> batch = PrepareBatch(fresh);
     if (!batch.ok()) {
       RestoreSnapshot(std::move(snapshot), *model_, *optimizer_);
+      if (absl::IsCancelled(batch.status())) return cancelled();
       return batch.status();
     }
-    stats = TrainOnBatch(*batch);
+    if (!RunEpochs(*batch, &stats)) {
+      // Stopping: the checkpoint written next must hold weights and
+      // optimiser state of one version, so the partial update is undone.
+      RestoreSnapshot(std::move(snapshot), *model_, *optimizer_);
+      rng_.set_state(shuffle);
+      return cancelled();
+    }
     if (!StatsFinite(stats) || !ModelFinite(*model_)) {
       // Poisoned or pathological data: undo the whole update (weights,
       // observation statistics, optimiser moments, shuffling) so the run

@@ -12,7 +12,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -65,12 +67,24 @@ class PpoLearner {
   // (a non-finite loss or weight afterwards): it is rolled back — weights,
   // observation statistics, Adam state and shuffling as before, version
   // unchanged — and the message names the actors whose chunks it used;
+  // kCancelled if the cancel flag (set_cancel_flag) was raised: checked
+  // before the update and at every minibatch boundary, so a stop waits for
+  // one minibatch, not the whole update; the update is rolled back exactly
+  // like a diverged one (the learner is as before the call).
   // kInternal for LibTorch errors.
   absl::StatusOr<UpdateStats> Update(
       const std::vector<TrajectoryChunk>& chunks);
 
   // Runs the epochs on a prepared batch (used by Update and benchmarks).
   UpdateStats TrainOnBatch(const PpoBatch& batch);
+
+  // `cancel` (empty: never cancelled) is asked before each update and at
+  // every minibatch boundary of Update; once it answers true, the update in
+  // progress is abandoned and rolled back. It must be cheap and
+  // thread-safe (e.g. reading an atomic another thread raises to stop).
+  void set_cancel_check(std::function<bool()> cancel) {
+    cancel_ = std::move(cancel);
+  }
 
   // Builds the batch for `chunks` (after the staleness filter).
   absl::StatusOr<PpoBatch> PrepareBatch(
@@ -99,6 +113,10 @@ class PpoLearner {
              const PpoOptions& ppo, int64_t budget_samples, uint64_t seed,
              torch::Device device);
   double CurrentLearningRate() const;
+  bool Cancelled() const { return cancel_ && cancel_(); }
+  // TrainOnBatch's epochs; returns false (stats incomplete) when cancelled
+  // at a minibatch boundary.
+  bool RunEpochs(const PpoBatch& batch, UpdateStats* stats);
 
   NetworkOptions network_;
   PpoOptions ppo_;
@@ -110,6 +128,7 @@ class PpoLearner {
   std::vector<int64_t> permutation_;
   int64_t version_ = 0;
   int64_t samples_consumed_ = 0;
+  std::function<bool()> cancel_;
 };
 
 // Applies a ProcessOptions-level setting once per process: intra-op threads

@@ -221,6 +221,48 @@ TEST(PpoLearnerTest, DivergedUpdateIsRolledBackAndNamesTheActors) {
   EXPECT_EQ(learner->version(), 2);
 }
 
+// A stop cancels the update in progress at a minibatch boundary: the
+// cancel check answers true on its third call (inside the first epoch), the
+// update is rolled back like a diverged one, and the learner goes on
+// bit-identical to a twin that never started it.
+TEST(PpoLearnerTest, CancelledUpdateStopsAtAMinibatchAndIsRolledBack) {
+  PpoOptions ppo = SmallPpo();
+  ppo.epochs = 3;
+  std::unique_ptr<PpoLearner> learner = MakeLearner(ppo, 42);
+  std::unique_ptr<PpoLearner> twin = MakeLearner(ppo, 42);
+  ASSERT_TRUE(learner && twin);
+  ASSERT_TRUE(learner->Update({MakeChunk(0, 8, 4, 1)}).ok());
+  ASSERT_TRUE(twin->Update({MakeChunk(0, 8, 4, 1)}).ok());
+
+  int asked = 0;
+  learner->set_cancel_check([&asked] { return ++asked >= 3; });
+  const absl::StatusOr<UpdateStats> cancelled =
+      learner->Update({MakeChunk(1, 8, 4, 2)});
+  ASSERT_EQ(cancelled.status().code(), absl::StatusCode::kCancelled)
+      << cancelled.status();
+  EXPECT_EQ(asked, 3);  // before the update, then two minibatch boundaries
+  EXPECT_EQ(learner->version(), 1);
+  EXPECT_EQ(learner->samples_consumed(), 32);
+  ExpectSameState(*learner, *twin);
+  // Raised before an update: nothing is done at all.
+  const absl::StatusOr<UpdateStats> refused =
+      learner->Update({MakeChunk(1, 8, 4, 2)});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(asked, 4);
+  ExpectSameState(*learner, *twin);
+
+  // Adam's moments and the shuffling were restored too.
+  learner->set_cancel_check(nullptr);
+  const absl::StatusOr<UpdateStats> a =
+      learner->Update({MakeChunk(1, 8, 4, 2)});
+  const absl::StatusOr<UpdateStats> b = twin->Update({MakeChunk(1, 8, 4, 2)});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectSameStats(*a, *b);
+  ExpectSameState(*learner, *twin);
+  EXPECT_EQ(learner->version(), 2);
+}
+
 TEST(PpoLearnerTest, VersionGrowsByOneAndSamplesConsumedByTimesBPerUpdate) {
   std::unique_ptr<PpoLearner> learner = MakeLearner(SmallPpo());
   ASSERT_TRUE(learner);
