@@ -47,9 +47,10 @@ constexpr char kFile[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 class TestLearner final : public v1::Learner::Service {
  public:
   grpc::Status Act(
-      grpc::ServerContext* /*context*/,
+      grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::LearnerMessage, v1::ActorMessage>* stream)
       override {
+    Record(*context);
     v1::ActorMessage in;
     while (stream->Read(&in)) {
       v1::LearnerMessage out;
@@ -80,8 +81,9 @@ class TestLearner final : public v1::Learner::Service {
   }
 
   grpc::Status FetchDataset(
-      grpc::ServerContext* /*context*/, const v1::FetchDatasetRequest* request,
+      grpc::ServerContext* context, const v1::FetchDatasetRequest* request,
       grpc::ServerWriter<v1::DatasetPiece>* writer) override {
+    Record(*context);
     if (request->dataset_id() != "the-id") {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, "no such dataset");
     }
@@ -97,9 +99,10 @@ class TestLearner final : public v1::Learner::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status GetStatus(grpc::ServerContext* /*context*/,
+  grpc::Status GetStatus(grpc::ServerContext* context,
                          const v1::StatusRequest* /*request*/,
                          v1::LearnerStatus* response) override {
+    Record(*context);
     absl::Duration delay;
     absl::Status status;
     {
@@ -134,8 +137,23 @@ class TestLearner final : public v1::Learner::Service {
     absl::MutexLock lock(&mu_);
     return sequences_;
   }
+  // The "authorization" metadata of every call, in order ("" : none).
+  std::vector<std::string> authorizations() {
+    absl::MutexLock lock(&mu_);
+    return authorizations_;
+  }
 
  private:
+  void Record(const grpc::ServerContext& context) {
+    const auto it = context.client_metadata().find("authorization");
+    std::string value;
+    if (it != context.client_metadata().end()) {
+      value.assign(it->second.data(), it->second.size());
+    }
+    absl::MutexLock lock(&mu_);
+    authorizations_.push_back(std::move(value));
+  }
+
   absl::Mutex mu_;
   absl::Status end_ ABSL_GUARDED_BY(mu_);
   bool fail_after_hello_ ABSL_GUARDED_BY(mu_) = false;
@@ -144,6 +162,7 @@ class TestLearner final : public v1::Learner::Service {
   std::vector<v1::Hello> hellos_ ABSL_GUARDED_BY(mu_);
   std::vector<learner::TrajectoryChunk> chunks_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> sequences_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> authorizations_ ABSL_GUARDED_BY(mu_);
 };
 
 class TestCoordinator final : public v1::Coordinator::Service {
@@ -155,6 +174,7 @@ class TestCoordinator final : public v1::Coordinator::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no actor id");
     }
     response->set_learner_address("learner-for-" + request->actor_id());
+    response->set_actor_ticket("ticket-for-" + request->actor_id());
     return grpc::Status::OK;
   }
 };
@@ -338,6 +358,44 @@ TEST_F(LearnerClientTest, FindLearnerAsksTheCoordinator) {
   EXPECT_EQ(found->learner_address(), "learner-for-a9");
   EXPECT_EQ(coordinator->FindLearner(v1::FindLearnerRequest()).status(),
             absl::InvalidArgumentError("no actor id"));
+}
+
+// The actor's credential path: the coordinator client stores each
+// FindLearner answer's ticket in the shared credential, and the learner
+// client presents the current one as "Bearer <ticket>" on every call.
+TEST_F(LearnerClientTest, TheLearnerIsShownTheTicketOfTheLastFindLearner) {
+  auto bearer = std::make_shared<LearnerCredential>();
+  std::unique_ptr<ActorCoordinatorClient> coordinator =
+      NewGrpcActorCoordinatorClient(address_, absl::Seconds(5), nullptr, "",
+                                    bearer);
+  options_.bearer = bearer;
+  std::unique_ptr<LearnerClient> client =
+      NewGrpcLearnerClient(address_, options_);
+  ASSERT_TRUE(client->GetStatus().ok());  // nothing to show yet
+  v1::FindLearnerRequest request;
+  request.set_actor_id("a9");
+  ASSERT_TRUE(coordinator->FindLearner(request).ok());
+  EXPECT_EQ(bearer->Get(), "ticket-for-a9");
+  ASSERT_TRUE(client->GetStatus().ok());
+  tests::TempDir dir("learner_client_");
+  ASSERT_TRUE(client->FetchDataset("the-id")->Receive(dir.Path("d")).ok());
+  {
+    std::unique_ptr<ActCall> call = client->Act();
+    v1::Hello hello;
+    hello.set_actor_id("a9");
+    ASSERT_TRUE(call->WriteHello(hello));
+    v1::LearnerMessage reply;
+    ASSERT_TRUE(call->Read(&reply));
+    call->WritesDone();
+    EXPECT_TRUE(call->Finish().ok());
+  }
+  request.set_actor_id("a10");
+  ASSERT_TRUE(coordinator->FindLearner(request).ok());
+  ASSERT_TRUE(client->GetStatus().ok());
+  EXPECT_EQ(learner_.authorizations(),
+            (std::vector<std::string>{
+                "", "Bearer ticket-for-a9", "Bearer ticket-for-a9",
+                "Bearer ticket-for-a9", "Bearer ticket-for-a10"}));
 }
 
 TEST_F(LearnerClientTest, TheFactoryMakesClientsForTheAddressItIsGiven) {
