@@ -1,0 +1,114 @@
+// A stand-alone ristretto-learner with a token (--token-file), real
+// processes on 127.0.0.1: an actor without the token is refused
+// (UNAUTHENTICATED, counted in ristretto_learner_rpc_denied_total) and
+// never streams a step, while an actor with the same --token-file trains
+// the run to its budget.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/secret_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/common/log_lines.h"
+#include "tests/common/metrics_scrape.h"
+#include "tests/common/temp_dir.h"
+#include "tests/integration/log_fields.h"
+#include "tests/integration/process.h"
+
+namespace ristretto {
+namespace {
+
+using ::ristretto::testing::Field;
+using ::ristretto::testing::Process;
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+TEST(LearnerTokenProcessTest, OnlyActorsWithTheTokenStreamIntoTheRun) {
+  tests::TempDir dir("ristretto_learner_token_");
+  absl::StatusOr<std::string> token = GenerateToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  const std::string token_file = dir.Path("token");
+  ASSERT_TRUE(WriteSecretFile(token_file, *token).ok());
+  Process learner({RISTRETTO_LEARNER_BINARY,
+                   "--port",
+                   "0",
+                   "--run-dir",
+                   dir.Path("runs"),
+                   "--synthetic-rows",
+                   "1200",
+                   "--synthetic-assets",
+                   "2",
+                   "--policy-hidden",
+                   "16,16",
+                   "--samples-per-update",
+                   "512",
+                   "--rollout",
+                   "32",
+                   "--episode",
+                   "200",
+                   "--epochs",
+                   "1",
+                   "--minibatch",
+                   "256",
+                   "--budget",
+                   "4096",
+                   "--token-file",
+                   token_file,
+                   "--metrics-port",
+                   "auto",
+                   "--metrics-address",
+                   "127.0.0.1"},
+                  dir.Path("learner.log"));
+  const std::string address = tests::WaitForListeningAddress(learner, 60s);
+  ASSERT_FALSE(address.empty()) << learner.Log();
+  EXPECT_THAT(learner.Log(), HasSubstr("every call authenticated"));
+  ASSERT_TRUE(learner.WaitForLog("metrics on ", 60s)) << learner.Log();
+  const std::string metrics_line =
+      learner.Log().substr(learner.Log().find("metrics on "));
+  const int metrics_port = std::stoi(
+      metrics_line.substr(metrics_line.find(':') + 1, metrics_line.find('\n')));
+
+  // The stranger: no token. Its streams end UNAUTHENTICATED (it retries).
+  Process stranger(
+      {RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "4",
+       "--actor-id", "stranger", "--cache-dir", dir.Path("cache-stranger")},
+      dir.Path("stranger.log"));
+  ASSERT_TRUE(stranger.WaitForLog("UNAUTHENTICATED", 60s)) << stranger.Log();
+  const std::optional<double> denied = ristretto::testing::SampleValue(
+      ristretto::testing::HttpGet(metrics_port).value_or(""),
+      "ristretto_learner_rpc_denied_total",
+      {{"method", "Act"}, {"code", "unauthenticated"}});
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_GE(*denied, 1);
+
+  // The actor with the token trains the run to its budget.
+  Process actor(
+      {RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "8",
+       "--actor-id", "member", "--cache-dir", dir.Path("cache-member"),
+       "--token-file", token_file, "--exit-when-idle"},
+      dir.Path("member.log"));
+  ASSERT_EQ(actor.Wait(300s), 0) << actor.Log() << learner.Log();
+  EXPECT_GT(Field(actor.Log(), "env_steps_sent=", "env_steps_sent"), 0)
+      << actor.Log();
+
+  stranger.Signal(SIGTERM);
+  ASSERT_EQ(stranger.Wait(30s), 0) << stranger.Log();
+  EXPECT_EQ(Field(stranger.Log(), "env_steps_sent=", "env_steps_sent"), 0)
+      << stranger.Log();
+  learner.Signal(SIGTERM);
+  ASSERT_EQ(learner.Wait(60s), 0) << learner.Log();
+  // Every step the learner received came from the member.
+  EXPECT_EQ(Field(learner.Log(), "learner: run run-0", "received"),
+            Field(actor.Log(), "env_steps_sent=", "env_steps_sent"))
+      << learner.Log();
+}
+
+}  // namespace
+}  // namespace ristretto
