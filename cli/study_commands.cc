@@ -710,6 +710,9 @@ absl::Status StudyShow(const ParsedCommandLine& parsed) {
               static_cast<long long>(study.id));
   std::printf("state        %s\n",
               std::string(coordinator::ToString(study.state)).c_str());
+  if (!study.stop_reason.empty()) {
+    std::printf("stopped by  the coordinator: %s\n", study.stop_reason.c_str());
+  }
   std::printf("created      %s\n", FormatLocalTime(study.created_at).c_str());
   absl::StatusOr<coordinator::StudyConfig> config =
       coordinator::ParseStudyConfig(study.config_text);
@@ -1084,6 +1087,16 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     // the study's result is stored.
     if (study.state == coordinator::StudyState::kDone) {
       why = absl::StrCat("study ", study_name, " is done");
+    } else if (study.state == coordinator::StudyState::kStopped &&
+               !study.stop_reason.empty()) {
+      // The coordinator stopped it (its dataset could not be written, ...):
+      // a failure of the study, not the end of a wait.
+      if (tty) std::fputc('\n', out);
+      std::fflush(out);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "study ", study_name,
+          " was stopped by the coordinator: ", study.stop_reason,
+          " (fix it, then: ristretto study start ", study_name, ")"));
     } else if (study.state == coordinator::StudyState::kStopped) {
       why = absl::StrCat("study ", study_name,
                          " is stopped (resume: ristretto study start ",
