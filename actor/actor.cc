@@ -150,6 +150,10 @@ struct Actor::Rollout {
   std::shared_ptr<const env::MarketData> market;
   std::unique_ptr<env::VectorEnv> env;
   std::shared_ptr<Policy> policy;
+  // Inference for `policy` at this env's batch size (rebuilt when either
+  // changes): no tensor allocated per step.
+  std::shared_ptr<Policy> sampler_policy;
+  std::unique_ptr<learner::PolicySampler> sampler;
   Rng noise_rng;
   // The chunk being filled (obs row 0 = the envs' current obs), from
   // `pool`.
@@ -731,25 +735,24 @@ absl::Status Actor::RolloutChunks(wire::ActCall* call) {
         }
         for (float& z : r.noise) z = static_cast<float>(r.noise_rng.Normal());
         float* obs_t = chunk.obs.data() + static_cast<size_t>(t) * B * D;
-        const torch::Tensor x =
-            torch::from_blob(obs_t, {B, D}, torch::kFloat32);
-        const torch::Tensor z =
-            torch::from_blob(r.noise.data(), {B, A}, torch::kFloat32);
+        if (r.sampler == nullptr || r.sampler_policy != r.policy ||
+            r.sampler->batch() != B) {
+          r.sampler =
+              std::make_unique<learner::PolicySampler>(r.policy->model, B);
+          r.sampler_policy = r.policy;
+        }
         const auto inference_start = std::chrono::steady_clock::now();
-        const learner::PolicySample s =
-            learner::SampleActions(r.policy->model, x, z, false);
+        // u and log π straight into the chunk, the actions for the env.
+        r.sampler->Sample(obs_t, r.noise.data(), /*deterministic=*/false,
+                          chunk.actions.data() + static_cast<size_t>(t) * B * A,
+                          r.actions.data(),
+                          chunk.log_probs.data() + static_cast<size_t>(t) * B);
         if (metrics_ != nullptr) {
           metrics_->ObserveInference(
               std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                             inference_start)
                   .count());
         }
-        std::memcpy(chunk.actions.data() + static_cast<size_t>(t) * B * A,
-                    s.u.data_ptr<float>(), sizeof(float) * B * A);
-        std::memcpy(chunk.log_probs.data() + static_cast<size_t>(t) * B,
-                    s.log_prob.data_ptr<float>(), sizeof(float) * B);
-        std::memcpy(r.actions.data(), s.action.data_ptr<float>(),
-                    sizeof(float) * B * A);
         env::StepOutput out;
         out.obs = obs_t + static_cast<size_t>(B) * D;
         out.reward = chunk.rewards.data() + static_cast<size_t>(t) * B;

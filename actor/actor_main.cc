@@ -47,7 +47,7 @@
 #include "common/shutdown_signal.h"
 #include "common/status_macros.h"
 #include "common/tls_flags.h"
-#include "wire/grpc_options.h"
+#include "learner/torch/torch_runtime.h"
 #include "wire/learner_client.h"
 
 // Each flag once: name, type, default and meaning.
@@ -142,7 +142,6 @@ absl::StatusOr<Flags> FlagsFromCommandLine() {
 
 int Main(int argc, char** argv) {
   log::Init(argv[0]);
-  wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
   HoldGrpcUntilExit();
   if (const absl::Status s = InstallShutdownHandlers(); !s.ok()) {
     RLOG(ERROR) << "ristretto-actor: " << s.ToString();

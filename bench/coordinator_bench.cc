@@ -87,6 +87,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/runtime_policy.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/sampler.h"
 #include "coordinator/core/study_config.h"
@@ -717,6 +718,7 @@ void PrintTable(const std::vector<std::unique_ptr<Server>>& servers,
 }
 
 int Main(int argc, char** argv) {
+  ApplyRuntimePolicy(RuntimePolicyFor(ProcessRole::kBench));
   Config config;
   if (!ParseFlags(argc, argv, &config)) {
     std::fprintf(stderr,

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "common/runtime_policy.h"
 #include "learner/torch/ppo.h"
+#include "learner/torch/torch_runtime.h"
 
 namespace ristretto::learner {
 namespace {
@@ -120,4 +122,13 @@ BENCHMARK(BM_RistrettoPpoUpdate)
 }  // namespace
 }  // namespace ristretto::learner
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, after the bench role's runtime policy
+// (common/runtime_policy.h), as every ristretto binary applies its own.
+int main(int argc, char** argv) {
+  ristretto::learner::ApplyProcessRuntimePolicy(ristretto::ProcessRole::kBench);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -52,6 +52,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/file_util.h"
+#include "common/runtime_policy.h"
 #include "coordinator/core/search_space.h"
 #include "coordinator/core/statistics.h"
 #include "coordinator/core/study_config.h"
@@ -112,6 +113,8 @@ double TimeMs(const std::function<void()>& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ristretto::ApplyRuntimePolicy(
+      ristretto::RuntimePolicyFor(ristretto::ProcessRole::kBench));
   int trials = 200, reps = 7;
   std::string copy_report;  // where to keep the last report.html
   std::string cli;          // the ristretto binary, to time the command too

@@ -8,6 +8,7 @@
 
 #include "benchmark/benchmark.h"
 #include "common/rng.h"
+#include "common/runtime_policy.h"
 #include "env/synthetic.h"
 #include "env/vector_env.h"
 
@@ -163,4 +164,14 @@ BENCHMARK(BM_VectorEnvStep)
 }  // namespace
 }  // namespace ristretto::env
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, after the bench role's runtime policy
+// (common/runtime_policy.h), as every ristretto binary applies its own.
+int main(int argc, char** argv) {
+  ristretto::ApplyRuntimePolicy(
+      ristretto::RuntimePolicyFor(ristretto::ProcessRole::kBench));
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

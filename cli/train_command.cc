@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
+#include "common/runtime_policy.h"
 #include "common/status_macros.h"
 #include "env/cv_split.h"
 #include "env/dataset.h"
@@ -18,6 +19,7 @@
 #include "learner/run_flags.h"
 #include "learner/run_options.h"
 #include "learner/torch/checkpoint.h"
+#include "learner/torch/torch_runtime.h"
 #include "learner/torch/trainer.h"
 
 // Besides these, `train` reads --dataset, --predictability, --out, --study
@@ -225,6 +227,9 @@ int RunTrainCommand(int argc, char** argv, int first) {
           ParseCommand(command, argc, argv, first, &parsed)) {
     return *exit_code;
   }
+  // The trainer's allocator, OpenBLAS and LibTorch threads
+  // (common/runtime_policy.h) before anything allocates or starts threads.
+  learner::ApplyTorchRuntimePolicy(RuntimePolicyFor(ProcessRole::kTrainer));
   absl::Status status = Train(parsed);
   if (!status.ok()) {
     std::fprintf(stderr, "ristretto train: %s\n",

@@ -68,7 +68,7 @@
 #include "learner/standalone_run.h"
 #include "learner/torch/checkpoint.h"
 #include "learner/torch/device_memory.h"
-#include "wire/grpc_options.h"
+#include "learner/torch/torch_runtime.h"
 
 // Each flag once: name, type, default and meaning.
 // The process.
@@ -360,7 +360,9 @@ absl::Status CheckRunFlags(
 // Runs the learner with the parsed flags; `run_flags` are the run-option
 // flags given (passed through, unparsed).
 absl::Status Main(const std::map<std::string, std::string>& run_flags) {
-  wire::TuneAllocatorForChunkTraffic();  // before gRPC starts threads
+  // Allocator, OpenBLAS and LibTorch threads (common/runtime_policy.h),
+  // before gRPC or LibTorch start threads.
+  ApplyProcessRuntimePolicy(ProcessRole::kLearner);
   HoldGrpcUntilExit();
   RETURN_IF_ERROR(InstallShutdownHandlers());
 

@@ -10,7 +10,8 @@
 //    By default those blocks are mmap'ed or trimmed back to the kernel
 //    when freed, so the next chunk page-faults on ~1,000 fresh zeroed
 //    pages: ~1 ms of CPU per chunk, more than the codec itself. Keeping
-//    them in the process removes that (TuneAllocatorForChunkTraffic()).
+//    them in the process removes that (TuneAllocatorForChunkTraffic(),
+//    part of every role's runtime policy: common/runtime_policy.h).
 //  - HTTP/2 and TCP channel arguments (16 MiB lookahead and frames, BDP
 //    probe off, 8 MiB write buffer, 1–16 MiB TCP reads: the bench's
 //    grpc_tuned variant) change neither CPU per chunk nor throughput
@@ -19,26 +20,23 @@
 #ifndef RISTRETTO_WIRE_GRPC_OPTIONS_H_
 #define RISTRETTO_WIRE_GRPC_OPTIONS_H_
 
-#include <malloc.h>
+#include "common/runtime_policy.h"
 
 namespace ristretto::wire {
 
-// Blocks below this are served from malloc's arenas instead of their own
-// mmap (the largest value glibc accepts on 64-bit).
-inline constexpr int kChunkMmapThresholdBytes = 32 << 20;
-// Free memory at the top of an arena is returned to the kernel only past
-// this (a non-main arena is at most 64 MiB, so it keeps its pages).
-inline constexpr int kChunkTrimThresholdBytes = 64 << 20;
+inline constexpr int kChunkMmapThresholdBytes = kMmapThresholdBytes;
+inline constexpr int kChunkTrimThresholdBytes = kTrimThresholdBytes;
 
 // Makes glibc keep freed multi-megabyte blocks for reuse (fixed mmap and
-// trim thresholds instead of the adaptive defaults). Call once at start-up,
-// before the gRPC server or channel is created. Cost: the process keeps up
-// to ~64 MiB of freed memory per malloc arena instead of returning it.
-// Returns false if glibc refused a setting (the defaults then stay).
+// trim thresholds instead of the adaptive defaults): the allocator part of
+// the runtime policy, which the binaries apply whole
+// (learner::ApplyProcessRuntimePolicy); transport_bench toggles it alone.
+// Cost: the process keeps up to ~64 MiB of freed memory per malloc arena
+// instead of returning it. Returns false if glibc refused a setting (the
+// defaults then stay).
 inline bool TuneAllocatorForChunkTraffic() {
-  const bool mmap_ok = mallopt(M_MMAP_THRESHOLD, kChunkMmapThresholdBytes) == 1;
-  const bool trim_ok = mallopt(M_TRIM_THRESHOLD, kChunkTrimThresholdBytes) == 1;
-  return mmap_ok && trim_ok;
+  return SetAllocatorThresholds(kChunkMmapThresholdBytes,
+                                kChunkTrimThresholdBytes);
 }
 
 }  // namespace ristretto::wire

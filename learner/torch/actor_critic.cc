@@ -1,7 +1,9 @@
 #include "learner/torch/actor_critic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace ristretto::learner {
 namespace {
@@ -140,6 +142,99 @@ PolicySample SampleActions(ActorCritic& model, const torch::Tensor& obs,
   s.action = s.action.to(torch::kCPU).contiguous();
   s.log_prob = s.log_prob.to(torch::kCPU).contiguous();
   return s;
+}
+
+PolicySampler::PolicySampler(ActorCritic model, int64_t batch)
+    : model_(std::move(model)), batch_(batch) {
+  // Buffers made under inference mode are inference tensors: cheaper, and
+  // only ever used under inference mode (Sample).
+  c10::InferenceMode inference;
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
+  const NetworkOptions& net = model_->options();
+  auto to_vector = [](const torch::Tensor& t) {
+    const torch::Tensor c = t.to(torch::kCPU, torch::kFloat32).contiguous();
+    return std::vector<float>(c.data_ptr<float>(),
+                              c.data_ptr<float>() + c.numel());
+  };
+  if (net.normalize_observations) {
+    // As Normalize: the statistics in float64, then cast.
+    obs_mean_ = to_vector(model_->obs_mean());
+    obs_inv_std_ = to_vector(torch::rsqrt(model_->obs_var() + 1e-8));
+    normalized_ = torch::empty({batch, model_->obs_size()}, f32);
+  }
+  log_std_ = to_vector(model_->log_std());
+  std_ = to_vector(torch::exp(model_->log_std()));
+  inv_std_ = to_vector(torch::exp(-model_->log_std()));
+  for (const torch::nn::Linear& layer : model_->policy_layers()) {
+    hidden_.push_back(torch::empty({batch, layer->weight.size(0)}, f32));
+  }
+}
+
+void PolicySampler::Sample(const float* obs, const float* noise,
+                           bool deterministic, float* u, float* action,
+                           float* log_prob) {
+  c10::InferenceMode inference;
+  const int64_t d = model_->obs_size();
+  const int64_t a = model_->action_size();
+  const NetworkOptions& net = model_->options();
+  torch::Tensor x =
+      torch::from_blob(const_cast<float*>(obs), {batch_, d},
+                       torch::TensorOptions().dtype(torch::kFloat32));
+  // Normalize, elementwise in float as LibTorch does it:
+  // clamp((obs − mean) · inv_std, ±clip).
+  if (normalized_.defined()) {
+    float* out = normalized_.data_ptr<float>();
+    const float clip = static_cast<float>(net.obs_clip);
+    for (int64_t b = 0; b < batch_; ++b) {
+      for (int64_t j = 0; j < d; ++j) {
+        const float v = (obs[b * d + j] - obs_mean_[j]) * obs_inv_std_[j];
+        out[b * d + j] = std::min(std::max(v, -clip), clip);
+      }
+    }
+    x = normalized_;
+  }
+  // The policy MLP, the only LibTorch ops: Linear is addmm(bias, x, Wᵀ)
+  // for 2-D input, written into this sampler's buffers.
+  const std::vector<torch::nn::Linear>& layers = model_->policy_layers();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    at::addmm_out(hidden_[i], layers[i]->bias, x, layers[i]->weight.t());
+    if (i + 1 < layers.size()) {
+      if (net.activation == Activation::kTanh) {
+        hidden_[i].tanh_();
+      } else {
+        hidden_[i].relu_();
+      }
+    }
+    x = hidden_[i];
+  }
+  const float* mean = hidden_.back().data_ptr<float>();
+
+  // The rest is batch × actions numbers (8 × 7 by default): a loop costs
+  // less than dispatching the dozen LibTorch ops SampleActions uses.
+  // u = mean + exp(log_std) · noise, action = tanh(u),
+  // log π = Σ(−½ z² − log_std − ½ log 2π), z = (u − mean) · exp(−log_std),
+  // minus Σ 2 (log 2 − u − softplus(−2u)) when tanh-corrected.
+  const bool corrected = net.log_prob == LogProbMode::kTanhCorrected;
+  for (int64_t b = 0; b < batch_; ++b) {
+    float sum = 0.0f;
+    float log_det = 0.0f;
+    for (int64_t j = 0; j < a; ++j) {
+      const int64_t k = b * a + j;
+      const float uk = deterministic ? mean[k] : mean[k] + std_[j] * noise[k];
+      u[k] = uk;
+      action[k] = std::tanh(uk);
+      const float z = (uk - mean[k]) * inv_std_[j];
+      sum += -0.5f * z * z - log_std_[j] - static_cast<float>(kHalfLog2Pi);
+      if (corrected) {
+        // softplus(x) = log(1 + e^x), linear past x > 20 (LibTorch's
+        // threshold).
+        const float m2u = -2.0f * uk;
+        const float softplus = m2u > 20.0f ? m2u : std::log1p(std::exp(m2u));
+        log_det += 2.0f * (static_cast<float>(kLog2) - uk - softplus);
+      }
+    }
+    log_prob[b] = corrected ? sum - log_det : sum;
+  }
 }
 
 }  // namespace ristretto::learner

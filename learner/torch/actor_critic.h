@@ -94,6 +94,41 @@ struct PolicySample {
 PolicySample SampleActions(ActorCritic& model, const torch::Tensor& obs,
                            const torch::Tensor& noise, bool deterministic);
 
+// SampleActions for one CPU model and one batch size, as the actor calls it
+// every env step: under inference mode (no autograd bookkeeping) and with
+// no tensor allocated per call. The only LibTorch ops are the policy MLP's
+// (addmm and activation, into buffers made once here); normalisation and
+// the sampling maths on batch × actions numbers run as plain loops, which
+// costs less than dispatching a dozen small ops. Observations and noise
+// are read from, and u, the action and log π written to, the caller's
+// memory without a copy. Same formulas as SampleActions: u and log π agree
+// to float rounding (tanh, exp and log1p may differ in the last bits).
+// The normalisation statistics and exp(±log_std) are read once, at
+// construction: build a new sampler when the model's weights or statistics
+// change (the actor does, with each new policy version). The model must
+// outlive the sampler (it holds a reference). CPU models only. Not
+// thread-safe.
+class PolicySampler {
+ public:
+  PolicySampler(ActorCritic model, int64_t batch);
+
+  int64_t batch() const { return batch_; }
+
+  // obs [batch × obs_size], noise [batch × action_size] (ignored when
+  // `deterministic`: u = mean); writes u and action [batch × action_size]
+  // and log_prob [batch].
+  void Sample(const float* obs, const float* noise, bool deterministic,
+              float* u, float* action, float* log_prob);
+
+ private:
+  ActorCritic model_;
+  int64_t batch_;
+  std::vector<float> obs_mean_, obs_inv_std_;   // [D]; empty if off
+  std::vector<float> log_std_, std_, inv_std_;  // log_std, exp(±log_std)
+  torch::Tensor normalized_;                    // [B, D]; undefined if off
+  std::vector<torch::Tensor> hidden_;           // one [B, width] per layer
+};
+
 }  // namespace ristretto::learner
 
 #endif  // RISTRETTO_LEARNER_TORCH_ACTOR_CRITIC_H_

@@ -1,0 +1,46 @@
+#include "learner/torch/torch_runtime.h"
+
+#include <torch/torch.h>
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace ristretto::learner {
+
+AppliedRuntimePolicy ApplyTorchRuntimePolicy(const RuntimePolicy& policy) {
+  AppliedRuntimePolicy applied = ApplyRuntimePolicy(policy);
+  if (applied.disabled) {
+    applied.torch_intra_op_threads = torch::get_num_threads();
+    applied.torch_inter_op_threads = torch::get_num_interop_threads();
+    return applied;
+  }
+  if (policy.torch_intra_op_threads > 0) {
+    torch::set_num_threads(policy.torch_intra_op_threads);
+  }
+  if (policy.torch_inter_op_threads > 0 &&
+      torch::get_num_interop_threads() != policy.torch_inter_op_threads) {
+    try {
+      torch::set_num_interop_threads(policy.torch_inter_op_threads);
+    } catch (const std::exception&) {
+      // Already set, or inter-op work has started: the count stays.
+      absl::StrAppend(&applied.note, "inter-op threads already fixed; ");
+    }
+  }
+  applied.torch_intra_op_threads = torch::get_num_threads();
+  applied.torch_inter_op_threads = torch::get_num_interop_threads();
+  // LibTorch's set_num_threads may reset OpenBLAS's count on some builds:
+  // read it again.
+  applied.blas_threads = OpenBlasThreads();
+  return applied;
+}
+
+AppliedRuntimePolicy ApplyProcessRuntimePolicy(ProcessRole role) {
+  const RuntimePolicy policy = RuntimePolicyFor(role);
+  AppliedRuntimePolicy applied = ApplyTorchRuntimePolicy(policy);
+  RLOG(INFO) << DescribeRuntimePolicy(policy, applied);
+  return applied;
+}
+
+}  // namespace ristretto::learner
