@@ -111,6 +111,16 @@ absl::Status Main() {
   const TlsFiles tls = TlsFilesFromFlags();
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(tls));
+  const std::string address = absl::GetFlag(FLAGS_address);
+  // What protects the server, logged once. With a token every call is
+  // authenticated (CoordinatorService), as with mutual TLS; without either
+  // a non-loopback bind is refused unless --allow-insecure-network, before
+  // the data directory or the database are touched.
+  ASSIGN_OR_RETURN(const std::string exposure,
+                   CheckExposure(address, !tls.cert_file.empty(),
+                                 !options.token.empty() || MutualTlsFromFlags(),
+                                 absl::GetFlag(FLAGS_allow_insecure_network)));
+  RLOG(INFO) << "security: " << exposure;
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
@@ -145,20 +155,11 @@ absl::Status Main() {
                      "loopback)";
   }
 
-  const std::string address = absl::GetFlag(FLAGS_address);
   const int64_t port = absl::GetFlag(FLAGS_port);
   const int64_t max_mb = absl::GetFlag(FLAGS_max_message_mb);
   if (max_mb < 1 || max_mb > 1024) {
     return absl::InvalidArgumentError("--max-message-mb must be in [1, 1024]");
   }
-  // What protects the server, logged once. With a token every call is
-  // authenticated (CoordinatorService), as with mutual TLS; without either
-  // a non-loopback bind is refused unless --allow-insecure-network.
-  ASSIGN_OR_RETURN(const std::string exposure,
-                   CheckExposure(address, !tls.cert_file.empty(),
-                                 !options.token.empty() || MutualTlsFromFlags(),
-                                 absl::GetFlag(FLAGS_allow_insecure_network)));
-  RLOG(INFO) << "security: " << exposure;
   int bound_port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat(address, ":", port), credentials,

@@ -2,7 +2,9 @@
 // processes on 127.0.0.1: an actor without the token is refused
 // (UNAUTHENTICATED, counted in ristretto_learner_rpc_denied_total) and
 // never streams a step, while an actor with the same --token-file trains
-// the run to its budget.
+// the run to its budget. And servers without credentials stay on loopback:
+// a learner or coordinator told to bind 0.0.0.0 with neither a token nor
+// mutual TLS refuses to start unless --allow-insecure-network.
 #include <signal.h>
 
 #include <chrono>
@@ -108,6 +110,38 @@ TEST(LearnerTokenProcessTest, OnlyActorsWithTheTokenStreamIntoTheRun) {
   EXPECT_EQ(Field(learner.Log(), "learner: run run-0", "received"),
             Field(actor.Log(), "env_steps_sent=", "env_steps_sent"))
       << learner.Log();
+}
+
+TEST(LoopbackOnlyTest, ServersWithoutCredentialsRefuseANetworkAddress) {
+  tests::TempDir dir("ristretto_loopback_");
+  Process learner({RISTRETTO_LEARNER_BINARY, "--address", "0.0.0.0", "--port",
+                   "0", "--run-dir", dir.Path("runs")},
+                  dir.Path("learner.log"));
+  EXPECT_EQ(learner.Wait(60s), 1) << learner.Log();
+  EXPECT_THAT(learner.Log(), HasSubstr("refusing to serve on 0.0.0.0 without "
+                                       "credentials"));
+  EXPECT_THAT(learner.Log(), ::testing::Not(HasSubstr("listening on")));
+#ifdef RISTRETTO_COORDINATOR_BINARY
+  // Refused before the database is touched: this DSN is never dialled.
+  Process coordinator(
+      {RISTRETTO_COORDINATOR_BINARY, "--db", "host=/nonexistent dbname=none",
+       "--address", "0.0.0.0", "--data-dir", dir.Path("coordinator")},
+      dir.Path("coordinator.log"));
+  EXPECT_EQ(coordinator.Wait(60s), 1) << coordinator.Log();
+  EXPECT_THAT(coordinator.Log(),
+              HasSubstr("refusing to serve on 0.0.0.0 without credentials"));
+#endif
+  // Explicitly allowed: it serves, and says what is open.
+  Process allowed(
+      {RISTRETTO_LEARNER_BINARY, "--address", "0.0.0.0", "--port", "0",
+       "--run-dir", dir.Path("runs-2"), "--allow-insecure-network"},
+      dir.Path("allowed.log"));
+  EXPECT_FALSE(tests::WaitForListeningAddress(allowed, 60s).empty())
+      << allowed.Log();
+  EXPECT_THAT(allowed.Log(), HasSubstr("calls NOT authenticated, reachable "
+                                       "from the network"));
+  allowed.Signal(SIGTERM);
+  EXPECT_EQ(allowed.Wait(60s), 0) << allowed.Log();
 }
 
 }  // namespace
