@@ -5,6 +5,9 @@
 #include "learner/service/run_host.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -234,6 +237,71 @@ TEST(RunHostTest, StopBeforeTheBudgetTellsSubscribersAndRefusesChunks) {
   EXPECT_EQ(c.env_steps_received, 16);
   EXPECT_EQ(c.env_steps_dropped, 16);
   host->Stop();  // idempotent
+}
+
+// A stopped run checkpoints without evaluating; the resumed run reads that
+// checkpoint (steps, version) and evaluates at the next point of its
+// eval_every grid (64), as an uninterrupted run would — not at the stop's
+// steps + eval_every (80).
+TEST(RunHostTest, StopCheckpointsWithoutEvaluatingAndResumesOnTheGrid) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir =
+      std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") +
+      "/ristretto-rh-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  RunSpec spec = SmallSpec("run-0");
+  const int64_t rows = SmallMarket()->num_rows;
+  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
+  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
+  spec.trainer.eval_every_env_steps = 32;
+  spec.trainer.run_dir = dir + "/run";
+  std::mutex mu;
+  std::vector<int64_t> evaluated_at;
+  spec.on_evaluation = [&](const EvaluationResult& e) {
+    std::lock_guard<std::mutex> lock(mu);
+    evaluated_at.push_back(e.at_env_steps);
+  };
+  auto train = [](RunHost& host, int64_t updates) {
+    for (int64_t k = host.counters().updates; k < updates; ++k) {
+      const int64_t version = host.counters().policy_version;
+      ASSERT_TRUE(host.Ingest(SmallChunk("run-0", version), [] {}).ok());
+      ASSERT_TRUE(WaitFor([&] { return host.counters().updates == k + 1; }));
+    }
+  };
+  {
+    std::unique_ptr<RunHost> host = MustCreate(spec);
+    ASSERT_NE(host, nullptr);
+    train(*host, 3);  // 48 env steps: evaluated at 32
+    host->Stop();
+    EXPECT_TRUE(host->failure().ok()) << host->failure();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(evaluated_at, std::vector<int64_t>({32}));  // none at the stop
+  }
+  std::ifstream latest(spec.trainer.run_dir + "/LATEST");
+  std::string name;
+  std::getline(latest, name);
+  EXPECT_EQ(name, "step-000000000048");
+
+  std::unique_ptr<RunHost> resumed = MustCreate(spec);
+  ASSERT_NE(resumed, nullptr);
+  EXPECT_EQ(resumed->counters().env_steps_trained, 48);
+  EXPECT_EQ(resumed->counters().policy_version, 3);
+  train(*resumed, 4);  // 64 env steps: the grid's next point
+  // The evaluation follows the update on the training thread: wait for it
+  // (a Stop before it would skip it).
+  EXPECT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return evaluated_at.size() >= 2;
+  }));
+  resumed->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(evaluated_at, std::vector<int64_t>({32, 64}));
+  }
+  resumed.reset();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RunHostTest, AnUnsubscribedListenerHearsNothingMore) {
