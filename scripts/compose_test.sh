@@ -384,8 +384,11 @@ elif [ "$study_started" = 1 ] && wait_for 600 "a leased run with env steps" run_
   if [ -n "$pid" ] && [ "$pid" -gt 1 ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q '^ristretto-learner '; then
     # SIGKILL to the learner process, like a crash or the OOM killer. (`docker
     # kill` is a manual stop to Docker: the restart policy does not apply.)
+    # The runs it held, as "id:attempts" (the kill may land between two
+    # queries; a run finished meanwhile only shortens the list).
+    held=$(sql "SELECT string_agg(id || ':' || attempts, ' ') FROM runs WHERE state = 'leased'")
     kill -KILL "$pid" && killed=1
-    note "SIGKILLed ristretto-learner (host pid $pid) with $(sql "SELECT count(*) FROM runs WHERE state = 'leased'") runs leased"
+    note "SIGKILLed ristretto-learner (host pid $pid) holding runs (id:attempts) ${held:-none}"
   else
     bad "no ristretto-learner process under the learner container's init (pid ${init_pid:-?})"
   fi
@@ -399,6 +402,34 @@ elif [ "$killed" = 1 ] && wait_for 300 "the learner to be restarted and healthy"
   ok "learner restarted by its restart policy (restart count $("$DOCKER" inspect -f '{{.RestartCount}}' "$learner")) and healthy again"
 else
   bad "learner kill and restart"
+fi
+
+# The runs the killed learner held must be taken from it: expired or
+# released and leased again (a higher attempt count), or finished. If the
+# restarted learner (same member id) finishes a run of its own while one of
+# them is still leased under the same attempt, nothing will ever take it
+# back: its heartbeats extend every lease of that member id.
+stale_runs() {  # prints the held runs still leased under the same attempt
+  local r
+  for r in $held; do
+    [ "$(sql "SELECT state = 'leased' AND attempts = ${r#*:} FROM runs WHERE id = ${r%%:*}")" = t ] && printf '%s ' "${r%%:*}"
+  done
+}
+restart_time=$(date -u '+%Y-%m-%d %H:%M:%S')
+recovered=
+held_runs_decided() {
+  [ -z "$(stale_runs)" ] && { recovered=1; return 0; }
+  [ "$(sql "SELECT count(*) FROM leases WHERE granted_at > '$restart_time+00' AND outcome = 'done'")" -gt 0 ] \
+    && { recovered=0; return 0; }
+  return 1
+}
+if [ "$killed" = 1 ] && [ -n "$held" ] && wait_for 1200 "the killed learner's runs to be taken back" held_runs_decided; then
+  if [ "$recovered" = 1 ]; then
+    ok "the runs the killed learner held ($held) were taken back (re-leased or finished)"
+  else
+    bad "runs $(stale_runs)still leased to the restarted learner's member id under their old attempt although it has finished a run since: the coordinator neither releases a re-registered member's leases nor expires runs its heartbeats do not report"
+    study_started=0  # the study cannot finish; do not wait for it
+  fi
 fi
 
 # Until the study is done: collect which PromQL expressions returned data.
