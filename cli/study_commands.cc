@@ -60,6 +60,7 @@ using coordinator::ArtifactRow;
 using coordinator::BestTrial;
 using coordinator::DatasetRow;
 using coordinator::FoldMetrics;
+using coordinator::RunRow;
 using coordinator::Store;
 using coordinator::StudyRow;
 using coordinator::TrialCounts;
@@ -751,10 +752,24 @@ absl::Status StudyShow(const ParsedCommandLine& parsed) {
   Table table({"trial", "state", "score", "lockbox sharpe (not ranked)",
                "params", "reason"});
   for (const TrialRow& t : trials) {
+    std::string reason = t.fail_reason;
+    if (t.state == coordinator::TrialState::kRunning) {
+      // A run its learner failed waits (backing off) to be tried again:
+      // say why, before the trial's last attempt makes it its reason.
+      ASSIGN_OR_RETURN(const std::vector<RunRow> runs, store->ListRuns(t.id));
+      for (const RunRow& r : runs) {
+        if (r.state == coordinator::RunState::kQueued &&
+            r.retry_after.has_value()) {
+          absl::StrAppend(&reason, reason.empty() ? "" : "; ", "fold ", r.fold,
+                          " retrying after attempt ", r.attempts, ": ",
+                          r.last_error);
+        }
+      }
+    }
     table.AddRow({absl::StrCat(t.number),
                   std::string(coordinator::ToString(t.state)),
                   FormatScore(t.score), FormatLockbox(lockbox, t.id),
-                  FormatParams(t.params), t.fail_reason});
+                  FormatParams(t.params), reason});
   }
   std::fputs(table.Render().c_str(), stdout);
   return PrintStudyStatistics(*store, study, stdout);

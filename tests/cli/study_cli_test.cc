@@ -515,6 +515,31 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
                                 "[^\n]*batch_size=4096 "));
 }
 
+// A run its learner failed, backing off before it is tried again: `study
+// show` says why on its (still running) trial.
+TEST_F(StudyCliTest, ShowSaysWhyARunningTrialsRunIsRetrying) {
+  CreateAndStart("retry", 1);
+  absl::StatusOr<coordinator::StudyRow> study = store_->GetStudy("retry");
+  ASSERT_TRUE(study.ok()) << study.status();
+  absl::StatusOr<TrialRow> trial = store_->CreateTrial(
+      study->id, {{"learning_rate", "0.001"}}, {"{}"}, dir_ + "/checkpoints");
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  absl::StatusOr<std::optional<RunRow>> run =
+      store_->LeaseRun("learner-test", absl::Minutes(5));
+  ASSERT_TRUE(run.ok() && run->has_value()) << run.status();
+  ASSERT_TRUE(store_
+                  ->RetryRun((*run)->id, "learner-test",
+                             "checkpoint: No space left on device",
+                             absl::Now() + absl::Seconds(5),
+                             absl::Now() + absl::Seconds(10))
+                  .ok());
+  const Result show = Cli("study show retry");
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_THAT(show.output,
+              HasSubstr("fold 0 retrying after attempt 1: checkpoint: No "
+                        "space left on device"));
+}
+
 TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {
   StudyWithThreeTrials("delta");
   const std::string out = dir_ + "/export";
