@@ -10,8 +10,9 @@
 #      plus $RISTRETTO_CERT_NAMES, e.g. "myhost.example.org 10.0.0.5" for
 #      learners or actors on other machines); put your own ca.pem,
 #      server.pem/.key and client.pem/.key there instead for production;
-#   3. builds the CPU image (and the CUDA learner image under profile gpu)
-#      with BuildKit;
+#   3. builds the CPU image (and the CUDA learner image under profile gpu,
+#      the PostgreSQL and Prometheus stand-ins when COMPOSE_FILE names
+#      deploy/docker-compose.standins.yml) with BuildKit;
 #   4. runs `docker-compose -f deploy/docker-compose.yml up` with the given
 #      options (default: -d).
 #
@@ -23,9 +24,11 @@
 #                 (Debian 12 host; docker/stage-prebuilt.sh) instead of
 #                 compiling them in the image
 # Environment: DOCKER (the docker client, default docker), COMPOSE (default
-# docker-compose when installed, else "docker compose"); RISTRETTO_ENV_FILE
-# and RISTRETTO_TLS_DIR move deploy/.env and deploy/secrets/tls (used by
-# scripts/compose_test.sh).
+# docker-compose when installed, else "docker compose"); COMPOSE_FILE (the
+# compose files, e.g. deploy/docker-compose.yml:deploy/docker-compose.standins.yml
+# where postgres and prometheus cannot be pulled; default the first alone);
+# RISTRETTO_ENV_FILE and RISTRETTO_TLS_DIR move deploy/.env and
+# deploy/secrets/tls (used by scripts/compose_test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -104,6 +107,10 @@ if [ "$build" = 1 ]; then
   fi
   DOCKER_BUILDKIT=1 "$docker" build -f docker/cpu.Dockerfile "${args[@]}" \
     -t "$(setting RISTRETTO_IMAGE ristretto-cpu:latest)" .
+  if [[ ${COMPOSE_FILE:-} == *docker-compose.standins.yml* ]]; then
+    DOCKER_BUILDKIT=1 "$docker" build -f docker/standin/postgres.Dockerfile -t ristretto-standin-postgres:15 .
+    DOCKER_BUILDKIT=1 "$docker" build -f docker/standin/prometheus.Dockerfile -t ristretto-standin-prometheus:2 .
+  fi
   if [[ ",$(setting COMPOSE_PROFILES gpu)," == *,gpu,* ]]; then
     DOCKER_BUILDKIT=1 "$docker" build -f docker/learner-cuda.Dockerfile \
       -t "$(setting RISTRETTO_LEARNER_IMAGE ristretto-learner-cuda:latest)" .
@@ -112,4 +119,6 @@ fi
 
 # Step 4: the stack.
 if [ "$#" -eq 0 ]; then set -- -d; fi
-exec "${compose[@]}" -f deploy/docker-compose.yml --env-file "$(realpath "$env_file")" up --no-build "$@"
+files=()
+[ -n "${COMPOSE_FILE:-}" ] || files=(-f deploy/docker-compose.yml)
+exec "${compose[@]}" "${files[@]}" --env-file "$(realpath "$env_file")" up --no-build "$@"
