@@ -423,7 +423,7 @@ held_runs_decided() {
     && { recovered=0; return 0; }
   return 1
 }
-if [ "$killed" = 1 ] && [ -n "$held" ] && wait_for 1200 "the killed learner's runs to be taken back" held_runs_decided; then
+if [ "$killed" = 1 ] && [ -n "$held" ] && wait_for 600 "the killed learner's runs to be taken back" held_runs_decided; then
   if [ "$recovered" = 1 ]; then
     ok "the runs the killed learner held ($held) were taken back (re-leased or finished)"
   else
@@ -437,7 +437,7 @@ done_or_poll() {
   poll_promql
   [ "$(study_state)" = "done" ]
 }
-if [ "$study_started" = 1 ] && wait_for 2400 "study $STUDY to finish" done_or_poll; then
+if [ "$study_started" = 1 ] && wait_for 1200 "study $STUDY to finish" done_or_poll; then
   STUDY_SECONDS=$(elapsed "$study_start")
   ok "study $STUDY done in $STUDY_SECONDS s (start to done$([ "$killed" = 1 ] && echo ', learner killed once'))"
 else
