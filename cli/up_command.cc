@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "common/dev_certs.h"
+#include "common/options_schema.h"
 #include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
@@ -36,7 +38,9 @@
 // Besides these, `up` reads --study, --data-dir, --export, --dataset
 // (cli/common_flags.cc) and the CSV import flags (env_commands.h).
 ABSL_FLAG(int64_t, actors, 2, "actor processes");
-ABSL_FLAG(int64_t, envs, 16, "env copies per actor");
+ABSL_FLAG(std::optional<int64_t>, envs, std::nullopt,
+          "env copies per actor (default: sized to the study so that chunks "
+          "reach the learner within max_policy_lag, at most 16)");
 ABSL_FLAG(std::optional<int64_t>, slots, std::nullopt,
           "runs the learner trains at once (default: the study's "
           "concurrency)");
@@ -52,6 +56,59 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+
+// The learner's default ingest queue (ristretto-learner --queue), which `up`
+// does not change.
+constexpr int64_t kLearnerQueueChunks = 2;
+constexpr int64_t kMaxActorEnvs = 16;
+
+// The smallest value a study can give a run option: fixed, else the search
+// space's lowest, else the schema default.
+double SmallestRunOption(const coordinator::StudyConfig& config,
+                         const std::string& name) {
+  for (const coordinator::ParamSpec& p : config.space) {
+    if (p.name != name) continue;
+    if (p.kind != coordinator::ParamKind::kCategorical) return p.low;
+    double low = OptionDefault(name);
+    bool first = true;
+    for (const std::string& c : p.choices) {
+      double v = 0;
+      if (absl::SimpleAtod(c, &v) && (first || v < low)) low = v;
+      first = false;
+    }
+    return low;
+  }
+  const auto fixed = config.fixed.find(name);
+  double v = 0;
+  if (fixed != config.fixed.end() && absl::SimpleAtod(fixed->second, &v)) {
+    return v;
+  }
+  return OptionDefault(name);
+}
+
+}  // namespace
+
+int64_t ActorEnvsForStudy(const coordinator::StudyConfig& config,
+                          int64_t actors, int64_t slots) {
+  // A run updates every num_envs × rollout_steps samples; an actor's chunk
+  // is envs × rollout_steps steps. A chunk made now is trained behind the
+  // learner's queue and the chunks of every actor of its run (the learner
+  // spreads actors evenly over the runs), one version per update, so it
+  // stays within max_policy_lag while (queue + actors per run) × envs ≤
+  // (max_policy_lag − 1) × num_envs (rollout_steps cancels; the same bound
+  // as RunHost::ActorCredits with one chunk of credit).
+  const int64_t runs = std::max<int64_t>(1, std::min(slots, actors));
+  const int64_t actors_per_run =
+      (std::max<int64_t>(1, actors) + runs - 1) / runs;
+  const double num_envs = SmallestRunOption(config, "num_envs");
+  const double lag = SmallestRunOption(config, "max_policy_lag");
+  const double fit =
+      std::floor((lag - 1) * num_envs /
+                 static_cast<double>(kLearnerQueueChunks + actors_per_run));
+  return std::clamp<int64_t>(static_cast<int64_t>(fit), 1, kMaxActorEnvs);
+}
+
+namespace {
 
 std::atomic<bool> g_stop{false};
 
@@ -351,9 +408,11 @@ absl::Status Up() {
     }
   }
   const int64_t num_actors = absl::GetFlag(FLAGS_actors);
-  const int64_t envs = absl::GetFlag(FLAGS_envs);
   const int64_t slots =
       absl::GetFlag(FLAGS_slots).value_or(config->concurrency);
+  const int64_t envs =
+      absl::GetFlag(FLAGS_envs)
+          .value_or(ActorEnvsForStudy(*config, num_actors, slots));
   const std::string bin_dir = absl::GetFlag(FLAGS_bin_dir);
   std::string export_dir = absl::GetFlag(FLAGS_export);
   if (export_dir.empty()) export_dir = data_dir + "/best-policy";
@@ -546,7 +605,7 @@ int RunUpCommand(int argc, char** argv, int first) {
       "up",
       "usage: ristretto up [--study deploy/studies/small.yaml] [--data-dir "
       "DIR]\n"
-      "           [--actors 2] [--envs 16] [--slots N] [--export DIR] "
+      "           [--actors 2] [--envs N] [--slots N] [--export DIR] "
       "[--bin-dir DIR]\n"
       "           [--insecure]\n"
       "           [--csv-dir DIR --interval 5m [import flags] | --dataset "

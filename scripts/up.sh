@@ -11,4 +11,4 @@ scripts/install_deps.sh
 scripts/build.sh
 DATA=${RISTRETTO_DATA:-ristretto-data}
 exec "${BUILD_DIR:-build}/cli/ristretto" up --study deploy/studies/small.yaml \
-  --data-dir "$DATA" --actors 2 --envs 16 "$@"
+  --data-dir "$DATA" --actors 2 "$@"
