@@ -27,6 +27,7 @@ constexpr const char* kDbOpNames[kNumDbOps] = {
     "LeaseRun",
     "ListFoldMetrics",
     "ListIntermediates",
+    "ListMembers",
     "ListRuns",
     "ListStudies",
     "ListTrials",

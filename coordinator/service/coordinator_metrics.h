@@ -47,6 +47,7 @@ enum class DbOp {
   kLeaseRun,
   kListFoldMetrics,
   kListIntermediates,
+  kListMembers,
   kListRuns,
   kListStudies,
   kListTrials,
@@ -58,7 +59,7 @@ enum class DbOp {
   kSetStudyState,
   kUpsertMember,
 };
-inline constexpr int kNumDbOps = 27;
+inline constexpr int kNumDbOps = 28;
 // The Store method's name, e.g. "LeaseRun".
 const char* DbOpName(DbOp op);
 

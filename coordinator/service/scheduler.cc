@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +22,22 @@
 
 namespace ristretto::coordinator {
 namespace {
+
+// The longest incarnation a learner may send (RegisterLearnerRequest).
+constexpr size_t kMaxIncarnationLength = 64;
+
+// The incarnation recorded in a learner's capacity_json by
+// RegisterLearner ("" when none: an older learner, or another kind).
+// Incarnations are hex digits only, so the text between the quotes is it.
+std::string IncarnationOf(const std::string& capacity_json) {
+  constexpr char kKey[] = "\"incarnation\":\"";
+  const size_t begin = capacity_json.find(kKey);
+  if (begin == std::string::npos) return "";
+  const size_t value = begin + sizeof(kKey) - 1;
+  const size_t end = capacity_json.find('"', value);
+  if (end == std::string::npos) return "";
+  return capacity_json.substr(value, end - value);
+}
 
 learner::EvaluationResult FromProto(const v1::Evaluation& e) {
   learner::EvaluationResult r;
@@ -485,6 +502,36 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
     return absl::InvalidArgumentError(
         "member_id, address and slots >= 1 are required");
   }
+  const std::string& incarnation = request.incarnation();
+  if (incarnation.size() > kMaxIncarnationLength ||
+      !std::all_of(incarnation.begin(), incarnation.end(), [](char c) {
+        return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+      })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "incarnation must be at most ", kMaxIncarnationLength, " hex digits"));
+  }
+  // A new process under a known member id (a restarted container or pod
+  // keeps its name): the leases the previous process held die with it.
+  // Without this the new process's heartbeats, which extend every lease of
+  // the member id, would keep them alive for ever and their trials would
+  // never finish. Read from the database, so that a coordinator restart in
+  // between does not hide the change.
+  if (!incarnation.empty()) {
+    ASSIGN_OR_RETURN(std::vector<MemberRow> members,
+                     Db(DbOp::kListMembers)->ListMembers());
+    for (const MemberRow& m : members) {
+      if (m.id != request.member_id()) continue;
+      const std::string previous = IncarnationOf(m.capacity_json);
+      if (!previous.empty() && previous != incarnation) {
+        RLOG(WARNING) << "learner " << request.member_id()
+                      << " registered as a new process: the leases of its "
+                         "previous process go back to the queue";
+        RETURN_IF_ERROR(
+            Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id()));
+      }
+      break;
+    }
+  }
   MemberRow member;
   member.id = request.member_id();
   member.kind = "learner";
@@ -492,7 +539,11 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
   member.capacity_json =
       absl::StrCat("{\"slots\":", request.slots(),
                    ",\"memory_mb\":", request.memory_budget_mb(),
-                   ",\"device\":\"", request.device(), "\"}");
+                   ",\"device\":\"", request.device(), "\"",
+                   incarnation.empty()
+                       ? ""
+                       : absl::StrCat(",\"incarnation\":\"", incarnation, "\""),
+                   "}");
   RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
   learners_[request.member_id()] = request.address();
   RLOG(INFO) << "learner " << request.member_id() << " at " << request.address()

@@ -8,6 +8,7 @@
 #include "common/artifact_hash.h"
 #include "common/file_util.h"
 #include "common/log.h"
+#include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
 #include "learner/run_config_codec.h"
@@ -43,6 +44,17 @@ const absl::Status& StatusOf(const absl::StatusOr<T>& s) {
   return s.status();
 }
 
+// 64 random hex digits; "" when the kernel gives no randomness (the
+// coordinator then cannot tell a restart from a re-registration, as before).
+std::string NewIncarnation() {
+  absl::StatusOr<std::string> id = GenerateToken();
+  if (!id.ok()) {
+    RLOG(WARNING) << "no process incarnation id: " << id.status().message();
+    return "";
+  }
+  return *std::move(id);
+}
+
 }  // namespace
 
 CoordinatorAgent::CoordinatorAgent(const AgentOptions& options,
@@ -55,6 +67,7 @@ CoordinatorAgent::CoordinatorAgent(AgentOptions options,
                                    LearnerService* service,
                                    std::unique_ptr<CoordinatorClient> client)
     : options_(std::move(options)),
+      incarnation_(NewIncarnation()),
       service_(service),
       client_(std::move(client)) {}
 
@@ -114,6 +127,7 @@ bool CoordinatorAgent::Register() {
   request.set_memory_budget_mb(options_.memory_budget_bytes >> 20);
   request.set_device(options_.device);
   request.set_token(options_.token);
+  request.set_incarnation(incarnation_);
   const absl::StatusOr<v1::RegisterLearnerResponse> response =
       client_->RegisterLearner(request);
   if (!response.ok()) {

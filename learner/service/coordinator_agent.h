@@ -120,6 +120,10 @@ class CoordinatorAgent {
   void Record(const Hosted& h, const std::string& outcome);
 
   const AgentOptions options_;
+  // Random id of this process, sent with every registration: the
+  // coordinator tells a restarted learner (same member id, new process)
+  // from one that registers again after a coordinator restart.
+  const std::string incarnation_;
   LearnerService* const service_;
   const std::unique_ptr<CoordinatorClient> client_;
   absl::Notification stop_;

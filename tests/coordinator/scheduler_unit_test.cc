@@ -356,6 +356,57 @@ TEST_F(SchedulerUnitTest, HeartbeatsKeepALeaseAliveAcrossTicks) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(SchedulerUnitTest, ARestartedLearnerProcessLosesItsPredecessorsLeases) {
+  // A learner container killed and restarted comes back under the same
+  // member id. Its first process's leases must go back to the queue (the
+  // new process's heartbeats would otherwise keep them alive for ever);
+  // the same process registering again (after a coordinator restart)
+  // keeps them.
+  Start(StudyText("concurrency: 2\nmax_trials: 2"));
+  auto register_as = [&](const std::string& incarnation) {
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id("learner-pod");
+    reg.set_address("127.0.0.1:3");
+    reg.set_slots(2);
+    reg.set_incarnation(incarnation);
+    return scheduler_->RegisterLearner(reg).status();
+  };
+  auto state_of = [&](int64_t run_id) {
+    absl::StatusOr<RunRow> run = store_->GetRun(run_id);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? run->state : RunState::kFailed;
+  };
+  ASSERT_TRUE(register_as("aaaa01").ok());
+  Tick();
+  const v1::LeaseRunResponse first = Lease("learner-pod");
+  const v1::LeaseRunResponse second = Lease("learner-pod");
+  ASSERT_TRUE(first.has_run() && second.has_run());
+
+  // The same process again: nothing is released.
+  ASSERT_TRUE(register_as("aaaa01").ok());
+  EXPECT_EQ(state_of(first.lease().run_id()), RunState::kLeased);
+  EXPECT_EQ(state_of(second.lease().run_id()), RunState::kLeased);
+
+  // A new process: both leases are back in the queue, leasable again, and
+  // each keeps the attempt the dead process used.
+  ASSERT_TRUE(register_as("bbbb02").ok());
+  EXPECT_EQ(state_of(first.lease().run_id()), RunState::kQueued);
+  EXPECT_EQ(state_of(second.lease().run_id()), RunState::kQueued);
+  const v1::LeaseRunResponse again = Lease("learner-pod");
+  ASSERT_TRUE(again.has_run());
+  EXPECT_EQ(again.lease().attempt(), first.lease().attempt() + 1);
+
+  // An older learner that sends no incarnation changes nothing.
+  ASSERT_TRUE(register_as("").ok());
+  EXPECT_EQ(state_of(again.lease().run_id()), RunState::kLeased);
+
+  // Not hex, or too long: refused before anything is touched.
+  EXPECT_EQ(register_as("not-hex").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(register_as(std::string(65, 'a')).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(state_of(again.lease().run_id()), RunState::kLeased);
+}
+
 TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {
   Start(StudyText("concurrency: 2\nmax_trials: 3",
                   "pruner: {type: median, warmup_steps: 0, min_trials: 1}"));
