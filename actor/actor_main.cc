@@ -175,11 +175,18 @@ int Main(int argc, char** argv) {
   learner_client.max_message_bytes = flags->options.max_message_bytes;
   learner_client.rpc_deadline = flags->options.rpc_deadline;
   learner_client.credentials = flags->credentials;
+  // To learners: the token (--learner alone), or the actor ticket of the
+  // last FindLearner answer (--coordinator; the cluster token stays with
+  // the coordinator).
+  const bool coordinated = !flags->options.coordinator_address.empty();
+  auto bearer = std::make_shared<wire::LearnerCredential>(
+      coordinated ? std::string() : flags->token);
+  learner_client.bearer = bearer;
   clients.learners = wire::GrpcLearnerClientFactory(learner_client);
-  if (!flags->options.coordinator_address.empty()) {
+  if (coordinated) {
     clients.coordinator = wire::NewGrpcActorCoordinatorClient(
         flags->options.coordinator_address, absl::Seconds(5),
-        flags->credentials, flags->token);
+        flags->credentials, flags->token, bearer);
   }
   absl::StatusOr<std::unique_ptr<Actor>> created =
       Actor::Create(flags->options, std::move(clients));
