@@ -258,8 +258,8 @@ TEST_F(CliTest, SubcommandHelpListsExactlyItsFlagsOnStdout) {
         "synthetic-rows", "synthetic-seed", "trial", "validation-share"}},
       {"up",
        {"actors", "bin-dir", "csv-dir", "data-dir", "dataset", "envs", "export",
-        "interval", "max-ffill", "min-domain-rows", "min-qty", "on-long-gap",
-        "slots", "study"}},
+        "insecure", "interval", "max-ffill", "min-domain-rows", "min-qty",
+        "on-long-gap", "slots", "study"}},
   };
   std::string train_help;
   for (size_t i = 0; i < cases.size(); ++i) {
