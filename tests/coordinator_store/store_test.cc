@@ -381,7 +381,10 @@ TEST_F(StoreTest, LeaseRunHandsOutTheOldestQueuedRunOfRunningStudiesOnly) {
   const StudyRow study = RunningStudy("busy");
   const TrialRow t0 = Trial(study.id, 2);
   Trial(study.id, 1);
-  const absl::Time before = absl::Now();
+  // PostgreSQL keeps microseconds: the lease's expiry is the lease time
+  // truncated to them, so the bound is `before` truncated the same way.
+  const absl::Time before =
+      absl::FromUnixMicros(absl::ToUnixMicros(absl::Now()));
   ASSERT_OK_AND_ASSIGN(auto run, store_->LeaseRun("l1", absl::Minutes(1)));
   ASSERT_TRUE(run.has_value());
   EXPECT_EQ(run->trial_id, t0.id);
