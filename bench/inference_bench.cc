@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
 #include <utility>
@@ -271,4 +272,15 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace ristretto::bench
 
-int main(int argc, char** argv) { return ristretto::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // LibTorch reports errors (a bad shape, no memory) as c10::Error: say so
+  // and fail instead of terminating.
+  try {
+    return ristretto::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "inference_bench: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "inference_bench: unknown exception\n");
+  }
+  return 1;
+}
