@@ -20,11 +20,9 @@
 // policy (one intra-op and one OpenBLAS thread).
 //
 //   inference_bench [--rounds 11] [--calls 1000] [--batch 8]
-#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +38,7 @@
 #include "common/runtime_policy.h"
 #include "learner/ppo_options.h"
 #include "learner/torch/actor_critic.h"
+#include "learner/torch/counting_allocator.h"
 #include "learner/torch/torch_runtime.h"
 
 namespace ristretto::bench {
@@ -49,25 +48,6 @@ constexpr int kObs = 204;  // 7 assets, 98 features, lookback 2
 constexpr int kAct = 7;
 constexpr double kLog2 = 0.69314718055994530942;
 constexpr double kHalfLog2Pi = 0.91893853320467274178;
-
-// Counts the CPU tensor allocations LibTorch makes (storage, not the
-// small TensorImpl objects), delegating to its allocator.
-class CountingAllocator final : public c10::Allocator {
- public:
-  explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
-  c10::DataPtr allocate(size_t n) const override {
-    count_.fetch_add(1, std::memory_order_relaxed);
-    return base_->allocate(n);
-  }
-  c10::DeleterFnPtr raw_deleter() const override {
-    return base_->raw_deleter();
-  }
-  int64_t count() const { return count_.load(std::memory_order_relaxed); }
-
- private:
-  c10::Allocator* base_;
-  mutable std::atomic<int64_t> count_{0};
-};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -94,8 +74,8 @@ struct Variant {
 int Main(int argc, char** argv) {
   const AppliedRuntimePolicy applied =
       learner::ApplyProcessRuntimePolicy(ProcessRole::kActor);
-  static CountingAllocator counting(c10::GetCPUAllocator());
-  c10::SetCPUAllocator(&counting, /*priority=*/100);
+  // Installs the allocation counter over the policy's allocator.
+  learner::CpuAllocationCount();
 
   const int rounds = std::max(1, IntArg(argc, argv, "--rounds", 11));
   const int calls = std::max(1, IntArg(argc, argv, "--calls", 1000));
@@ -204,10 +184,10 @@ int Main(int argc, char** argv) {
   }
   // Allocations per call, counted once (a count does not depend on load).
   for (Variant& v : variants) {
-    const int64_t before = counting.count();
+    const int64_t before = learner::CpuAllocationCount();
     for (int i = 0; i < 100; ++i) v.call();
     v.allocations_per_call =
-        static_cast<double>(counting.count() - before) / 100.0;
+        static_cast<double>(learner::CpuAllocationCount() - before) / 100.0;
   }
 
   std::vector<double> r_fwd, r_smp, r_bef;

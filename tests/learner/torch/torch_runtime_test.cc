@@ -3,10 +3,8 @@
 // process-wide.
 #include "learner/torch/torch_runtime.h"
 
-#include <c10/core/CPUAllocator.h>
 #include <torch/torch.h>
 
-#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -14,36 +12,10 @@
 #include "gtest/gtest.h"
 #include "learner/ppo_options.h"
 #include "learner/torch/actor_critic.h"
+#include "learner/torch/counting_allocator.h"
 
 namespace ristretto::learner {
 namespace {
-
-// Counts LibTorch's CPU tensor allocations, delegating to its allocator.
-class CountingAllocator final : public c10::Allocator {
- public:
-  explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
-  c10::DataPtr allocate(size_t n) const override {
-    count_.fetch_add(1, std::memory_order_relaxed);
-    return base_->allocate(n);
-  }
-  c10::DeleterFnPtr raw_deleter() const override {
-    return base_->raw_deleter();
-  }
-  int64_t count() const { return count_.load(std::memory_order_relaxed); }
-
- private:
-  c10::Allocator* base_;
-  mutable std::atomic<int64_t> count_{0};
-};
-
-CountingAllocator& Counter() {
-  static CountingAllocator* counting = [] {
-    auto* c = new CountingAllocator(c10::GetCPUAllocator());
-    c10::SetCPUAllocator(c, /*priority=*/100);
-    return c;
-  }();
-  return *counting;
-}
 
 TEST(TorchRuntimeTest, ActorPolicySetsOneThreadEverywhere) {
   const AppliedRuntimePolicy applied =
@@ -130,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(
 // After construction a Sample allocates no tensor storage (the actor calls
 // it every env step); SampleActions allocates dozens.
 TEST(PolicySamplerAllocationTest, SampleAllocatesNoTensor) {
-  CountingAllocator& counter = Counter();
+  CpuAllocationCount();  // installs the counter
   constexpr int kObs = 20, kAct = 4, kBatch = 8;
   ActorCritic model(kObs, kAct, NetworkOptions());
   PolicySampler sampler(model, kBatch);
@@ -138,17 +110,17 @@ TEST(PolicySamplerAllocationTest, SampleAllocatesNoTensor) {
   std::vector<float> u(kBatch * kAct), action(kBatch * kAct), log_prob(kBatch);
   sampler.Sample(obs.data(), noise.data(), false, u.data(), action.data(),
                  log_prob.data());
-  const int64_t before = counter.count();
+  const int64_t before = CpuAllocationCount();
   for (int i = 0; i < 10; ++i) {
     sampler.Sample(obs.data(), noise.data(), false, u.data(), action.data(),
                    log_prob.data());
   }
-  EXPECT_EQ(counter.count(), before);
+  EXPECT_EQ(CpuAllocationCount(), before);
   // The counter does see tensor allocations.
   const torch::Tensor x = torch::from_blob(obs.data(), {kBatch, kObs});
   const torch::Tensor z = torch::from_blob(noise.data(), {kBatch, kAct});
   const PolicySample s = SampleActions(model, x, z, false);
-  EXPECT_GT(counter.count(), before + 5);
+  EXPECT_GT(CpuAllocationCount(), before + 5);
   EXPECT_NEAR(s.action.data_ptr<float>()[0], action[0], 1e-5);
 }
 
