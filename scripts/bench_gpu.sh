@@ -69,6 +69,7 @@ for bin in "$B/learner/ristretto-learner" "$B/actor/ristretto-actor"; do
 done
 
 work=$(mktemp -d /tmp/ristretto-bench-gpu.XXXXXX)
+[ "${KEEP:-0}" = 1 ] && echo "logs in $work"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
