@@ -7,8 +7,7 @@
 # LOG_DIR (default $OUT when set, else /tmp/ristretto-gpu-logs).
 #
 # Usage: scripts/bench_gpu_device.sh [bundle (.gpu-deps/deps.tar.gz)]
-#        BENCH_TIMEOUT=seconds (default 330) and bench_gpu.sh's variables
-#        (RUNS, ACTORS, BUDGET, ENVS, HIDDEN) pass through.
+#        BENCH_CONFIGS, DEADLINE (below)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-.gpu-deps/deps.tar.gz}
@@ -66,13 +65,29 @@ cmake --build "$B" -j "$(nproc)" --target ristretto-learner ristretto-actor \
   >"$logs/build.log" 2>&1 || { grep -E "error|Error" "$logs/build.log" | head -30; tail -20 "$logs/build.log"; exit 1; }
 ldd "$B/learner/ristretto-learner" | grep -E "not found|torch_cuda" || true
 
-phase "benchmark"
+# One benchmark per configuration in BENCH_CONFIGS (';'-separated
+# variable assignments for bench_gpu.sh, e.g. 'RUNS="1 4 16";RUNS=16
+# ENVS=32'); the default is bench_gpu.sh's own. Each gets the time left
+# before DEADLINE seconds from the start (default 560), at most
+# CONFIG_LIMIT seconds (default 600); one with less than 60 s left is
+# skipped. Processes a stopped benchmark left behind are ended.
 rc=0
-KEEP=1 DEVICE=cuda BUILD_DIR="$B" timeout "${BENCH_TIMEOUT:-330}" \
-  scripts/bench_gpu.sh 2>&1 | tee "$logs/bench.txt" || rc=$?
-kept=$(sed -n "s/^logs in //p" "$logs/bench.txt" | tail -1)
-if [ -n "$kept" ] && [ -d "$kept" ]; then
-  tar -C "$kept" -czf "$logs/bench-logs.tar.gz" --exclude='cache-*' --exclude='runs' . 2>/dev/null || true
-fi
+IFS=';' read -r -a configs <<<"${BENCH_CONFIGS:-}"
+[ "${#configs[@]}" = 0 ] && configs=("")
+k=0
+for cfg in "${configs[@]}"; do
+  k=$((k + 1))
+  left=$((${DEADLINE:-560} - ($(date +%s) - t_start)))
+  if [ "$left" -lt 60 ]; then phase "benchmark $k ($cfg) skipped: ${left} s left"; continue; fi
+  [ "$left" -gt "${CONFIG_LIMIT:-600}" ] && left=${CONFIG_LIMIT:-600}
+  phase "benchmark $k: ${cfg:-defaults} (limit $left s)"
+  eval "env $cfg KEEP=1 DEVICE=cuda BUILD_DIR=$B timeout $left scripts/bench_gpu.sh" 2>&1 |
+    tee "$logs/bench-$k.txt" || rc=$?
+  pkill -f "$B/(learner|actor)/ristretto-" 2>/dev/null || true
+  kept=$(sed -n "s/^logs in //p" "$logs/bench-$k.txt" | tail -1)
+  if [ -n "$kept" ] && [ -d "$kept" ]; then
+    tar -C "$kept" -czf "$logs/bench-$k-logs.tar.gz" --exclude='cache-*' --exclude='runs' . 2>/dev/null || true
+  fi
+done
 phase "done (benchmark exit $rc)"
 exit "$rc"
