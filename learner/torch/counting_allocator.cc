@@ -1,6 +1,7 @@
 #include "learner/torch/counting_allocator.h"
 
 #include <c10/core/CPUAllocator.h>
+#include <torch/version.h>
 
 #include <atomic>
 #include <cstddef>
@@ -13,10 +14,23 @@ namespace {
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
+  // LibTorch 2.3 made allocate() non-const and added copy_data(); 1.13
+  // (Debian's) has neither.
+#if TORCH_VERSION_MAJOR > 2 || \
+    (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override {
+    count_.fetch_add(1, std::memory_order_relaxed);
+    return base_->allocate(n);
+  }
+  void copy_data(void* dest, const void* src, size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
   c10::DataPtr allocate(size_t n) const override {
     count_.fetch_add(1, std::memory_order_relaxed);
     return base_->allocate(n);
   }
+#endif
   c10::DeleterFnPtr raw_deleter() const override {
     return base_->raw_deleter();
   }
