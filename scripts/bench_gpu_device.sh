@@ -61,7 +61,8 @@ cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 grep -E "LibTorch|CUDA" "$logs/configure.log" | head -5
 
 phase "build"
-cmake --build "$B" -j "$(nproc)" --target ristretto-learner ristretto-actor \
+# -k 0: every compile error in one call, not only the first.
+cmake --build "$B" -j "$(nproc)" --target ristretto-learner ristretto-actor -- -k 0 \
   >"$logs/build.log" 2>&1 || { grep -E "error|Error" "$logs/build.log" | head -30; tail -20 "$logs/build.log"; exit 1; }
 ldd "$B/learner/ristretto-learner" | grep -E "not found|torch_cuda" || true
 
