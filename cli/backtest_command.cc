@@ -104,10 +104,7 @@ absl::StatusOr<Request> ParseRequest(const ParsedCommandLine& parsed) {
         "contract.json)");
   }
   r.policy_dir = parsed.positional[0];
-  r.dataset_path = absl::GetFlag(FLAGS_dataset);
-  if (r.dataset_path.empty()) {
-    return absl::InvalidArgumentError("missing required --dataset");
-  }
+  ASSIGN_OR_RETURN(r.dataset_path, Required(FLAGS_dataset));
   r.from_text = absl::GetFlag(FLAGS_from);
   r.to_text = absl::GetFlag(FLAGS_to);
   if (!r.from_text.empty()) {

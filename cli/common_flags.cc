@@ -1,6 +1,9 @@
 #include "cli/common_flags.h"
 
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 ABSL_FLAG(std::string, db, "",
           "the coordinator's PostgreSQL database, a libpq connection string "
@@ -56,3 +59,18 @@ ABSL_FLAG(std::string, min_qty, "",
 ABSL_FLAG(std::optional<int64_t>, min_domain_rows, std::nullopt,
           "domains (gap-free stretches) with fewer rows are dropped "
           "(default: 2; <= 1 keeps every domain)");
+
+namespace ristretto::cli {
+
+absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag) {
+  std::string value = absl::GetFlag(flag);
+  if (value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "missing required --",
+        absl::StrReplaceAll(absl::GetFlagReflectionHandle(flag).Name(),
+                            {{"_", "-"}})));
+  }
+  return value;
+}
+
+}  // namespace ristretto::cli

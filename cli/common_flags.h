@@ -13,6 +13,8 @@
 #include <string>
 
 #include "absl/flags/declare.h"
+#include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
 
 // Files and directories.
 ABSL_DECLARE_FLAG(std::string, db);
@@ -35,5 +37,13 @@ ABSL_DECLARE_FLAG(std::optional<int64_t>, max_ffill);
 ABSL_DECLARE_FLAG(std::string, on_long_gap);
 ABSL_DECLARE_FLAG(std::string, min_qty);
 ABSL_DECLARE_FLAG(std::optional<int64_t>, min_domain_rows);
+
+namespace ristretto::cli {
+
+// The text of a string flag the command cannot do without;
+// kInvalidArgument "missing required --NAME" when it is empty.
+absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag);
+
+}  // namespace ristretto::cli
 
 #endif  // RISTRETTO_CLI_COMMON_FLAGS_H_

@@ -126,18 +126,6 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
   std::printf("  %s\n", names.c_str());
 }
 
-// --NAME's text; kInvalidArgument "missing required --NAME" when empty.
-absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag) {
-  std::string value = absl::GetFlag(flag);
-  if (value.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "missing required --",
-        absl::StrReplaceAll(absl::GetFlagReflectionHandle(flag).Name(),
-                            {{"_", "-"}})));
-  }
-  return value;
-}
-
 absl::Status DatasetImport() {
   ASSIGN_OR_RETURN(env::CsvImportOptions options, CsvImportOptionsFromFlags());
   ASSIGN_OR_RETURN(std::string out, Required(FLAGS_out));
@@ -345,17 +333,22 @@ FlagFilter CsvImportFlags() {
                  FLAGS_on_long_gap, FLAGS_min_qty, FLAGS_min_domain_rows);
 }
 
-absl::Status CheckNoCsvImportFlags() {
-  const char* given =
-      !absl::GetFlag(FLAGS_interval).empty()             ? "interval"
-      : absl::GetFlag(FLAGS_max_ffill).has_value()       ? "max-ffill"
-      : !absl::GetFlag(FLAGS_on_long_gap).empty()        ? "on-long-gap"
-      : !absl::GetFlag(FLAGS_min_qty).empty()            ? "min-qty"
-      : absl::GetFlag(FLAGS_min_domain_rows).has_value() ? "min-domain-rows"
-                                                         : nullptr;
-  if (given == nullptr) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", given, " is an import option: it needs --csv-dir"));
+absl::Status CheckNoCsvImportFlags(const ParsedCommandLine& parsed) {
+  // Given is what counts, not the value: an empty --interval= is refused
+  // like --interval 5m.
+  for (const absl::CommandLineFlag* flag :
+       {&absl::GetFlagReflectionHandle(FLAGS_interval),
+        &absl::GetFlagReflectionHandle(FLAGS_max_ffill),
+        &absl::GetFlagReflectionHandle(FLAGS_on_long_gap),
+        &absl::GetFlagReflectionHandle(FLAGS_min_qty),
+        &absl::GetFlagReflectionHandle(FLAGS_min_domain_rows)}) {
+    if (parsed.given.count(std::string(flag->Name())) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", absl::StrReplaceAll(flag->Name(), {{"_", "-"}}),
+                       " is an import option: it needs --csv-dir"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromFlags() {

@@ -41,8 +41,9 @@ FlagFilter CsvImportFlags();
 absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromFlags();
 
 // kInvalidArgument "--FLAG is an import option: it needs --csv-dir" for the
-// first import flag besides --csv-dir that the command line set.
-absl::Status CheckNoCsvImportFlags();
+// first import flag besides --csv-dir that the command line `parsed` set,
+// with an empty value (--interval=) too.
+absl::Status CheckNoCsvImportFlags(const ParsedCommandLine& parsed);
 
 // What `dataset import` does after parsing its flags, so `up --csv-dir`
 // takes the same path: imports (env::ImportCsvDirectory), prints the import

@@ -59,6 +59,12 @@ constexpr char kUsage[] =
     "ristretto GROUP COMMAND --help (or ristretto help GROUP COMMAND) lists "
     "a\ncommand's flags; ristretto GROUP --help its commands.\n";
 
+// `ristretto help help` (or `help --help`).
+constexpr char kHelpUsage[] =
+    "usage: ristretto help [GROUP [COMMAND]]\n"
+    "Prints the usage of the tool, of a GROUP's commands, or of one COMMAND "
+    "with\nits flags (the same as ristretto GROUP COMMAND --help).\n";
+
 // Runs the command argv[1] (argc >= 2).
 int Dispatch(int argc, char** argv) {
   const std::string command = argv[1];
@@ -91,6 +97,10 @@ int main(int argc, char** argv) {
   if (ristretto::cli::IsHelpWord(command)) {
     if (command != "help" || argc == 2) {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (ristretto::cli::IsHelpWord(argv[2])) {
+      std::fputs(kHelpUsage, stdout);
       return 0;
     }
     // `ristretto help COMMAND...` is `ristretto COMMAND... --help`.

@@ -890,10 +890,7 @@ absl::Status StudyExport(const ParsedCommandLine& parsed) {
         "usage: ristretto study export NAME --out DIR [--db DSN]");
   }
   const std::string& name = parsed.positional[0];
-  const std::string out_dir = absl::GetFlag(FLAGS_out);
-  if (out_dir.empty()) {
-    return absl::InvalidArgumentError("missing required --out");
-  }
+  ASSIGN_OR_RETURN(const std::string out_dir, Required(FLAGS_out));
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::string exported, ExportBest(*store, name, out_dir));
   std::printf("exported the best policy of study %s to %s\n", name.c_str(),
@@ -907,10 +904,7 @@ absl::Status StudyReport(const ParsedCommandLine& parsed) {
         "usage: ristretto study report NAME --out DIR [--db DSN]");
   }
   const std::string& name = parsed.positional[0];
-  const std::string out_dir = absl::GetFlag(FLAGS_out);
-  if (out_dir.empty()) {
-    return absl::InvalidArgumentError("missing required --out");
-  }
+  ASSIGN_OR_RETURN(const std::string out_dir, Required(FLAGS_out));
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   ASSIGN_OR_RETURN(std::string path,
                    report::WriteStudyReport(*store, name, out_dir));
@@ -953,16 +947,14 @@ int DatasetWithRegistration(const std::string& verb,
         "registering a dataset needs --data-dir DIR (it is copied to "
         "DIR/datasets/<id>.rds, where the coordinator serves it)"));
   }
-  const std::string out = absl::GetFlag(FLAGS_out);
-  if (out.empty()) {
-    return Fail(absl::InvalidArgumentError("missing required --out"));
-  }
+  const absl::StatusOr<std::string> out = Required(FLAGS_out);
+  if (!out.ok()) return Fail(out.status());
   absl::StatusOr<std::unique_ptr<Store>> store = ConnectStore(*dsn);
   if (!store.ok()) return Fail(store.status());
   const absl::Status status = RunDatasetFileCommand(verb, parsed);
   if (!status.ok()) return Fail(status);
   std::fflush(stdout);
-  absl::StatusOr<DatasetRow> row = RegisterDataset(**store, out, data_dir);
+  absl::StatusOr<DatasetRow> row = RegisterDataset(**store, *out, data_dir);
   if (!row.ok()) return Fail(row.status());
   std::printf("registered dataset %s (%s)\n", row->id.c_str(),
               row->path.c_str());

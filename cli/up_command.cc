@@ -279,20 +279,20 @@ struct GivenData {
   bool temporary = false;
 };
 
-// --csv-dir and --dataset exclude each other; import flags need --csv-dir.
-absl::Status CheckDataFlags() {
+// --csv-dir and --dataset exclude each other; import flags need --csv-dir
+// (given on the command line `parsed`, even with an empty value).
+absl::Status CheckDataFlags(const ParsedCommandLine& parsed) {
   const bool csv = !absl::GetFlag(FLAGS_csv_dir).empty();
   if (csv && !absl::GetFlag(FLAGS_dataset).empty()) {
     return absl::InvalidArgumentError(
         "give --csv-dir DIR or --dataset FILE, not both");
   }
-  if (!csv) return CheckNoCsvImportFlags();
+  if (!csv) return CheckNoCsvImportFlags(parsed);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<GivenData>> LoadGivenData(
     const std::string& data_dir) {
-  RETURN_IF_ERROR(CheckDataFlags());
   const bool csv = !absl::GetFlag(FLAGS_csv_dir).empty();
   if (!csv && absl::GetFlag(FLAGS_dataset).empty()) {
     return std::optional<GivenData>();
@@ -331,8 +331,8 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
   return std::optional<GivenData>(std::move(given));
 }
 
-absl::Status Up() {
-  RETURN_IF_ERROR(CheckDataFlags());
+absl::Status Up(const ParsedCommandLine& parsed) {
+  RETURN_IF_ERROR(CheckDataFlags(parsed));
   std::string data_dir = absl::GetFlag(FLAGS_data_dir);
   if (data_dir.empty()) data_dir = "ristretto-data";
   std::error_code ec;
@@ -627,7 +627,7 @@ int RunUpCommand(int argc, char** argv, int first) {
           ParseCommand(command, argc, argv, first, &parsed)) {
     return *exit_code;
   }
-  const absl::Status s = Up();
+  const absl::Status s = Up(parsed);
   if (!s.ok()) {
     std::fprintf(stderr, "ristretto up: %s\n",
                  std::string(s.message()).c_str());

@@ -136,6 +136,7 @@ absl::StatusOr<ParsedCommandLine> ParseFlags(
       absl::CommandLineFlag* negated = find(base);
       if (negated != nullptr && negated->IsOfType<bool>()) {
         if (absl::Status s = SetFlag(*negated, "false"); !s.ok()) return s;
+        out.given.emplace(negated->Name());
         continue;
       }
     }
@@ -165,6 +166,7 @@ absl::StatusOr<ParsedCommandLine> ParseFlags(
       }
     }
     if (absl::Status s = SetFlag(*flag, *value); !s.ok()) return s;
+    out.given.emplace(flag->Name());
   }
   return out;
 }

@@ -58,6 +58,10 @@ struct ParsedCommandLine {
   // The pass-through flags given (name without "--" -> text, the last one
   // wins), unparsed.
   std::map<std::string, std::string> passed_through;
+  // The registered flags the command line set, by their registered names
+  // ("tick_ms"), those given an empty value (--name=) included: what tells
+  // an empty text given from a flag not given.
+  std::set<std::string> given;
 };
 
 // Parses argv[first, argc) into the registered flags that `accepted` lets

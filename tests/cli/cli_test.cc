@@ -363,6 +363,59 @@ TEST_F(CliTest, UpRefusesImportFlagsWithoutCsvDir) {
   }
 }
 
+// An import flag given with an empty value is given all the same: refused
+// by name without --csv-dir, not silently taken for "not given".
+TEST_F(CliTest, UpRefusesAnEmptyImportFlagWithoutCsvDir) {
+  for (const char* flag : {"--interval=", "--on-long-gap=", "--min-qty="}) {
+    const Result r = RunCli(absl::StrCat("up --data-dir ", dir_, "/up ", flag));
+    EXPECT_EQ(r.exit_code, 2) << flag << ": " << r.output;
+    const std::string name(flag, std::string(flag).find('='));
+    EXPECT_EQ(r.output, absl::StrCat("ristretto up: ", name,
+                                     " is an import option: it needs "
+                                     "--csv-dir\n"))
+        << flag;
+    EXPECT_FALSE(fs::exists(dir_ + "/up")) << flag;
+  }
+}
+
+// A string flag a command cannot do without, missing or empty: one line
+// "missing required --NAME", exit 2, for every command that has one.
+TEST_F(CliTest, MissingRequiredFlagIsNamedWithExitTwo) {
+  struct Case {
+    std::string args;
+    const char* flag;
+  };
+  const std::vector<Case> cases = {
+      {"dataset synth --rows 400", "--out"},
+      {"dataset import --csv-dir x --interval= --out y", "--interval"},
+      {"backtest POLICY", "--dataset"},
+      {"backtest POLICY --dataset=", "--dataset"},
+      {"study export NAME --db dbname=none", "--out"},
+      {"study report NAME --db dbname=none --out=", "--out"},
+  };
+  for (const Case& c : cases) {
+    const Result r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr(absl::StrCat("missing required ", c.flag)))
+        << c.args;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << c.args << ": " << r.output;
+  }
+}
+
+// `ristretto help help` (and `help --help`) is the help command's own usage
+// on stdout, exit 0.
+TEST_F(CliTest, HelpOfTheHelpCommandIsItsUsage) {
+  for (const char* args : {"help help", "help --help", "help -h"}) {
+    const Result r =
+        RunCommand(absl::StrCat(RISTRETTO_BINARY, " ", args, " 2>/dev/null"));
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.output;
+    EXPECT_THAT(r.output, StartsWith("usage: ristretto help [GROUP [COMMAND]]"))
+        << args;
+    EXPECT_THAT(r.output, HasSubstr("--help")) << args;
+  }
+}
+
 TEST_F(CliTest, EnvDemoPrintsEveryPolicyAndTheBenchmark) {
   const Result r = RunCli("env demo --seed 3 --rows 1500");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -122,6 +122,25 @@ TEST_F(FlagsTest, OptionalFlagRecordsThatItWasGiven) {
   EXPECT_EQ(absl::GetFlag(FLAGS_test_secret), "s3");
 }
 
+// `given` names every flag the command line set, an empty value and a
+// cleared bool included, and no other: an empty --name= is told apart from
+// a flag not given although the value is the default either way.
+TEST_F(FlagsTest, GivenNamesTheFlagsSetEvenToAnEmptyValue) {
+  absl::StatusOr<ParsedCommandLine> parsed =
+      Parse({"--test-name=", "--no-test-switch", "--test-count", "4", "x"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(absl::GetFlag(FLAGS_test_name), "");
+  EXPECT_THAT(parsed->given,
+              ElementsAre("test_count", "test_name", "test_switch"));
+  parsed = Parse({"x"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->given.empty());
+  // Pass-through flags are not registered flags: not in `given`.
+  parsed = Parse({"--lr", "1e-3"}, AnyFlag, {"lr"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(parsed->given.empty());
+}
+
 TEST_F(FlagsTest, HelpIsReportedAndParsingGoesOn) {
   absl::StatusOr<ParsedCommandLine> parsed =
       Parse({"--help", "--test-count=9"});
