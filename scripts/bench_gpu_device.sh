@@ -42,7 +42,12 @@ lib="$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu"
 export PATH="$deps/usr/bin:$PATH"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LIBRARY_PATH="$lib"
-export CPLUS_INCLUDE_PATH="$deps/usr/include:$deps/usr/include/x86_64-linux-gnu"
+# Only the multiarch folder (OpenSSL's configuration.h) goes in the
+# compiler's environment: CMake takes what is there for an implicit system
+# folder and drops it from the targets' include flags, and $deps/usr/include
+# must come first through them (CMakeLists.txt puts Protobuf's before
+# LibTorch's bundled Protobuf headers).
+export CPLUS_INCLUDE_PATH="$deps/usr/include/x86_64-linux-gnu"
 export C_INCLUDE_PATH="$CPLUS_INCLUDE_PATH"
 export PKG_CONFIG_PATH="$deps/usr/lib/x86_64-linux-gnu/pkgconfig:$deps/usr/share/pkgconfig"
 export PKG_CONFIG_SYSROOT_DIR="$deps"
