@@ -7,9 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,23 +16,14 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "proto/ristretto.grpc.pb.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/tls_test_server.h"
 
 namespace ristretto {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-class StatusOnly final : public v1::Learner::Service {
- public:
-  grpc::Status GetStatus(grpc::ServerContext* /*context*/,
-                         const v1::StatusRequest* /*request*/,
-                         v1::LearnerStatus* /*reply*/) override {
-    return grpc::Status::OK;
-  }
-};
 
 int Mode(const std::string& path) {
   struct stat st {};
@@ -50,46 +39,22 @@ class DevCertsTest : public ::testing::Test {
     ASSERT_TRUE(certs.ok()) << certs.status();
     certs_ = *certs;
   }
-  void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
-  }
 
   // A mutual-TLS server with the certificates; returns its port.
   int ServeMutualTls() {
-    auto credentials = MakeServerCredentials(
+    return server_.Start(
         {certs_.server_cert, certs_.server_key, certs_.ca_cert});
-    EXPECT_TRUE(credentials.ok()) << credentials.status();
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    EXPECT_GT(port, 0);
-    return port;
   }
 
   // One GetStatus call to HOST:port with client `files`.
   static grpc::Status Call(const std::string& host, int port,
                            const TlsFiles& files) {
-    auto credentials = MakeChannelCredentials(files);
-    if (!credentials.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          std::string(credentials.status().message()));
-    }
-    auto stub = v1::Learner::NewStub(
-        grpc::CreateChannel(host + ":" + std::to_string(port), *credentials));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(20));
-    v1::StatusRequest request;
-    v1::LearnerStatus reply;
-    return stub->GetStatus(&context, request, &reply);
+    return tests::CallGetStatus(host, port, files);
   }
 
   tests::TempDir dir_{"dev-certs"};
   DevCertificates certs_;
-  StatusOnly service_;
-  std::unique_ptr<grpc::Server> server_;
+  tests::StatusOnlyServer server_;
 };
 
 TEST_F(DevCertsTest, WritesPrivateFilesAndNeverTheCaKey) {

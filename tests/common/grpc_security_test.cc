@@ -4,40 +4,26 @@
 
 #include <sys/stat.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <fstream>
-#include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "proto/ristretto.grpc.pb.h"
+#include "tests/common/make_dev_certs.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/tls_test_server.h"
 
 namespace ristretto {
 namespace {
 
 using ::testing::HasSubstr;
 
-class StatusOnly final : public v1::Learner::Service {
- public:
-  grpc::Status GetStatus(grpc::ServerContext* /*context*/,
-                         const v1::StatusRequest* /*request*/,
-                         v1::LearnerStatus* /*reply*/) override {
-    return grpc::Status::OK;
-  }
-};
-
 class GrpcSecurityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     certs_ = new tests::TempDir("certs");
-    const std::string command = std::string(RISTRETTO_SOURCE_DIR) +
-                                "/scripts/make_dev_certs.sh " + certs_->path() +
-                                " > /dev/null";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    ASSERT_TRUE(tests::MakeDevCerts(certs_->path()));
   }
   static void TearDownTestSuite() {
     delete certs_;
@@ -47,44 +33,16 @@ class GrpcSecurityTest : public ::testing::Test {
     return certs_->path() + "/" + name;
   }
 
-  // Starts a server with `files`; returns its port.
-  int Serve(const TlsFiles& files) {
-    auto credentials = MakeServerCredentials(files);
-    EXPECT_TRUE(credentials.ok()) << credentials.status();
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    EXPECT_NE(server_, nullptr);
-    EXPECT_GT(port, 0);
-    return port;
-  }
+  // Starts the test's server with `files`; returns its port.
+  int Serve(const TlsFiles& files) { return server_.Start(files); }
 
   // One GetStatus call to 127.0.0.1:port with client `files`.
   static grpc::Status Call(int port, const TlsFiles& files) {
-    auto credentials = MakeChannelCredentials(files);
-    if (!credentials.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          std::string(credentials.status().message()));
-    }
-    auto stub = v1::Learner::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), *credentials));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(20));
-    v1::StatusRequest request;
-    v1::LearnerStatus reply;
-    return stub->GetStatus(&context, request, &reply);
-  }
-
-  void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
+    return tests::CallGetStatus("127.0.0.1", port, files);
   }
 
   static tests::TempDir* certs_;
-  StatusOnly service_;
-  std::unique_ptr<grpc::Server> server_;
+  tests::StatusOnlyServer server_;
 };
 
 tests::TempDir* GrpcSecurityTest::certs_ = nullptr;
@@ -99,10 +57,7 @@ TEST_F(GrpcSecurityTest, TlsServerAcceptsVerifyingClientsAndRefusesPlaintext) {
 
 TEST_F(GrpcSecurityTest, ClientRefusesAServerItsCaDidNotSign) {
   tests::TempDir other("other-ca");
-  const std::string command = std::string(RISTRETTO_SOURCE_DIR) +
-                              "/scripts/make_dev_certs.sh " + other.path() +
-                              " > /dev/null";
-  ASSERT_EQ(std::system(command.c_str()), 0);
+  ASSERT_TRUE(tests::MakeDevCerts(other.path()));
   const int port = Serve({File("server.pem"), File("server.key"), ""});
   const grpc::Status status = Call(port, {"", "", other.path() + "/ca.pem"});
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)

@@ -1,0 +1,28 @@
+// Development certificates for the TLS tests: scripts/make_dev_certs.sh
+// (openssl) run into a directory. Header-only (gtest only), for unit and
+// process-level tests alike.
+#ifndef RISTRETTO_TESTS_COMMON_MAKE_DEV_CERTS_H_
+#define RISTRETTO_TESTS_COMMON_MAKE_DEV_CERTS_H_
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace ristretto::tests {
+
+// Runs scripts/make_dev_certs.sh into `dir` (created): ca.pem, ca.key,
+// server.pem/.key (SAN localhost, 127.0.0.1), client.pem/.key. False (with
+// a test failure) if the script fails.
+inline bool MakeDevCerts(const std::string& dir) {
+  const std::string command = std::string(RISTRETTO_SOURCE_DIR) +
+                              "/scripts/make_dev_certs.sh '" + dir +
+                              "' > /dev/null";
+  const int status = std::system(command.c_str());
+  EXPECT_EQ(status, 0) << command;
+  return status == 0;
+}
+
+}  // namespace ristretto::tests
+
+#endif  // RISTRETTO_TESTS_COMMON_MAKE_DEV_CERTS_H_
