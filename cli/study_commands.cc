@@ -245,6 +245,16 @@ std::string FormatScore(std::optional<double> score) {
   return score.has_value() ? absl::StrFormat("%.4f", *score) : "-";
 }
 
+}  // namespace
+
+std::string FormatDroppedShare(int64_t received, int64_t dropped) {
+  if (received <= 0) return "-";
+  return absl::StrFormat("%.2f %%", 100.0 * static_cast<double>(dropped) /
+                                        static_cast<double>(received));
+}
+
+namespace {
+
 std::string FormatLocalTime(absl::Time t) {
   return absl::FormatTime("%Y-%m-%d %H:%M", t, absl::LocalTimeZone());
 }
@@ -749,14 +759,26 @@ absl::Status StudyShow(const ParsedCommandLine& parsed) {
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(*store, study.id));
-  Table table({"trial", "state", "score", "lockbox sharpe (not ranked)",
-               "params", "reason"});
+  Table table({"trial", "state", "score", "dropped",
+               "lockbox sharpe (not ranked)", "params", "reason"});
+  // Env steps the learners received and dropped, over the completed runs
+  // that reported them (CompleteRun): the actors' wasted work.
+  int64_t received = 0, dropped = 0, reported_runs = 0;
   for (const TrialRow& t : trials) {
+    ASSIGN_OR_RETURN(const std::vector<RunRow> runs, store->ListRuns(t.id));
+    int64_t trial_received = 0, trial_dropped = 0;
+    for (const RunRow& r : runs) {
+      if (r.env_steps_received <= 0) continue;
+      trial_received += r.env_steps_received;
+      trial_dropped += r.env_steps_dropped;
+      ++reported_runs;
+    }
+    received += trial_received;
+    dropped += trial_dropped;
     std::string reason = t.fail_reason;
     if (t.state == coordinator::TrialState::kRunning) {
       // A run its learner failed waits (backing off) to be tried again:
       // say why, before the trial's last attempt makes it its reason.
-      ASSIGN_OR_RETURN(const std::vector<RunRow> runs, store->ListRuns(t.id));
       for (const RunRow& r : runs) {
         if (r.state == coordinator::RunState::kQueued &&
             r.retry_after.has_value()) {
@@ -766,12 +788,23 @@ absl::Status StudyShow(const ParsedCommandLine& parsed) {
         }
       }
     }
-    table.AddRow({absl::StrCat(t.number),
-                  std::string(coordinator::ToString(t.state)),
-                  FormatScore(t.score), FormatLockbox(lockbox, t.id),
-                  FormatParams(t.params), reason});
+    table.AddRow(
+        {absl::StrCat(t.number), std::string(coordinator::ToString(t.state)),
+         FormatScore(t.score),
+         FormatDroppedShare(trial_received, trial_dropped),
+         FormatLockbox(lockbox, t.id), FormatParams(t.params), reason});
   }
   std::fputs(table.Render().c_str(), stdout);
+  if (reported_runs > 0) {
+    std::printf(
+        "\nenv steps dropped %s: %lld of %lld received (stale, or left over "
+        "when a run ended), %lld completed runs\n",
+        FormatDroppedShare(received, dropped).c_str(),
+        static_cast<long long>(dropped), static_cast<long long>(received),
+        static_cast<long long>(reported_runs));
+  } else {
+    std::printf("\nenv steps dropped: no completed run reported them yet\n");
+  }
   return PrintStudyStatistics(*store, study, stdout);
 }
 

@@ -99,6 +99,11 @@ absl::Status PrintStudyStatistics(coordinator::Store& store,
                                   const coordinator::StudyRow& study,
                                   std::FILE* out);
 
+// The share of env steps a learner dropped (stale, or left over when a run
+// ended) among those it received: "1.25 %" (two decimals), "-" when
+// nothing was received (no run completed, or its learner did not report).
+std::string FormatDroppedShare(int64_t received, int64_t dropped);
+
 // Exports the policy of the study's best complete trial into `out_dir`
 // (created if missing) and returns `out_dir`. The policy is the trial's
 // final run's (trained on every pre-lockbox row and judged on the lockbox:

@@ -74,6 +74,21 @@ FoldMetrics ToMetrics(const v1::Evaluation& e) {
   return m;
 }
 
+// The run's data flow from `request` into `m`. Telemetry, not a result: a
+// learner reporting impossible counts (negative, more dropped than
+// received) completes its run with the counts left out, not refused.
+void SetDataFlow(const v1::CompleteRunRequest& request, FoldMetrics* m) {
+  const int64_t received = request.env_steps_received();
+  const int64_t dropped = request.env_steps_dropped();
+  if (received < 0 || dropped < 0 || dropped > received) {
+    RLOG(WARNING) << "run " << request.run_id() << ": ignoring env steps "
+                  << "received " << received << ", dropped " << dropped;
+    return;
+  }
+  m->env_steps_received = received;
+  m->env_steps_dropped = dropped;
+}
+
 // Every metric must be finite to be scored, compared or stored: the error
 // names the first one that is not, and nothing is stored.
 absl::Status CheckFinite(const v1::Evaluation& e) {
@@ -397,6 +412,7 @@ absl::Status Scheduler::CompleteFinalRun(
   const double bpy = env::BarsPerYear(study->market->interval_seconds);
   LockboxRow row;
   row.policy = ToMetrics(request.final_evaluation());
+  SetDataFlow(request, &row.policy);
   row.policy.fold = kLockboxFold;
   row.bars = static_cast<int64_t>(row.policy.log_returns.size());
   row.sharpe_se = AnnualisedSharpeError(row.policy.log_returns, bpy);
@@ -679,6 +695,7 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
   FoldMetrics metrics = ToMetrics(request.final_evaluation());
+  SetDataFlow(request, &metrics);
   {
     ASSIGN_OR_RETURN(StudyRow study_row,
                      Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));

@@ -99,7 +99,7 @@ void InMemoryStore::FailTrialLocked(TrialRow* trial,
   CancelRuns(trial->id, "trial failed");
 }
 
-void InMemoryStore::FinishRun(RunRow* run, int64_t env_steps,
+void InMemoryStore::FinishRun(RunRow* run, const FoldMetrics& metrics,
                               const std::vector<ArtifactRow>& artifacts) {
   for (const ArtifactRow& a : artifacts) {
     ArtifactRow* existing = nullptr;
@@ -126,7 +126,9 @@ void InMemoryStore::FinishRun(RunRow* run, int64_t env_steps,
   }
   run->state = RunState::kDone;
   ClearLease(run);
-  run->env_steps = std::max(run->env_steps, env_steps);
+  run->env_steps = std::max(run->env_steps, metrics.env_steps);
+  run->env_steps_received = metrics.env_steps_received;
+  run->env_steps_dropped = metrics.env_steps_dropped;
 }
 
 // ---------------------------------------------------------------- schema
@@ -527,8 +529,11 @@ absl::StatusOr<bool> InMemoryStore::CompleteRun(
   FoldMetrics stored = metrics;
   stored.fold = run->fold;  // the run's fold, whatever the caller said
   stored.log_returns = RoundReturns(metrics.log_returns);
+  // Kept on the run's row, as PgStore does, not with the fold's metrics.
+  stored.env_steps_received = 0;
+  stored.env_steps_dropped = 0;
   fold_metrics_[run_id] = std::move(stored);
-  FinishRun(run, metrics.env_steps, artifacts);
+  FinishRun(run, metrics, artifacts);
   for (const auto& [id, other] : runs_) {
     if (other.trial_id == run->trial_id && other.state != RunState::kDone) {
       return false;
@@ -678,7 +683,7 @@ absl::Status InMemoryStore::CompleteFinalRun(
   x.policy.benchmark_sharpe = x.bh_sharpe;
   x.policy.benchmark_return = x.bh_return;
   lockbox_[run->trial_id] = std::move(stored);
-  FinishRun(run, p.env_steps, artifacts);
+  FinishRun(run, p, artifacts);
   return absl::OkStatus();
 }
 

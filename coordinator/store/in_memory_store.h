@@ -144,8 +144,9 @@ class InMemoryStore final : public Store {
   // running → failed with `reason`, siblings cancelled.
   void FailTrialLocked(TrialRow* trial, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Artifacts recorded (upsert by trial, kind, path), lease closed, run done.
-  void FinishRun(RunRow* run, int64_t env_steps,
+  // Artifacts recorded (upsert by trial, kind, path), lease closed, run done
+  // with `metrics`' env_steps (progress) and data flow.
+  void FinishRun(RunRow* run, const FoldMetrics& metrics,
                  const std::vector<ArtifactRow>& artifacts)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -235,6 +235,15 @@ ALTER TABLE runs
 ALTER TABLE studies ADD COLUMN stop_reason text NOT NULL DEFAULT '';
 )sql";
 
+// 5: the env steps a run's learner received from its actors and, of those,
+// dropped (stale or left over at the end), reported at CompleteRun, so
+// `study show` can say what share of the actors' work was wasted.
+constexpr char kRunDataFlow[] = R"sql(
+ALTER TABLE runs
+  ADD COLUMN env_steps_received bigint NOT NULL DEFAULT 0,
+  ADD COLUMN env_steps_dropped  bigint NOT NULL DEFAULT 0;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -243,6 +252,7 @@ const std::vector<Migration>& Migrations() {
       {2, "indexes for leasing, expiry and listings", kIndexes},
       {3, "lockbox results, fold statistics, study results", kLockbox},
       {4, "retry back-off of failed runs, study stop reasons", kRetryBackoff},
+      {5, "env steps received and dropped per run", kRunDataFlow},
   };
   return *kMigrations;
 }

@@ -59,7 +59,8 @@ constexpr char kRunColumns[] =
     "(EXTRACT(EPOCH FROM r.lease_expires_at) * 1000000)::bigint, "
     "r.env_steps, r.checkpoint_dir, r.last_error, "
     "(EXTRACT(EPOCH FROM r.retry_after) * 1000000)::bigint, r.avoid_member, "
-    "(EXTRACT(EPOCH FROM r.avoid_until) * 1000000)::bigint";
+    "(EXTRACT(EPOCH FROM r.avoid_until) * 1000000)::bigint, "
+    "r.env_steps_received, r.env_steps_dropped";
 constexpr char kDatasetColumns[] =
     "d.id, d.path, d.symbols, d.rows, d.interval_seconds, "
     "(EXTRACT(EPOCH FROM d.created_at) * 1000000)::bigint";
@@ -170,6 +171,8 @@ RunRow ParseRun(const pqxx::row& r) {
   run.retry_after = OptionalTimeField(r[12]);
   run.avoid_member = r[13].as<std::string>();
   run.avoid_until = OptionalTimeField(r[14]);
+  run.env_steps_received = r[15].as<int64_t>();
+  run.env_steps_dropped = r[16].as<int64_t>();
   return run;
 }
 
@@ -595,8 +598,9 @@ absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
 
 // Records the artifacts, closes the lease and marks the run done. The caller
 // holds the trial lock and has checked that `member_id` holds the run.
+// `metrics`: its env_steps (progress) and data flow go to the run's row.
 void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
-                     int64_t run_id, int64_t env_steps,
+                     int64_t run_id, const FoldMetrics& metrics,
                      const std::vector<ArtifactRow>& artifacts) {
   for (const ArtifactRow& a : artifacts) {
     txn.exec_params(
@@ -613,8 +617,10 @@ void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
   txn.exec_params(
       "UPDATE runs SET state = 'done', member_id = NULL, "
       "lease_expires_at = NULL, env_steps = GREATEST(env_steps, $2), "
+      "env_steps_received = $3, env_steps_dropped = $4, "
       "updated_at = now() WHERE id = $1",
-      run_id, env_steps);
+      run_id, metrics.env_steps, metrics.env_steps_received,
+      metrics.env_steps_dropped);
 }
 
 absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::work& txn,
@@ -1306,8 +1312,7 @@ absl::StatusOr<bool> PgStore::CompleteRun(
             metrics.total_return, metrics.benchmark_return, metrics.trades,
             metrics.env_steps, metrics.fees, metrics.turnover, metrics.exposure,
             metrics.score, ReturnsText(metrics.log_returns));
-        FinishRunLocked(txn, study_id, trial_id, run_id, metrics.env_steps,
-                        artifacts);
+        FinishRunLocked(txn, study_id, trial_id, run_id, metrics, artifacts);
         return txn.exec_params1(
                       "SELECT COUNT(*) FROM runs WHERE trial_id = $1 "
                       "AND state <> 'done'",
@@ -1471,7 +1476,7 @@ absl::Status PgStore::CompleteFinalRun(
         result.bh_max_drawdown, result.random_seeds, result.random_sharpe_mean,
         result.random_sharpe_std, result.random_return_mean,
         result.random_return_std, ReturnsText(p.log_returns));
-    FinishRunLocked(txn, study_id, trial_id, run_id, p.env_steps, artifacts);
+    FinishRunLocked(txn, study_id, trial_id, run_id, p, artifacts);
     return absl::OkStatus();
   });
 }

@@ -107,6 +107,12 @@ struct RunRow {
   std::optional<absl::Time> retry_after;
   std::string avoid_member;
   std::optional<absl::Time> avoid_until;
+  // The learner's data flow when it completed the run (CompleteRun): env
+  // steps its actors delivered and, of those, the ones not trained (stale,
+  // or left over at the end). 0 and 0 before completion, and for a run
+  // completed by a learner that did not report them.
+  int64_t env_steps_received = 0;
+  int64_t env_steps_dropped = 0;
 };
 
 // The fold number of a trial's final run: trained on every row before the
@@ -130,6 +136,11 @@ struct FoldMetrics {
   double exposure = 0;
   double score = 0;                 // the study objective's fold value
   std::vector<double> log_returns;  // per bar, the policy's (statistics)
+  // The run's data flow as its learner reported it (RunRow's fields of the
+  // same names): written to the run's row by CompleteRun and
+  // CompleteFinalRun, not to the fold's metrics (read back as 0 there).
+  int64_t env_steps_received = 0;
+  int64_t env_steps_dropped = 0;
 };
 
 // A trial's final evaluation on the lockbox and the baselines on the same

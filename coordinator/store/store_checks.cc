@@ -131,18 +131,37 @@ absl::Status CheckReportIntermediate(int64_t run_id, int64_t step) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The env steps a run's learner received and dropped: neither negative, and
+// no more dropped than received (a share above 100 % is a bug upstream).
+absl::Status CheckDataFlow(int64_t run_id, const FoldMetrics& metrics) {
+  if (metrics.env_steps_received < 0 || metrics.env_steps_dropped < 0 ||
+      metrics.env_steps_dropped > metrics.env_steps_received) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", run_id, ": env steps dropped (", metrics.env_steps_dropped,
+        ") must be between 0 and the env steps received (",
+        metrics.env_steps_received, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckCompleteRun(int64_t run_id, const FoldMetrics& metrics,
                               const std::vector<ArtifactRow>& artifacts) {
   if (metrics.trades < 0 || metrics.env_steps < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("run ", run_id, ": negative trades or env steps"));
   }
+  RETURN_IF_ERROR(CheckDataFlow(run_id, metrics));
   return CheckArtifacts(run_id, artifacts);
 }
 
 absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
                                    const std::vector<ArtifactRow>& artifacts) {
   RETURN_IF_ERROR(CheckArtifacts(run_id, artifacts));
+  RETURN_IF_ERROR(CheckDataFlow(run_id, result.policy));
   if (result.policy.trades < 0 || result.policy.env_steps < 0 ||
       result.bars < 0 || result.random_seeds < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

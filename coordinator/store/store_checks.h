@@ -65,14 +65,15 @@ absl::Status CheckExpireLeases(
 // ReportIntermediate: a step that is not negative.
 absl::Status CheckReportIntermediate(int64_t run_id, int64_t step);
 
-// CompleteRun: trades and env steps not negative, then every artifact as
-// CheckArtifacts says.
+// CompleteRun: trades and env steps not negative, env steps dropped between
+// 0 and env steps received, then every artifact as CheckArtifacts says.
 absl::Status CheckCompleteRun(int64_t run_id, const FoldMetrics& metrics,
                               const std::vector<ArtifactRow>& artifacts);
 
-// CompleteFinalRun: every artifact as CheckArtifacts says, then trades, env
-// steps, bars and random seeds not negative, then every lockbox metric
-// (policy, buy & hold and random-policy statistics) finite.
+// CompleteFinalRun: every artifact as CheckArtifacts says, the data flow as
+// CompleteRun's, then trades, env steps, bars and random seeds not
+// negative, then every lockbox metric (policy, buy & hold and random-policy
+// statistics) finite.
 absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
                                    const std::vector<ArtifactRow>& artifacts);
 

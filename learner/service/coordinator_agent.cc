@@ -246,6 +246,10 @@ void CoordinatorAgent::Reap(bool shutting_down) {
         request.set_member_id(options_.member_id);
         request.set_run_id(h.lease.run_id());
         ToProto(*eval, request.mutable_final_evaluation());
+        // What the actors' work came to (study show's dropped share).
+        const RunCounters counters = h.host->counters();
+        request.set_env_steps_received(counters.env_steps_received);
+        request.set_env_steps_dropped(counters.env_steps_dropped);
         v1::Artifact* policy = request.add_artifacts();
         policy->set_kind("policy");
         policy->set_path(std::filesystem::absolute(policy_dir).string());

@@ -188,6 +188,9 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
       m.benchmark_return = 0.03125;
       m.trades = 40 + r.fold;
       m.env_steps = 20000;
+      // What the learner reports: 256 · (fold + 1) of 20,480 dropped.
+      m.env_steps_received = 20480;
+      m.env_steps_dropped = 256 * (r.fold + 1);
       const std::string policy =
           WritePolicyDir(absl::StrCat("trial", trial->number, "-fold", r.fold));
       ArtifactRow artifact;
@@ -314,6 +317,13 @@ TEST(ArtifactSha256Test, DirectoryHashesContractThenPolicyBytes) {
   EXPECT_EQ(cli::ArtifactSha256(*dir + "/missing").status().code(),
             absl::StatusCode::kNotFound);
   fs::remove_all(*dir);
+}
+
+TEST(FormatDroppedShareTest, TwoDecimalsOfAPercentOrADashWithoutData) {
+  EXPECT_EQ(cli::FormatDroppedShare(81920, 1536), "1.88 %");
+  EXPECT_EQ(cli::FormatDroppedShare(1000, 0), "0.00 %");
+  EXPECT_EQ(cli::FormatDroppedShare(1000, 1000), "100.00 %");
+  EXPECT_EQ(cli::FormatDroppedShare(0, 0), "-");
 }
 
 TEST(TableTest, PadsColumnsAndRightAlignsNumbers) {
@@ -443,17 +453,25 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   ASSERT_EQ(show.exit_code, 0) << show.output;
   EXPECT_THAT(show.output, HasSubstr("2 complete, 0 running, 0 pruned, "
                                      "1 failed"));
+  // The dropped share per trial: (256 + 512) of 2 × 20,480 = 1.875 %; the
+  // failed trial's runs reported nothing.
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +0 +complete +0\\.5000 +2\\.50 ± 1\\.50 "
-                               "\\(b&h 0\\.25\\) +batch_size=4096 "
+                               "\n +0 +complete +0\\.5000 +1\\.88 % +2\\.50 ± "
+                               "1\\.50 \\(b&h 0\\.25\\) +batch_size=4096 "
                                "learning_rate=0\\.0003\n"));
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +1 +complete +0\\.9000 +2\\.90 ± 1\\.50 "
-                               "\\(b&h 0\\.25\\) +batch_size=8192 "
+                               "\n +1 +complete +0\\.9000 +1\\.88 % +2\\.90 ± "
+                               "1\\.50 \\(b&h 0\\.25\\) +batch_size=8192 "
                                "learning_rate=0\\.0001\n"));
   EXPECT_THAT(show.output, testing::ContainsRegex(
-                               "\n +2 +failed +- +- +batch_size=2048 "
+                               "\n +2 +failed +- +- +- +batch_size=2048 "
                                "learning_rate=0\\.001 +fold 1: loss is NaN\n"));
+  // The study's total over the four CV runs that reported (the final runs
+  // here did not): 1,536 of 81,920.
+  EXPECT_THAT(show.output,
+              HasSubstr("\nenv steps dropped 1.88 %: 1536 of 81920 received "
+                        "(stale, or left over when a run ended), 4 completed "
+                        "runs\n"));
 
   const Result best = Cli("study best gamma");
   ASSERT_EQ(best.exit_code, 0) << best.output;
@@ -538,6 +556,9 @@ TEST_F(StudyCliTest, ShowSaysWhyARunningTrialsRunIsRetrying) {
   EXPECT_THAT(show.output,
               HasSubstr("fold 0 retrying after attempt 1: checkpoint: No "
                         "space left on device"));
+  EXPECT_THAT(show.output,
+              HasSubstr("\nenv steps dropped: no completed run reported them "
+                        "yet\n"));
 }
 
 TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {

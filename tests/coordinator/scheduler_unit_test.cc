@@ -265,6 +265,36 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   EXPECT_FALSE(stats->edge);  // a lockbox Sharpe of -2 is no edge
 }
 
+// The learner's received and dropped env steps reach the run's row (CV
+// and final runs); impossible counts are left out, not a refused result.
+TEST_F(SchedulerUnitTest, CompleteRunStoresTheRunsEnvStepsReceivedAndDropped) {
+  Start(StudyText("concurrency: 2\nmax_trials: 2"));
+  Tick();
+  const v1::LeaseRunResponse a = Lease();
+  const v1::LeaseRunResponse b = Lease();
+  ASSERT_TRUE(a.has_run() && b.has_run());
+  v1::CompleteRunRequest done;
+  done.set_member_id(kMember);
+  done.set_run_id(a.lease().run_id());
+  *done.mutable_final_evaluation() = Eval(1.0, 8000, 0);
+  done.set_env_steps_received(102400);
+  done.set_env_steps_dropped(768);
+  ASSERT_TRUE(scheduler_->CompleteRun(done).ok());
+  absl::StatusOr<RunRow> run = store_->GetRun(a.lease().run_id());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->env_steps_received, 102400);
+  EXPECT_EQ(run->env_steps_dropped, 768);
+  // More dropped than received: completed, counts not kept.
+  done.set_run_id(b.lease().run_id());
+  done.set_env_steps_dropped(102401);
+  ASSERT_TRUE(scheduler_->CompleteRun(done).ok());
+  run = store_->GetRun(b.lease().run_id());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->state, RunState::kDone);
+  EXPECT_EQ(run->env_steps_received, 0);
+  EXPECT_EQ(run->env_steps_dropped, 0);
+}
+
 TEST_F(SchedulerUnitTest, ExpiredLeasesAreReLeasedUpToMaxAttemptsThenFail) {
   Start(StudyText("concurrency: 1\nmax_trials: 2\nmax_attempts: 2"),
         absl::Milliseconds(20));

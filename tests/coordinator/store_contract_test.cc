@@ -425,6 +425,56 @@ TEST_P(StoreContractTest, CompleteRunOnlyByTheHolderOnceAndSaysWhenAllDone) {
             absl::StatusCode::kNotFound);
 }
 
+// The env steps a run's learner received and dropped are kept on the run
+// (CV and final runs alike), read back by GetRun and ListRuns; impossible
+// counts are refused with nothing written.
+TEST_P(StoreContractTest, CompletedRunsKeepTheirEnvStepsReceivedAndDropped) {
+  const StudyRow study = RunningStudy("s");
+  const TrialRow trial = Trial(study.id, 1);
+  const RunRow cv = Lease();
+  ASSERT_OK_AND_ASSIGN(const RunRow before, store_->GetRun(cv.id));
+  EXPECT_EQ(before.env_steps_received, 0);
+  EXPECT_EQ(before.env_steps_dropped, 0);
+  FoldMetrics m = Metrics(1, 100000);
+  m.env_steps_received = 101376;
+  m.env_steps_dropped = 1024;
+  FoldMetrics more_dropped = m;
+  more_dropped.env_steps_dropped = m.env_steps_received + 1;
+  EXPECT_EQ(
+      store_->CompleteRun(cv.id, kMember, more_dropped, {}).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  FoldMetrics negative = m;
+  negative.env_steps_received = -1;
+  EXPECT_EQ(store_->CompleteRun(cv.id, kMember, negative, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_OK(store_->CompleteRun(cv.id, kMember, m, {}).status());
+  ASSERT_OK_AND_ASSIGN(const RunRow done, store_->GetRun(cv.id));
+  EXPECT_EQ(done.env_steps_received, 101376);
+  EXPECT_EQ(done.env_steps_dropped, 1024);
+  // Not part of the fold's metrics.
+  ASSERT_OK_AND_ASSIGN(const std::vector<FoldMetrics> folds,
+                       store_->ListFoldMetrics(trial.id));
+  ASSERT_EQ(folds.size(), 1U);
+  EXPECT_EQ(folds[0].env_steps_received, 0);
+  EXPECT_EQ(folds[0].env_steps_dropped, 0);
+  // The final run's come from its policy's metrics.
+  ASSERT_OK(store_->CompleteTrial(trial.id, 0.5));
+  ASSERT_OK(store_->AddFinalRun(trial.id, "{}", "/ckpt").status());
+  const RunRow final_run = Lease();
+  LockboxRow l = Lockbox(2);
+  l.policy.env_steps_received = 50000;
+  l.policy.env_steps_dropped = 0;
+  ASSERT_OK(store_->CompleteFinalRun(final_run.id, kMember, l, {}));
+  ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
+                       store_->ListRuns(trial.id));
+  ASSERT_EQ(runs.size(), 2U);
+  EXPECT_EQ(runs[0].fold, kLockboxFold);
+  EXPECT_EQ(runs[0].env_steps_received, 50000);
+  EXPECT_EQ(runs[0].env_steps_dropped, 0);
+  EXPECT_EQ(runs[1].env_steps_received, 101376);
+  EXPECT_EQ(runs[1].env_steps_dropped, 1024);
+}
+
 TEST_P(StoreContractTest, FailRunFailsTheTrialAndCancelsItsSiblings) {
   const StudyRow study = RunningStudy("s");
   const TrialRow trial = Trial(study.id, 3);
