@@ -362,6 +362,12 @@ absl::Status Actor::Run() {
           // The learner is up and will have work soon (its next run is
           // being leased): poll at least every max_idle_poll.
           if (!assigned) backoff = std::min(backoff, options_.max_idle_poll);
+        } else if (!assigned) {
+          // Every run has as many actors as it can use (or the learner is
+          // shutting down): a run may open or lose an actor any moment, so
+          // poll at least every max_idle_poll rather than backing off to
+          // max_backoff.
+          backoff = std::min(backoff, options_.max_idle_poll);
         }
         break;
       case SessionEnd::kStreamClosed:

@@ -231,7 +231,7 @@ void ActorStream::OnDone() {
   }
   if (run_ != nullptr) {
     run_->Unsubscribe(listener_);
-    service_->ReleaseRun(run_.get());
+    service_->ReleaseRun(run_.get(), env_copies_);
     run_ = nullptr;
   }
 }
@@ -328,12 +328,24 @@ void ActorStream::HandleHello() {
                    EscapeForMessage(hello.actor_id(), 80), "'"))));
     return;
   }
-  bool all_full = false;
-  run_ = service_->AssignRun(hello.want_run_id(), &all_full);
-  if (run_ == nullptr && all_full) {
+  LearnerService::Refusal refusal = LearnerService::Refusal::kNone;
+  env_copies_ = hello.env_copies();
+  run_ = service_->AssignRun(hello.want_run_id(), env_copies_, &refusal);
+  if (refusal == LearnerService::Refusal::kMaxActors) {
     Send(StopMessage(
         absl::StrCat("every run has its maximum of ",
                      service_->options().max_actors_per_run, " actors"),
+        false));
+    FinishWhenDrained(grpc::Status::OK);
+    return;
+  }
+  if (refusal == LearnerService::Refusal::kPolicyLag) {
+    // Not finished: the actor asks again soon (a run opens, or an actor
+    // leaves one), instead of making chunks that would arrive stale.
+    Send(StopMessage(
+        absl::StrCat("every run has as many actors as its max_policy_lag "
+                     "absorbs with chunks of ",
+                     env_copies_, " env copies; try again later"),
         false));
     FinishWhenDrained(grpc::Status::OK);
     return;
@@ -653,14 +665,22 @@ std::vector<std::shared_ptr<RunHost>> LearnerService::runs() const {
 }
 
 std::shared_ptr<RunHost> LearnerService::AssignRun(
-    const std::string& want_run_id, bool* all_full) {
+    const std::string& want_run_id, int64_t env_copies, Refusal* refusal) {
   absl::MutexLock lock(&mu_);
   std::shared_ptr<RunHost> best;
-  bool any_full = false;
+  bool any_full = false, any_absorbing = false;
   for (const std::shared_ptr<RunHost>& run : runs_) {
     if (!run->accepting()) continue;
-    if (actors_[run->run_id()] >= options_.max_actors_per_run) {
+    const int actors = actors_[run->run_id()];
+    if (actors >= options_.max_actors_per_run) {
       any_full = true;
+      continue;
+    }
+    // A run without actors takes any: it cannot train otherwise (and
+    // RunHost::ActorCredits warns when even one is too many).
+    if (actors > 0 && env_copies > 0 &&
+        !run->AbsorbsActor(actor_steps_[run->run_id()], env_copies)) {
+      any_absorbing = true;
       continue;
     }
     if (run->run_id() == want_run_id) {
@@ -671,14 +691,32 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
       best = run;
     }
   }
-  if (best != nullptr) ++actors_[best->run_id()];
-  if (all_full != nullptr) *all_full = best == nullptr && any_full;
+  if (best != nullptr) {
+    ++actors_[best->run_id()];
+    if (env_copies > 0) {
+      actor_steps_[best->run_id()] += best->ChunkSteps(env_copies);
+    }
+  }
+  if (refusal != nullptr) {
+    if (best != nullptr) {
+      *refusal = Refusal::kNone;
+    } else if (any_absorbing) {
+      *refusal = Refusal::kPolicyLag;
+    } else if (any_full) {
+      *refusal = Refusal::kMaxActors;
+    } else {
+      *refusal = Refusal::kNoRun;
+    }
+  }
   return best;
 }
 
-void LearnerService::ReleaseRun(RunHost* run) {
+void LearnerService::ReleaseRun(RunHost* run, int64_t env_copies) {
   absl::MutexLock lock(&mu_);
   --actors_[run->run_id()];
+  if (env_copies > 0) {
+    actor_steps_[run->run_id()] -= run->ChunkSteps(env_copies);
+  }
 }
 
 std::shared_ptr<RunHost> LearnerService::FindRun(

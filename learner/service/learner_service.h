@@ -132,13 +132,26 @@ class LearnerService final : public LearnerServiceBase {
   void AddDataset(const std::string& id, const std::string& path);
   std::vector<std::shared_ptr<RunHost>> runs() const;
 
-  // Used by the reactors: the unfinished run with the fewest actors (or
-  // `want_run_id` if it is still training); nullptr if none.
-  // `*all_full` (if not null) is set when no run was assigned because every
-  // accepting run has max_actors_per_run actors.
+  // Used by the reactors: among the unfinished runs that absorb one more
+  // actor stepping `env_copies` env copies (RunHost::AbsorbsActor: its
+  // chunks arrive within max_policy_lag beside the run's other actors; a
+  // run without actors takes any), `want_run_id` if it is one of them, else
+  // the one with the fewest actors; nullptr if none. An actor that would
+  // only make stale chunks waits for a run with room instead (the runs of
+  // a learner open and close at different times, and the first one open
+  // would otherwise take every actor). env_copies ≤ 0 (not said): every
+  // run absorbs it. `*refusal` (if not null) says why none was assigned.
+  enum class Refusal {
+    kNone,       // a run was assigned
+    kNoRun,      // no run is accepting actors
+    kMaxActors,  // every accepting run has max_actors_per_run actors
+    kPolicyLag,  // ... or as many as it absorbs (some at least that many)
+  };
   std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id,
-                                     bool* all_full = nullptr);
-  void ReleaseRun(RunHost* run);
+                                     int64_t env_copies,
+                                     Refusal* refusal = nullptr);
+  // Undoes AssignRun for an actor stepping `env_copies` copies.
+  void ReleaseRun(RunHost* run, int64_t env_copies);
   // Counts a chunk answered with an error; `reason` (when the service, not
   // the run, decided) also goes to the metrics.
   void CountRejected(std::optional<RejectReason> reason);
@@ -153,6 +166,8 @@ class LearnerService final : public LearnerServiceBase {
   std::vector<std::shared_ptr<RunHost>> runs_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> datasets_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> actors_ ABSL_GUARDED_BY(mu_);
+  // Per run: env steps of one chunk of each of its actors, summed.
+  std::map<std::string, int64_t> actor_steps_ ABSL_GUARDED_BY(mu_);
   // Ticket holders' actor ids -> the hosted runs they were assigned.
   std::map<std::string, std::set<std::string>> actor_runs_ ABSL_GUARDED_BY(mu_);
   auth::TicketKeys ticket_keys_;
@@ -235,6 +250,7 @@ class ActorStream {
   // Set once by the first Hello (reader's thread); shared so a run removed
   // from the service stays valid until its last stream ends.
   std::shared_ptr<RunHost> run_;
+  int64_t env_copies_ = 0;  // the Hello's, as given to AssignRun
   int listener_ = -1;
   bool done_ = false;  // OnDone ran (reader's thread)
   // Sequence of the last chunk that passed the order check (reader's

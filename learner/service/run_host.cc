@@ -371,6 +371,39 @@ void RunHost::TrainLoop() {
     batch_samples += batch.back().num_samples();
     if (batch_samples < spec_.samples_per_update) continue;
 
+    // The update that reaches the budget is the run's last: it also trains
+    // every chunk already queued or parked, which would otherwise be
+    // dropped as left over, and the actors are told to stop before it
+    // starts rather than after, so they do not make chunks during it that
+    // only the end could drop. Should it fall short of the budget after all
+    // (stale chunks, a rolled-back update), the run accepts actors again
+    // below.
+    std::vector<std::function<void()>> drained;
+    std::vector<Listener> stop_early;
+    {
+      absl::MutexLock lock(&mu_);
+      if (counters_.env_steps_trained + batch_samples >= o.budget_env_steps &&
+          !budget_reached_) {
+        for (TrajectoryChunk& c : queue_) {
+          batch_samples += c.num_samples();
+          batch.push_back(std::move(c));
+        }
+        for (auto& [c, cb] : parked_) {
+          batch_samples += c.num_samples();
+          batch.push_back(std::move(c));
+          drained.push_back(std::move(cb));
+        }
+        queue_.clear();
+        parked_.clear();
+        ExportQueueDepth();
+        budget_reached_ = true;
+        for (const auto& [id, l] : listeners_) stop_early.push_back(l);
+      }
+    }
+    for (const Listener& l : stop_early) l(nullptr);
+    // Their streams acknowledge the parked chunks after the stop.
+    for (const std::function<void()>& cb : drained) cb();
+
     const auto started = std::chrono::steady_clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
     absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
@@ -408,6 +441,17 @@ void RunHost::TrainLoop() {
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
+      if (!finished && budget_reached_ && !stopping_) {
+        // The last update fell short (see above): the run needs more data.
+        // Its actors were told it had finished; they ask for work again
+        // and are assigned to it once more.
+        budget_reached_ = false;
+        RLOG(INFO) << "run " << spec_.run_id << ": at "
+                   << counters_.env_steps_trained << " of "
+                   << o.budget_env_steps
+                   << " env steps after the last update; accepting actors "
+                      "again";
+      }
       if (finished && !budget_reached_) {
         // From here every chunk is refused: stop the actors now rather
         // than after the final evaluation and checkpoint, during which
@@ -523,6 +567,20 @@ int PolicyLagCredits(int max_policy_lag, int64_t samples_per_update,
       int64_t{std::max(0, queue_capacity)} * chunk_steps;
   const int64_t per_actor = room / (std::max<int64_t>(1, actors) * chunk_steps);
   return static_cast<int>(std::clamp<int64_t>(per_actor, 1, cap));
+}
+
+bool PolicyLagAbsorbs(int max_policy_lag, int64_t samples_per_update,
+                      int queue_capacity, int64_t chunk_steps,
+                      int64_t actor_steps) {
+  return int64_t{std::max(0, queue_capacity)} * chunk_steps + actor_steps <=
+         int64_t{std::max(0, max_policy_lag - 1)} * samples_per_update;
+}
+
+bool RunHost::AbsorbsActor(int64_t assigned_steps, int64_t env_copies) const {
+  const int64_t chunk = ChunkSteps(env_copies);
+  return PolicyLagAbsorbs(spec_.trainer.ppo.max_policy_lag,
+                          spec_.samples_per_update, spec_.queue_capacity, chunk,
+                          assigned_steps + chunk);
 }
 
 int RunHost::ActorCredits(int64_t chunk_steps, int max_credits) const {

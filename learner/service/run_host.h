@@ -84,6 +84,17 @@ int PolicyLagCredits(int max_policy_lag, int64_t samples_per_update,
                      int queue_capacity, int64_t chunk_steps, int64_t actors,
                      int max_credits);
 
+// Whether a run absorbs its actors' chunks without any arriving stale: with
+// one chunk in flight per actor (`actor_steps`: the sum of their chunk
+// lengths, the newcomer's included) behind a full ingest queue of chunks
+// of `chunk_steps`, a chunk made now is trained within max_policy_lag
+// versions (the bound PolicyLagCredits sizes credit by, at credit 1).
+// LearnerService assigns an actor only to a run that absorbs it; more
+// actors on a run would only make stale chunks, which it drops.
+bool PolicyLagAbsorbs(int max_policy_lag, int64_t samples_per_update,
+                      int queue_capacity, int64_t chunk_steps,
+                      int64_t actor_steps);
+
 // Counters of one run; env steps are counted per env copy.
 struct RunCounters {
   int64_t policy_version = 0;
@@ -153,6 +164,14 @@ class RunHost {
   // More credit only makes chunks that arrive stale and are dropped. The
   // actors counted are the streams subscribed to the run.
   int ActorCredits(int64_t chunk_steps, int max_credits) const;
+  // PolicyLagAbsorbs for this run: one more actor whose chunks are
+  // `env_copies` × the run's rollout_steps, beside actors whose chunks
+  // total `assigned_steps` env steps.
+  bool AbsorbsActor(int64_t assigned_steps, int64_t env_copies) const;
+  // Env steps of one chunk of an actor stepping `env_copies` copies.
+  int64_t ChunkSteps(int64_t env_copies) const {
+    return env_copies * spec_.trainer.rollout_steps;
+  }
   // False once the run has finished or is stopping: no chunk can be trained.
   bool accepting() const;
   // True once training has reached the budget: the final evaluation and

@@ -316,6 +316,67 @@ TEST(RunHostTest, AnUnsubscribedListenerHearsNothingMore) {
   EXPECT_TRUE(dropped.versions().empty());
 }
 
+// The update that reaches the budget also trains what is queued and
+// parked behind it, so every chunk the run accepted is trained: only the
+// chunks it refuses (after the budget) count as dropped.
+TEST(RunHostTest, TheLastUpdateTrainsEveryChunkTheRunAccepted) {
+  VersionLog log;
+  RunSpec spec = SmallSpec("run-0", /*budget=*/32);
+  spec.queue_capacity = 1;
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  host->Subscribe(log.Listener());
+  // Six chunks of 16 steps at once: two updates reach the budget, and
+  // whatever is queued or parked when the second starts joins it.
+  int64_t accepted = 0, refused = 0;
+  for (uint64_t k = 0; k < 6; ++k) {
+    const absl::Status s = host->Ingest(SmallChunk("run-0", 0, k + 1), [] {});
+    if (s.ok() || absl::IsUnavailable(s)) {
+      accepted += 16;
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+      refused += 16;
+    }
+  }
+  ASSERT_TRUE(host->WaitFinished(5000));
+  const RunCounters c = host->counters();
+  EXPECT_TRUE(c.finished);
+  EXPECT_GE(c.env_steps_trained, 32);
+  EXPECT_EQ(c.env_steps_trained, accepted);
+  EXPECT_EQ(c.env_steps_dropped, refused);
+  EXPECT_EQ(c.env_steps_received, accepted + refused);
+  // The subscribers were told the run ended.
+  ASSERT_TRUE(WaitFor([&] {
+    const std::vector<int64_t> heard = log.versions();
+    return std::find(heard.begin(), heard.end(), -1) != heard.end();
+  }));
+}
+
+TEST(RunHostTest, PolicyLagAbsorbsActorsWhoseChunksArriveWithinTheLag) {
+  // lag 4, 512 steps per update: 3 × 512 = 1,536 steps may be ahead of a
+  // new chunk. A queue of 2 chunks of 384 leaves 768: two actors of 384.
+  EXPECT_TRUE(PolicyLagAbsorbs(4, 512, 2, 384, 2 * 384));
+  EXPECT_FALSE(PolicyLagAbsorbs(4, 512, 2, 384, 3 * 384));
+  // Chunks of 512 (8 envs × 64): one actor only.
+  EXPECT_TRUE(PolicyLagAbsorbs(4, 512, 2, 512, 512));
+  EXPECT_FALSE(PolicyLagAbsorbs(4, 512, 2, 512, 2 * 512));
+  // The run's own rule: its rollout (8 steps) × env copies, against what
+  // its other actors already send. SmallSpec with lag 4: 3 × 16 − 2 × 16 =
+  // 16 steps of room, one actor of 2 copies; lag 8 gives 5.
+  RunSpec spec = SmallSpec("run-0");
+  spec.trainer.ppo.max_policy_lag = 4;
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  EXPECT_EQ(host->ChunkSteps(2), 16);
+  EXPECT_TRUE(host->AbsorbsActor(0, 2));
+  EXPECT_FALSE(host->AbsorbsActor(16, 2));
+  spec.trainer.ppo.max_policy_lag = 8;
+  std::unique_ptr<RunHost> roomy = MustCreate(spec);
+  ASSERT_NE(roomy, nullptr);
+  EXPECT_TRUE(roomy->AbsorbsActor(4 * 16, 2));
+  EXPECT_FALSE(roomy->AbsorbsActor(5 * 16, 2));
+}
+
 TEST(RunHostTest, ActorCreditsShrinkAsTheRunsActorsGrow) {
   RunSpec spec = SmallSpec("run-0");
   spec.trainer.ppo.max_policy_lag = 8;
