@@ -580,7 +580,10 @@ void Actor::HandleWeights(const v1::WeightVersion& w) {
     learner::ActorCritic model(contract.obs_size, contract.action_size,
                                contract.network);
     std::istringstream in(w.state());
-    torch::load(model, in);
+    // The learner saves its weights from the device it trains on; the
+    // actor's policy runs on the CPU, whatever LibTorch it was built with
+    // (a CUDA build would otherwise put them on the GPU, a CPU build fail).
+    torch::load(model, in, torch::Device(torch::kCPU));
     model->eval();
     policy->model = model;
   } catch (const std::exception& e) {
