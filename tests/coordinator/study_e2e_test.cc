@@ -23,32 +23,35 @@
 #include "tests/common/log_lines.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::testing::CoordinatedActorArgv;
+using ::ristretto::testing::CoordinatedLearnerArgv;
+using ::ristretto::testing::CoordinatorArgv;
+using ::ristretto::testing::LogsOf;
+using ::ristretto::testing::PollUntil;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::Terminate;
+using ::ristretto::testing::TinyStudy;
+using ::ristretto::testing::TinyStudyYaml;
 using namespace std::chrono_literals;
 
 // 3 trials × 1 holdout fold × 16384 env steps, 32×32 nets: seconds per run.
-constexpr char kStudy[] = R"(name: e2e
-dataset:
-  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
-cv: {scheme: holdout, validation_fraction: 0.3}
-budget_env_steps: 16384
-eval_every_env_steps: 4096
-sampler: {type: random, seed: 5}
-pruner: {type: none}
-concurrency: 2
-max_trials: 3
-max_attempts: 4
-fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
-        episode_steps: 256}
-space:
-  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
-  gamma: {type: float, low: 0.9, high: 0.99}
-)";
+std::string E2eStudy() {
+  TinyStudy study;
+  study.name = "e2e";
+  study.max_trials = 3;
+  study.concurrency = 2;
+  study.budget_env_steps = 16384;
+  study.predictability = 0.5;
+  study.max_attempts = 4;
+  study.search_gamma = true;
+  return TinyStudyYaml(study);
+}
 
 std::string Address(Process& p) {
   return tests::WaitForListeningAddress(p, 60s);
@@ -81,7 +84,7 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
     absl::StatusOr<std::unique_ptr<Store>> store = MigratedStore();
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    absl::StatusOr<StudyRow> study = store_->CreateStudy("e2e", kStudy);
+    absl::StatusOr<StudyRow> study = store_->CreateStudy("e2e", E2eStudy());
     ASSERT_TRUE(study.ok()) << study.status();
     study_id_ = study->id;
     ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
@@ -101,50 +104,44 @@ class StudyEndToEndTest : public testing::PgDatabaseTest {
             ? "0"
             : coordinator_address_.substr(coordinator_address_.rfind(':') + 1);
     coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_COORDINATOR_BINARY, "--db", dsn(),
-                                 "--port", port, "--data-dir",
-                                 dir_ + "/coordinator", "--tick-ms", "200",
-                                 "--lease-ttl-s", "3"},
+        CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
+                        dir_ + "/coordinator", {"--lease-ttl-s", "3"}, port),
         absl::StrCat(dir_, "/coordinator-", ++starts_, ".log"));
     coordinator_address_ = Address(*coordinator_);
     ASSERT_FALSE(coordinator_address_.empty()) << coordinator_->Log();
   }
   void StartLearner() {
     learner_ = std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
-                                 coordinator_address_, "--port", "0", "--slots",
-                                 "2", "--run-dir", dir_ + "/learner"},
+        CoordinatedLearnerArgv(RISTRETTO_LEARNER_BINARY, coordinator_address_,
+                               dir_ + "/learner", {"--slots", "2"}),
         absl::StrCat(dir_, "/learner-", ++starts_, ".log"));
     ASSERT_FALSE(Address(*learner_).empty()) << learner_->Log();
   }
   void StartActors(int n) {
     for (int i = 0; i < n; ++i) {
       actors_.push_back(std::make_unique<Process>(
-          std::vector<std::string>{RISTRETTO_ACTOR_BINARY, "--coordinator",
-                                   coordinator_address_, "--envs", "8",
-                                   "--actor-id", absl::StrCat("actor-", i),
-                                   "--cache-dir", dir_ + "/actor-cache"},
+          CoordinatedActorArgv(RISTRETTO_ACTOR_BINARY, coordinator_address_,
+                               absl::StrCat("actor-", i),
+                               dir_ + "/actor-cache"),
           absl::StrCat(dir_, "/actor-", i, ".log")));
     }
   }
   // Polls the study until done or stopped (or `timeout`); returns the last
   // state seen (kCreated if it could never be read).
   StudyState WaitDone(std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
     StudyState state = StudyState::kCreated;
-    while (std::chrono::steady_clock::now() < deadline) {
-      absl::StatusOr<StudyRow> row = store_->GetStudyById(study_id_);
-      if (row.ok()) state = row->state;
-      if (state == StudyState::kDone || state == StudyState::kStopped) break;
-      std::this_thread::sleep_for(300ms);
-    }
+    PollUntil(
+        [&] {
+          absl::StatusOr<StudyRow> row = store_->GetStudyById(study_id_);
+          if (row.ok()) state = row->state;
+          return state == StudyState::kDone || state == StudyState::kStopped;
+        },
+        timeout, 300ms);
     return state;
   }
   std::string Logs() {
-    std::string out;
-    if (coordinator_) out += "coordinator:\n" + coordinator_->Log();
-    if (learner_) out += "learner:\n" + learner_->Log();
-    return out;
+    return LogsOf(
+        {{"coordinator", coordinator_.get()}, {"learner", learner_.get()}});
   }
 
   // Every trial complete with a finite score; two done runs each (its fold
@@ -246,10 +243,8 @@ TEST_F(StudyEndToEndTest, SmallStudyCompletesAndBestPolicyLoads) {
   // Clean shutdown of every process on SIGTERM.
   for (auto& a : actors_) a->Signal(SIGTERM);
   for (auto& a : actors_) EXPECT_EQ(a->Wait(30s), 0) << a->Log();
-  learner_->Signal(SIGTERM);
-  EXPECT_EQ(learner_->Wait(60s), 0) << learner_->Log();
-  coordinator_->Signal(SIGTERM);
-  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+  EXPECT_EQ(Terminate(*learner_, 60s).exit_code, 0) << learner_->Log();
+  EXPECT_EQ(Terminate(*coordinator_, 30s).exit_code, 0) << coordinator_->Log();
 }
 
 TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {

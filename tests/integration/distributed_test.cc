@@ -25,6 +25,7 @@
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 #include "wire/chunk_codec.h"
 #include "wire/chunk_wire.h"
 
@@ -39,6 +40,8 @@ using ::ristretto::testing::LearnerStatusOf;
 using ::ristretto::testing::MakeDevCerts;
 using ::ristretto::testing::OnlyRunStatus;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::SmallLearnerRunFlags;
+using ::ristretto::testing::Terminate;
 using ::ristretto::testing::WaitForRunStatus;
 using namespace std::chrono_literals;
 
@@ -75,27 +78,11 @@ class DistributedTest : public ::testing::Test {
 
   std::unique_ptr<Process> StartLearner(int port,
                                         std::vector<std::string> extra) {
-    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY,
-                                     "--port",
-                                     absl::StrCat(port),
-                                     "--run-dir",
-                                     dir_ + "/runs",
-                                     "--synthetic-rows",
-                                     "1200",
-                                     "--synthetic-assets",
-                                     "3",
-                                     "--policy-hidden",
-                                     "32,32",
-                                     "--samples-per-update",
-                                     "1024",
-                                     "--rollout",
-                                     "32",
-                                     "--episode",
-                                     "200",
-                                     "--epochs",
-                                     "2",
-                                     "--minibatch",
-                                     "512"};
+    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY, "--port",
+                                     absl::StrCat(port), "--run-dir",
+                                     dir_ + "/runs"};
+    const std::vector<std::string> run = SmallLearnerRunFlags();
+    argv.insert(argv.end(), run.begin(), run.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     const std::vector<std::string> tls = LearnerTlsFlags();
     argv.insert(argv.end(), tls.begin(), tls.end());
@@ -241,8 +228,7 @@ TEST_F(DistributedTest,
   ASSERT_TRUE(before.has_value() && trained(*before))
       << (before.has_value() ? before->DebugString() : "no status")
       << learner->Log();
-  learner->Signal(SIGTERM);
-  ASSERT_EQ(learner->Wait(60s), 0) << learner->Log();
+  ASSERT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
   const std::string first_log = learner->Log();
   const int64_t trained_before =
       Field(first_log, "learner: run run-0", "trained");
@@ -316,7 +302,9 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   good.copies = 2;
   good.obs_size = D;
   good.action_size = A;
-  good.obs.assign(3 * 2 * D, 0.5f);
+  // Zero observations: inside every bound the learner derives for the run
+  // (no cash, no holdings, features stretched to include 0).
+  good.obs.assign(3 * 2 * D, 0.0f);
   good.actions.assign(2 * 2 * A, 0.1f);
   good.log_probs.assign(4, -1.0f);
   good.rewards.assign(4, 0.0f);
@@ -451,8 +439,7 @@ TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
   EXPECT_EQ(status.chunks_rejected(), 6);
   ASSERT_EQ(status.runs_size(), 1);
   EXPECT_EQ(status.runs(0).env_steps_received(), 12);  // three good chunks
-  learner->Signal(SIGTERM);
-  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+  EXPECT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
 }
 
 // The line an actor logs each time its connection attempt to the learner on
@@ -493,11 +480,9 @@ TEST_F(DistributedTest, ActorsThatCannotVerifyATlsLearnerNeverJoinIt) {
     EXPECT_FALSE(actor->Wait(0ms).has_value()) << "still retrying\n"
                                                << actor->Log();
     EXPECT_THAT(actor->Log(), ::testing::Not(::testing::HasSubstr("assigned")));
-    actor->Signal(SIGTERM);
-    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+    EXPECT_EQ(Terminate(*actor, 30s).exit_code, 0) << actor->Log();
   }
-  learner->Signal(SIGTERM);
-  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+  EXPECT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
 }
 
 // A learner under mutual TLS (--tls-ca too) serves only actors presenting
@@ -535,11 +520,9 @@ TEST_F(DistributedTest,
   EXPECT_THAT(anonymous->Log(),
               ::testing::Not(::testing::HasSubstr("assigned")));
   for (Process* actor : {anonymous.get(), member.get()}) {
-    actor->Signal(SIGTERM);
-    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+    EXPECT_EQ(Terminate(*actor, 30s).exit_code, 0) << actor->Log();
   }
-  learner->Signal(SIGTERM);
-  EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+  EXPECT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
 }
 
 // Bad TLS files are command-line errors: one line naming the flag, exit
@@ -589,8 +572,7 @@ TEST_F(DistributedTest, RunOverTheMemoryBudgetIsRefusedWithAClearError) {
        "--memory-mb", "300"},
       dir_ + "/admitted.log");
   ASSERT_TRUE(admitted.WaitForLog("listening on", 60s)) << admitted.Log();
-  admitted.Signal(SIGTERM);
-  EXPECT_EQ(admitted.Wait(60s), 0) << admitted.Log();
+  EXPECT_EQ(Terminate(admitted, 60s).exit_code, 0) << admitted.Log();
 }
 
 }  // namespace

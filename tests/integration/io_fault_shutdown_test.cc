@@ -12,8 +12,6 @@
 //    reason, and `ristretto study start --wait` prints it and exits non-zero.
 // Every wait is for an event (a log line, a GetStatus count, a database
 // state); the only time asserted is the shutdown deadline the issue sets.
-#include <stdlib.h>
-
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -23,7 +21,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,17 +36,28 @@
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::coordinator::testing::MakeTempDir;
 using ::ristretto::testing::ChannelCredentials;
+using ::ristretto::testing::CoordinatedActorArgv;
+using ::ristretto::testing::CoordinatedLearnerArgv;
+using ::ristretto::testing::CoordinatorArgv;
 using ::ristretto::testing::Field;
 using ::ristretto::testing::FreePort;
 using ::ristretto::testing::LearnerStatusOf;
+using ::ristretto::testing::LogsOf;
 using ::ristretto::testing::MakeDevCerts;
+using ::ristretto::testing::PollUntil;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::Stopped;
+using ::ristretto::testing::Terminate;
+using ::ristretto::testing::TinyStudy;
+using ::ristretto::testing::TinyStudyYaml;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -59,21 +67,9 @@ constexpr auto kLearnerDeadline = 10s;
 constexpr auto kActorDeadline = 10s;
 constexpr auto kCoordinatorDeadline = 10s;
 
-// Sends SIGTERM and waits (a minute at most, to catch hangs); returns the
-// exit code (nullopt on a hang) and the time from the signal to the exit.
-struct Stopped {
-  std::optional<int> exit_code;
-  std::chrono::milliseconds took{0};
-};
-Stopped Terminate(Process& p) {
-  const auto start = std::chrono::steady_clock::now();
-  p.Signal(SIGTERM);
-  Stopped s;
-  s.exit_code = p.Wait(60s);
-  s.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  return s;
-}
+// How long a process may take to exit after SIGTERM before the test calls
+// it a hang (Terminate); the deadlines above are what is asserted.
+constexpr auto kHang = 60s;
 
 // How many times `needle` occurs in `text`.
 int Count(const std::string& text, const std::string& needle) {
@@ -85,10 +81,12 @@ int Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
+// A fresh directory for the test's files (empty on failure, with a test
+// failure).
 std::string TempDir(const char* prefix) {
-  std::string dir = absl::StrCat("/tmp/", prefix, "XXXXXX");
-  EXPECT_NE(mkdtemp(dir.data()), nullptr);
-  return dir;
+  absl::StatusOr<std::string> dir = MakeTempDir(prefix);
+  EXPECT_TRUE(dir.ok()) << dir.status();
+  return dir.value_or("");
 }
 
 // ------------------------------------------------------------- learner
@@ -158,28 +156,27 @@ TEST_F(LearnerShutdownTest, LearnerTrainingTwoRunsStopsWithinItsDeadline) {
   }
   // The event: both runs have finished at least one update (GetStatus).
   const auto credentials = ChannelCredentials({"", "", Cert("ca.pem")});
-  const auto deadline = std::chrono::steady_clock::now() + 300s;
   bool trained = false;
-  while (!trained && std::chrono::steady_clock::now() < deadline &&
-         learner.running()) {
-    v1::LearnerStatus status;
-    if (LearnerStatusOf(port, credentials, &status).ok() &&
-        status.runs_size() == 2) {
-      trained = status.runs(0).policy_version() >= 1 &&
-                status.runs(1).policy_version() >= 1;
-    }
-    if (!trained) std::this_thread::sleep_for(100ms);
-  }
+  PollUntil(
+      [&] {
+        v1::LearnerStatus status;
+        trained = LearnerStatusOf(port, credentials, &status).ok() &&
+                  status.runs_size() == 2 &&
+                  status.runs(0).policy_version() >= 1 &&
+                  status.runs(1).policy_version() >= 1;
+        return trained || !learner.running();
+      },
+      300s, 100ms);
   ASSERT_TRUE(trained) << learner.Log();
 
   // An actor first (the learner keeps serving the other).
-  const Stopped actor = Terminate(*actors[1]);
+  const Stopped actor = Terminate(*actors[1], kHang);
   ASSERT_TRUE(actor.exit_code.has_value()) << actors[1]->Log();
   EXPECT_EQ(*actor.exit_code, 0) << actors[1]->Log();
   EXPECT_LE(actor.took, kActorDeadline) << actors[1]->Log();
 
   const fs::file_time_type signalled = fs::file_time_type::clock::now();
-  const Stopped stopped = Terminate(learner);
+  const Stopped stopped = Terminate(learner, kHang);
   ASSERT_TRUE(stopped.exit_code.has_value()) << learner.Log();
   EXPECT_EQ(*stopped.exit_code, 0) << learner.Log();
   EXPECT_LE(stopped.took, kLearnerDeadline) << learner.Log();
@@ -207,29 +204,20 @@ TEST_F(LearnerShutdownTest, LearnerTrainingTwoRunsStopsWithinItsDeadline) {
     EXPECT_EQ(name, absl::StrFormat("step-%012d", trained_steps)) << log;
     EXPECT_TRUE(fs::is_directory(fs::path(run_dir) / name)) << name;
   }
-  actors[0]->Signal(SIGTERM);
-  EXPECT_TRUE(actors[0]->Wait(60s).has_value());
+  EXPECT_TRUE(Terminate(*actors[0], kHang).exit_code.has_value());
 }
 
 // --------------------------------------------------------- coordinator
 
 // 2 trials × 1 holdout fold, both at once; a run gets 2 attempts.
-constexpr char kStudy[] = R"(name: io
-dataset:
-  synthetic: {rows: 1500, assets: 2, seed: 3}
-cv: {scheme: holdout, validation_fraction: 0.3}
-budget_env_steps: 8192
-eval_every_env_steps: 2048
-sampler: {type: random, seed: 5}
-pruner: {type: none}
-concurrency: 2
-max_trials: 2
-max_attempts: 2
-fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
-        episode_steps: 256}
-space:
-  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
-)";
+std::string IoStudy() {
+  TinyStudy study;
+  study.name = "io";
+  study.max_trials = 2;
+  study.concurrency = 2;
+  study.eval_every_env_steps = 2048;
+  return TinyStudyYaml(study);
+}
 
 class CoordinatorFaultTest : public coordinator::testing::PgDatabaseTest {
  protected:
@@ -250,19 +238,15 @@ class CoordinatorFaultTest : public coordinator::testing::PgDatabaseTest {
 
   void StartCoordinator() {
     coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_COORDINATOR_BINARY, "--db", dsn(),
-                                 "--port", "0", "--data-dir", data_dir(),
-                                 "--tick-ms", "200"},
+        CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(), data_dir()),
         dir_ + "/coordinator.log");
     address_ = tests::WaitForListeningAddress(*coordinator_, 60s);
     ASSERT_FALSE(address_.empty()) << coordinator_->Log();
   }
   std::string data_dir() const { return dir_ + "/coordinator"; }
   std::string Logs() const {
-    std::string out;
-    if (coordinator_) out += "coordinator:\n" + coordinator_->Log();
-    if (learner_) out += "learner:\n" + learner_->Log();
-    return out;
+    return LogsOf(
+        {{"coordinator", coordinator_.get()}, {"learner", learner_.get()}});
   }
   // Polls the database until `done(trials)` or `timeout` (hangs only).
   bool WaitForTrials(
@@ -270,14 +254,13 @@ class CoordinatorFaultTest : public coordinator::testing::PgDatabaseTest {
       const std::function<bool(const std::vector<coordinator::TrialRow>&)>&
           done,
       std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      absl::StatusOr<std::vector<coordinator::TrialRow>> trials =
-          store_->ListTrials(study_id);
-      if (trials.ok() && done(*trials)) return true;
-      std::this_thread::sleep_for(200ms);
-    }
-    return false;
+    return PollUntil(
+        [&] {
+          absl::StatusOr<std::vector<coordinator::TrialRow>> trials =
+              store_->ListTrials(study_id);
+          return trials.ok() && done(*trials);
+        },
+        timeout, 200ms);
   }
 
   std::string dir_;
@@ -289,7 +272,7 @@ class CoordinatorFaultTest : public coordinator::testing::PgDatabaseTest {
 
 TEST_F(CoordinatorFaultTest, CoordinatorStopsWithinItsDeadline) {
   StartCoordinator();
-  const Stopped stopped = Terminate(*coordinator_);
+  const Stopped stopped = Terminate(*coordinator_, kHang);
   ASSERT_TRUE(stopped.exit_code.has_value()) << coordinator_->Log();
   EXPECT_EQ(*stopped.exit_code, 0) << coordinator_->Log();
   EXPECT_LE(stopped.took, kCoordinatorDeadline) << coordinator_->Log();
@@ -304,7 +287,7 @@ TEST_F(CoordinatorFaultTest, UnwritableDatasetFailsStudyStartWait) {
   fs::create_directories(data_dir());
   std::ofstream(data_dir() + "/datasets") << "not a directory";
   const std::string file = dir_ + "/io.yaml";
-  std::ofstream(file) << kStudy;
+  std::ofstream(file) << IoStudy();
   StartCoordinator();
   Process create({RISTRETTO_CLI_BINARY, "study", "create", file, "--db", dsn()},
                  dir_ + "/create.log");
@@ -334,7 +317,7 @@ TEST_F(CoordinatorFaultTest, UnwritableDatasetFailsStudyStartWait) {
 // Trial 1 completes on the same learner process.
 TEST_F(CoordinatorFaultTest, UnwritableCheckpointFailsOnlyThatRun) {
   absl::StatusOr<coordinator::StudyRow> study =
-      store_->CreateStudy("io", kStudy);
+      store_->CreateStudy("io", IoStudy());
   ASSERT_TRUE(study.ok()) << study.status();
   ASSERT_TRUE(
       store_->SetStudyState(study->id, coordinator::StudyState::kRunning).ok());
@@ -343,18 +326,15 @@ TEST_F(CoordinatorFaultTest, UnwritableCheckpointFailsOnlyThatRun) {
   std::ofstream(blocked) << "not a directory";
   StartCoordinator();
   learner_ = std::make_unique<Process>(
-      std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
-                               address_, "--port", "0", "--slots", "2",
-                               "--run-dir", dir_ + "/learner"},
+      CoordinatedLearnerArgv(RISTRETTO_LEARNER_BINARY, address_,
+                             dir_ + "/learner", {"--slots", "2"}),
       dir_ + "/learner.log");
   ASSERT_FALSE(tests::WaitForListeningAddress(*learner_, 120s).empty())
       << learner_->Log();
   for (int i = 0; i < 2; ++i) {
     actors_.push_back(std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_ACTOR_BINARY, "--coordinator",
-                                 address_, "--envs", "8", "--actor-id",
-                                 absl::StrCat("actor-", i), "--cache-dir",
-                                 dir_ + "/actor-cache"},
+        CoordinatedActorArgv(RISTRETTO_ACTOR_BINARY, address_,
+                             absl::StrCat("actor-", i), dir_ + "/actor-cache"),
         absl::StrCat(dir_, "/actor-", i, ".log")));
   }
   using coordinator::TrialRow;

@@ -13,7 +13,6 @@
 #include <optional>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -24,30 +23,44 @@
 #include "tests/common/metrics_scrape.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::coordinator::testing::MakeTempDir;
+using ::ristretto::testing::CoordinatedActorArgv;
+using ::ristretto::testing::CoordinatedLearnerArgv;
+using ::ristretto::testing::CoordinatorArgv;
 using ::ristretto::testing::HttpGet;
+using ::ristretto::testing::PollUntil;
 using ::ristretto::testing::Process;
 using ::ristretto::testing::SampleValue;
+using ::ristretto::testing::SmallLearnerRunFlags;
+using ::ristretto::testing::Terminate;
+using ::ristretto::testing::TinyStudy;
+using ::ristretto::testing::TinyStudyYaml;
 using Labels = std::map<std::string, std::string>;
 using namespace std::chrono_literals;
 
 // The value of `pattern`'s first group in the process's log once it shows
 // up (120 s at most: only a hang takes that long); "" otherwise.
 std::string WaitForMatch(Process& p, const std::string& pattern) {
-  const auto deadline = std::chrono::steady_clock::now() + 120s;
   const std::regex re(pattern);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
-    const std::string log = p.Log();
-    if (std::regex_search(log, m, re)) return m[1].str();
-    if (!p.running()) return "";
-    std::this_thread::sleep_for(50ms);
-  }
-  return "";
+  std::string match;
+  PollUntil(
+      [&] {
+        std::smatch m;
+        const std::string log = p.Log();
+        if (std::regex_search(log, m, re)) {
+          match = m[1].str();
+          return true;
+        }
+        return !p.running();
+      },
+      120s, 50ms);
+  return match;
 }
 
 // The metrics port the process printed ("metrics on HOST:PORT"); 0 if none.
@@ -62,13 +75,13 @@ int MetricsPort(Process& p) {
 std::string ScrapeUntil(int port,
                         const std::function<bool(const std::string&)>& done,
                         std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string body;
-  while (std::chrono::steady_clock::now() < deadline) {
-    body = HttpGet(port).value_or("");
-    if (done(body)) break;
-    std::this_thread::sleep_for(200ms);
-  }
+  PollUntil(
+      [&] {
+        body = HttpGet(port).value_or("");
+        return done(body);
+      },
+      timeout, 200ms);
   return body;
 }
 
@@ -99,9 +112,9 @@ void ExpectConventionalNames(const std::string& body) {
 class MetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ristretto_metrics_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    absl::StatusOr<std::string> dir = MakeTempDir("ristretto_metrics_");
+    ASSERT_TRUE(dir.ok()) << dir.status();
+    dir_ = *dir;
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
@@ -111,38 +124,24 @@ class MetricsTest : public ::testing::Test {
 
 TEST_F(MetricsTest,
        LearnerAndActorMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
-  Process learner({RISTRETTO_LEARNER_BINARY,
-                   "--port",
-                   "0",
-                   "--metrics-port",
-                   "auto",
-                   "--metrics-address",
-                   "127.0.0.1",
-                   "--runs",
-                   "1",
-                   "--run-dir",
-                   dir_ + "/runs",
-                   "--synthetic-rows",
-                   "1200",
-                   "--synthetic-assets",
-                   "3",
-                   "--policy-hidden",
-                   "32,32",
-                   "--samples-per-update",
-                   "1024",
-                   "--rollout",
-                   "32",
-                   "--episode",
-                   "200",
-                   "--epochs",
-                   "2",
-                   "--minibatch",
-                   "512",
-                   "--budget",
-                   "16384",
-                   "--eval-every",
-                   "4096"},
-                  dir_ + "/learner.log");
+  std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY,
+                                   "--port",
+                                   "0",
+                                   "--metrics-port",
+                                   "auto",
+                                   "--metrics-address",
+                                   "127.0.0.1",
+                                   "--runs",
+                                   "1",
+                                   "--run-dir",
+                                   dir_ + "/runs",
+                                   "--budget",
+                                   "16384",
+                                   "--eval-every",
+                                   "4096"};
+  const std::vector<std::string> run_flags = SmallLearnerRunFlags();
+  argv.insert(argv.end(), run_flags.begin(), run_flags.end());
+  Process learner(argv, dir_ + "/learner.log");
   const int port = MetricsPort(learner);
   ASSERT_GT(port, 0) << learner.Log();
   const std::string address = tests::WaitForListeningAddress(learner, 120s);
@@ -238,8 +237,7 @@ TEST_F(MetricsTest,
   ExpectConventionalNames(trained);
 
   EXPECT_EQ(actor.Wait(120s), 0) << actor.Log();
-  learner.Signal(SIGTERM);
-  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
+  EXPECT_EQ(Terminate(learner, 60s).exit_code, 0) << learner.Log();
 
   // --metrics-port 0 (the default): no endpoint, no "metrics on" line.
   Process quiet(
@@ -249,8 +247,7 @@ TEST_F(MetricsTest,
       dir_ + "/quiet.log");
   ASSERT_TRUE(quiet.WaitForLog("listening on", 60s)) << quiet.Log();
   EXPECT_EQ(quiet.Log().find("metrics on"), std::string::npos);
-  quiet.Signal(SIGTERM);
-  EXPECT_EQ(quiet.Wait(60s), 0) << quiet.Log();
+  EXPECT_EQ(Terminate(quiet, 60s).exit_code, 0) << quiet.Log();
 
   // A bad value is a flag error (exit 2).
   Process bad({RISTRETTO_LEARNER_BINARY, "--metrics-port", "99999", "--runs",
@@ -261,22 +258,12 @@ TEST_F(MetricsTest,
 
 // 1 trial × 1 fold, small nets: the coordinator's and the learner's series
 // for a real study.
-constexpr char kStudy[] = R"(name: metrics
-dataset:
-  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
-cv: {scheme: holdout, validation_fraction: 0.3}
-budget_env_steps: 8192
-eval_every_env_steps: 4096
-sampler: {type: random, seed: 5}
-pruner: {type: none}
-concurrency: 1
-max_trials: 1
-max_attempts: 2
-fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
-        episode_steps: 256}
-space:
-  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
-)";
+std::string MetricsStudy() {
+  TinyStudy study;
+  study.name = "metrics";
+  study.predictability = 0.5;
+  return TinyStudyYaml(study);
+}
 
 class StudyMetricsTest : public coordinator::testing::PgDatabaseTest {
  protected:
@@ -298,13 +285,14 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
   absl::StatusOr<std::unique_ptr<coordinator::Store>> store = MigratedStore();
   ASSERT_TRUE(store.ok()) << store.status();
   absl::StatusOr<coordinator::StudyRow> study =
-      (*store)->CreateStudy("metrics", kStudy);
+      (*store)->CreateStudy("metrics", MetricsStudy());
   ASSERT_TRUE(study.ok()) << study.status();
 
-  Process coord({RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
-                 "--data-dir", dir_ + "/coordinator", "--tick-ms", "200",
-                 "--metrics-port", "auto", "--metrics-address", "127.0.0.1"},
-                dir_ + "/coordinator.log");
+  Process coord(
+      CoordinatorArgv(
+          RISTRETTO_COORDINATOR_BINARY, dsn(), dir_ + "/coordinator",
+          {"--metrics-port", "auto", "--metrics-address", "127.0.0.1"}),
+      dir_ + "/coordinator.log");
   const int coord_port = MetricsPort(coord);
   ASSERT_GT(coord_port, 0) << coord.Log();
   const std::string coord_address = tests::WaitForListeningAddress(coord, 120s);
@@ -354,16 +342,16 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
   EXPECT_EQ(Value(body, "ristretto_coordinator_trials", running), 1) << body;
 
   Process learner(
-      {RISTRETTO_LEARNER_BINARY, "--coordinator", coord_address, "--port", "0",
-       "--slots", "1", "--run-dir", dir_ + "/learner", "--metrics-port", "auto",
-       "--metrics-address", "127.0.0.1"},
+      CoordinatedLearnerArgv(RISTRETTO_LEARNER_BINARY, coord_address,
+                             dir_ + "/learner",
+                             {"--slots", "1", "--metrics-port", "auto",
+                              "--metrics-address", "127.0.0.1"}),
       dir_ + "/learner.log");
   const int learner_port = MetricsPort(learner);
   ASSERT_GT(learner_port, 0) << learner.Log();
-  Process actor(
-      {RISTRETTO_ACTOR_BINARY, "--coordinator", coord_address, "--envs", "8",
-       "--actor-id", "a0", "--cache-dir", dir_ + "/cache"},
-      dir_ + "/actor.log");
+  Process actor(CoordinatedActorArgv(RISTRETTO_ACTOR_BINARY, coord_address,
+                                     "a0", dir_ + "/cache"),
+                dir_ + "/actor.log");
 
   // The learner hosts the lease's run under its name; its validation score
   // is labelled by study, trial number and fold.
@@ -420,12 +408,9 @@ TEST_F(StudyMetricsTest, CoordinatorCountsTrialsLeasesAndStoreLatency) {
             0);
   ExpectConventionalNames(body);
 
-  actor.Signal(SIGTERM);
-  EXPECT_EQ(actor.Wait(30s), 0) << actor.Log();
-  learner.Signal(SIGTERM);
-  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
-  coord.Signal(SIGTERM);
-  EXPECT_EQ(coord.Wait(30s), 0) << coord.Log();
+  EXPECT_EQ(Terminate(actor, 30s).exit_code, 0) << actor.Log();
+  EXPECT_EQ(Terminate(learner, 60s).exit_code, 0) << learner.Log();
+  EXPECT_EQ(Terminate(coord, 30s).exit_code, 0) << coord.Log();
 }
 
 }  // namespace

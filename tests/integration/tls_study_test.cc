@@ -13,9 +13,9 @@
 #include <memory>
 #include <regex>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/secret_file.h"
 #include "coordinator/store/store.h"
@@ -25,33 +25,31 @@
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/dev_certs.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto {
 namespace {
 
 namespace fs = std::filesystem;
+using ::ristretto::testing::CoordinatedActorArgv;
+using ::ristretto::testing::CoordinatedLearnerArgv;
+using ::ristretto::testing::CoordinatorArgv;
 using ::ristretto::testing::MakeDevCerts;
+using ::ristretto::testing::PollUntil;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::Terminate;
+using ::ristretto::testing::TinyStudy;
+using ::ristretto::testing::TinyStudyYaml;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
 // 1 trial × 1 holdout fold and its final run, small nets.
-constexpr char kStudy[] = R"(name: tls
-dataset:
-  synthetic: {rows: 1500, assets: 2, seed: 3, predictability: 0.5}
-cv: {scheme: holdout, validation_fraction: 0.3}
-budget_env_steps: 8192
-eval_every_env_steps: 4096
-sampler: {type: random, seed: 5}
-pruner: {type: none}
-concurrency: 1
-max_trials: 1
-max_attempts: 2
-fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
-        episode_steps: 256}
-space:
-  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
-)";
+std::string TlsStudy() {
+  TinyStudy study;
+  study.name = "tls";
+  study.predictability = 0.5;
+  return TinyStudyYaml(study);
+}
 
 // The HOST:PORT of a process's "listening on HOST:PORT" line ("" if none
 // within a minute).
@@ -81,25 +79,16 @@ class TlsStudyTest : public coordinator::testing::PgDatabaseTest {
   // A coordinator under mutual TLS (with `token_file`, if given); returns
   // its address ("" on failure).
   std::string StartCoordinator(const std::string& token_file = "") {
-    std::vector<std::string> argv = {RISTRETTO_COORDINATOR_BINARY,
-                                     "--db",
-                                     dsn(),
-                                     "--port",
-                                     "0",
-                                     "--data-dir",
-                                     dir_ + "/coordinator",
-                                     "--tick-ms",
-                                     "200",
-                                     "--tls-cert",
-                                     Cert("server.pem"),
-                                     "--tls-key",
-                                     Cert("server.key"),
-                                     "--tls-ca",
-                                     Cert("ca.pem")};
+    std::vector<std::string> extra = {"--tls-cert", Cert("server.pem"),
+                                      "--tls-key",  Cert("server.key"),
+                                      "--tls-ca",   Cert("ca.pem")};
     if (!token_file.empty()) {
-      argv.insert(argv.end(), {"--token-file", token_file});
+      extra.insert(extra.end(), {"--token-file", token_file});
     }
-    coordinator_ = std::make_unique<Process>(argv, dir_ + "/coordinator.log");
+    coordinator_ = std::make_unique<Process>(
+        CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
+                        dir_ + "/coordinator", extra),
+        dir_ + "/coordinator.log");
     return Address(*coordinator_);
   }
 
@@ -111,7 +100,7 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
   absl::StatusOr<std::unique_ptr<coordinator::Store>> store = MigratedStore();
   ASSERT_TRUE(store.ok()) << store.status();
   absl::StatusOr<coordinator::StudyRow> study =
-      (*store)->CreateStudy("tls", kStudy);
+      (*store)->CreateStudy("tls", TlsStudy());
   ASSERT_TRUE(study.ok()) << study.status();
   ASSERT_TRUE((*store)
                   ->SetStudyState(study->id, coordinator::StudyState::kRunning)
@@ -127,35 +116,35 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
   EXPECT_THAT(coordinator_->Log(),
               HasSubstr("security: TLS on, every call authenticated"));
 
-  Process learner(
-      {RISTRETTO_LEARNER_BINARY, "--coordinator", coordinator, "--port", "0",
-       "--slots", "1", "--run-dir", dir_ + "/learner", "--tls-cert",
-       Cert("server.pem"), "--tls-key", Cert("server.key"), "--tls-ca",
-       Cert("ca.pem"), "--token-file", token_file},
-      dir_ + "/learner.log");
+  Process learner(CoordinatedLearnerArgv(
+                      RISTRETTO_LEARNER_BINARY, coordinator, dir_ + "/learner",
+                      {"--slots", "1", "--tls-cert", Cert("server.pem"),
+                       "--tls-key", Cert("server.key"), "--tls-ca",
+                       Cert("ca.pem"), "--token-file", token_file}),
+                  dir_ + "/learner.log");
   ASSERT_FALSE(Address(learner).empty()) << learner.Log();
   std::vector<std::unique_ptr<Process>> actors;
   actors.reserve(2);
   for (int i = 0; i < 2; ++i) {
     actors.push_back(std::make_unique<Process>(
-        std::vector<std::string>{
-            RISTRETTO_ACTOR_BINARY, "--coordinator", coordinator, "--envs", "8",
-            "--actor-id", absl::StrCat("a", i), "--cache-dir", dir_ + "/cache",
-            "--tls-ca", Cert("ca.pem"), "--tls-cert", Cert("client.pem"),
-            "--tls-key", Cert("client.key"), "--token-file", token_file},
+        CoordinatedActorArgv(
+            RISTRETTO_ACTOR_BINARY, coordinator, absl::StrCat("a", i),
+            dir_ + "/cache",
+            {"--tls-ca", Cert("ca.pem"), "--tls-cert", Cert("client.pem"),
+             "--tls-key", Cert("client.key"), "--token-file", token_file}),
         absl::StrCat(dir_, "/actor-", i, ".log")));
   }
 
   // Polls the study until it is done (the timeout only catches hangs).
   coordinator::StudyState state = coordinator::StudyState::kCreated;
-  const auto deadline = std::chrono::steady_clock::now() + 300s;
-  while (std::chrono::steady_clock::now() < deadline &&
-         state != coordinator::StudyState::kDone) {
-    absl::StatusOr<coordinator::StudyRow> row =
-        (*store)->GetStudyById(study->id);
-    if (row.ok()) state = row->state;
-    std::this_thread::sleep_for(300ms);
-  }
+  PollUntil(
+      [&] {
+        absl::StatusOr<coordinator::StudyRow> row =
+            (*store)->GetStudyById(study->id);
+        if (row.ok()) state = row->state;
+        return state == coordinator::StudyState::kDone;
+      },
+      300s, 300ms);
   ASSERT_EQ(state, coordinator::StudyState::kDone)
       << coordinator_->Log() << learner.Log();
   absl::StatusOr<std::vector<coordinator::TrialRow>> trials =
@@ -165,22 +154,29 @@ TEST_F(TlsStudyTest, StudyCompletesWithEveryProcessOnMutualTls) {
   EXPECT_EQ((*trials)[0].state, coordinator::TrialState::kComplete)
       << (*trials)[0].fail_reason;
   EXPECT_THAT(learner.Log(), HasSubstr("registered with " + coordinator));
-  // Every actor was served by the learner (over its mutual TLS).
+  // Every actor reached the learner over its mutual TLS with its ticket: it
+  // was assigned the run, or answered that the run already has every actor
+  // its max_policy_lag absorbs (an answer of the Act call, so past the
+  // handshake and the ticket check). At least one trained the run.
+  int assigned = 0;
   for (auto& actor : actors) {
-    EXPECT_THAT(actor->Log(), HasSubstr("assigned run")) << actor->Log();
+    const std::string log = actor->Log();
+    if (absl::StrContains(log, "assigned run")) ++assigned;
+    EXPECT_THAT(log, ::testing::AnyOf(
+                         HasSubstr("assigned run"),
+                         HasSubstr("as many actors as its max_policy_lag")))
+        << log;
   }
+  EXPECT_GE(assigned, 1);
   // With their tickets: the learner and the coordinator refused nothing.
   EXPECT_THAT(learner.Log(), ::testing::Not(HasSubstr("denied ")));
   EXPECT_THAT(coordinator_->Log(), ::testing::Not(HasSubstr("denied ")));
 
   for (auto& actor : actors) {
-    actor->Signal(SIGTERM);
-    EXPECT_EQ(actor->Wait(30s), 0) << actor->Log();
+    EXPECT_EQ(Terminate(*actor, 30s).exit_code, 0) << actor->Log();
   }
-  learner.Signal(SIGTERM);
-  EXPECT_EQ(learner.Wait(60s), 0) << learner.Log();
-  coordinator_->Signal(SIGTERM);
-  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+  EXPECT_EQ(Terminate(learner, 60s).exit_code, 0) << learner.Log();
+  EXPECT_EQ(Terminate(*coordinator_, 30s).exit_code, 0) << coordinator_->Log();
 }
 
 // Learners the coordinator's mutual TLS keeps out, each failing every
@@ -193,11 +189,10 @@ TEST_F(TlsStudyTest, LearnerThatCannotVerifyOrAuthenticateNeverRegisters) {
   ASSERT_TRUE(MakeDevCerts(other));
   const auto start = [&](const std::string& name, const std::string& ca) {
     return std::make_unique<Process>(
-        std::vector<std::string>{RISTRETTO_LEARNER_BINARY, "--coordinator",
-                                 coordinator, "--port", "0", "--run-dir",
-                                 dir_ + "/" + name, "--tls-cert",
-                                 other + "/server.pem", "--tls-key",
-                                 other + "/server.key", "--tls-ca", ca},
+        CoordinatedLearnerArgv(
+            RISTRETTO_LEARNER_BINARY, coordinator, dir_ + "/" + name,
+            {"--tls-cert", other + "/server.pem", "--tls-key",
+             other + "/server.key", "--tls-ca", ca}),
         dir_ + "/" + name + ".log");
   };
   std::unique_ptr<Process> stranger = start("stranger", other + "/ca.pem");
@@ -207,11 +202,9 @@ TEST_F(TlsStudyTest, LearnerThatCannotVerifyOrAuthenticateNeverRegisters) {
     ASSERT_TRUE(learner->WaitForLog(refused, 60s)) << learner->Log();
     EXPECT_THAT(learner->Log(), ::testing::Not(HasSubstr("registered with")));
     EXPECT_FALSE(learner->Wait(0ms).has_value()) << "still trying";
-    learner->Signal(SIGTERM);
-    EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+    EXPECT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
   }
-  coordinator_->Signal(SIGTERM);
-  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+  EXPECT_EQ(Terminate(*coordinator_, 30s).exit_code, 0) << coordinator_->Log();
 }
 
 // A learner whose actors are under another CA than the coordinator: its
@@ -227,14 +220,14 @@ TEST_F(TlsStudyTest,
   ASSERT_TRUE(MakeDevCerts(actors_ca));
   const auto start = [&](const std::string& name,
                          std::vector<std::string> coordinator_tls) {
-    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY, "--coordinator",
-                                     coordinator, "--port", "0"};
-    argv.insert(argv.end(),
-                {"--run-dir", dir_ + "/" + name, "--tls-cert",
-                 actors_ca + "/server.pem", "--tls-key",
-                 actors_ca + "/server.key", "--tls-ca", actors_ca + "/ca.pem"});
-    argv.insert(argv.end(), coordinator_tls.begin(), coordinator_tls.end());
-    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+    std::vector<std::string> extra = {"--tls-cert", actors_ca + "/server.pem",
+                                      "--tls-key",  actors_ca + "/server.key",
+                                      "--tls-ca",   actors_ca + "/ca.pem"};
+    extra.insert(extra.end(), coordinator_tls.begin(), coordinator_tls.end());
+    return std::make_unique<Process>(
+        CoordinatedLearnerArgv(RISTRETTO_LEARNER_BINARY, coordinator,
+                               dir_ + "/" + name, extra),
+        dir_ + "/" + name + ".log");
   };
   std::unique_ptr<Process> split =
       start("split",
@@ -247,11 +240,9 @@ TEST_F(TlsStudyTest,
       << shared->Log();
   EXPECT_THAT(shared->Log(), ::testing::Not(HasSubstr("registered with")));
   for (Process* learner : {split.get(), shared.get()}) {
-    learner->Signal(SIGTERM);
-    EXPECT_EQ(learner->Wait(60s), 0) << learner->Log();
+    EXPECT_EQ(Terminate(*learner, 60s).exit_code, 0) << learner->Log();
   }
-  coordinator_->Signal(SIGTERM);
-  EXPECT_EQ(coordinator_->Wait(30s), 0) << coordinator_->Log();
+  EXPECT_EQ(Terminate(*coordinator_, 30s).exit_code, 0) << coordinator_->Log();
 }
 
 // A coordinator given a certificate without its key stops before it

@@ -27,30 +27,29 @@
 #include "tests/common/metrics_scrape.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto::coordinator {
 namespace {
 
+using ::ristretto::testing::CoordinatedActorArgv;
+using ::ristretto::testing::CoordinatorArgv;
+using ::ristretto::testing::PollUntil;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::TinyStudy;
+using ::ristretto::testing::TinyStudyYaml;
 using namespace std::chrono_literals;
 
 // One small holdout study: trials (and runs to lease) appear at the first
 // scheduling pass.
-constexpr char kStudy[] = R"(name: sec
-dataset:
-  synthetic: {rows: 1500, assets: 2, seed: 3}
-cv: {scheme: holdout, validation_fraction: 0.3}
-budget_env_steps: 8192
-eval_every_env_steps: 4096
-sampler: {type: random, seed: 5}
-pruner: {type: none}
-concurrency: 2
-max_trials: 2
-fixed: {width: 32, layers: 2, batch_size: 256, rollout_steps: 32, num_envs: 8, epochs: 2,
-        episode_steps: 256}
-space:
-  learning_rate: {type: float, low: 1.0e-4, high: 1.0e-3, log: true}
-)";
+std::string SecStudy() {
+  TinyStudy study;
+  study.name = "sec";
+  study.max_trials = 2;
+  study.concurrency = 2;
+  study.max_attempts = std::nullopt;
+  return TinyStudyYaml(study);
+}
 
 constexpr char kA[] = "learner-a";
 constexpr char kB[] = "learner-b";
@@ -76,7 +75,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     absl::StatusOr<std::unique_ptr<Store>> store = MigratedStore();
     ASSERT_TRUE(store.ok()) << store.status();
     store_ = std::move(*store);
-    absl::StatusOr<StudyRow> study = store_->CreateStudy("sec", kStudy);
+    absl::StatusOr<StudyRow> study = store_->CreateStudy("sec", SecStudy());
     ASSERT_TRUE(study.ok()) << study.status();
     study_id_ = study->id;
     ASSERT_TRUE(store_->SetStudyState(study_id_, StudyState::kRunning).ok());
@@ -85,11 +84,11 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     token_ = *token;
     ASSERT_TRUE(WriteSecretFile(dir_ + "/token", token_).ok());
     coordinator_ = std::make_unique<Process>(
-        std::vector<std::string>{
-            RISTRETTO_COORDINATOR_BINARY, "--db", dsn(), "--port", "0",
-            "--data-dir", dir_ + "/coordinator", "--tick-ms", "100",
-            "--token-file", dir_ + "/token", "--metrics-port", "auto",
-            "--metrics-address", "127.0.0.1"},
+        CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
+                        dir_ + "/coordinator",
+                        {"--token-file", dir_ + "/token", "--metrics-port",
+                         "auto", "--metrics-address", "127.0.0.1"},
+                        "0", "100"),
         dir_ + "/coordinator.log");
     const std::string address = Logged(*coordinator_, "listening on ");
     ASSERT_FALSE(address.empty()) << coordinator_->Log();
@@ -403,10 +402,9 @@ TEST_F(CoordinatorAuthTest, SessionSecretsDieWithTheCoordinator) {
   coordinator_->Signal(SIGTERM);
   ASSERT_TRUE(coordinator_->Wait(15s).has_value());
   coordinator_ = std::make_unique<Process>(
-      std::vector<std::string>{RISTRETTO_COORDINATOR_BINARY, "--db", dsn(),
-                               "--port", address.substr(address.rfind(':') + 1),
-                               "--data-dir", dir_ + "/coordinator", "--tick-ms",
-                               "100", "--token-file", dir_ + "/token"},
+      CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
+                      dir_ + "/coordinator", {"--token-file", dir_ + "/token"},
+                      address.substr(address.rfind(':') + 1), "100"),
       dir_ + "/coordinator-2.log");
   ASSERT_EQ(Logged(*coordinator_, "listening on "), address)
       << coordinator_->Log();
@@ -481,20 +479,14 @@ TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
   Session(kA);  // a learner to be found (nobody listens there)
   const std::string coordinator = Logged(*coordinator_, "listening on ");
   auto actor = [&](const std::string& id, bool with_token) {
-    std::vector<std::string> argv = {RISTRETTO_ACTOR_BINARY,
-                                     "--coordinator",
-                                     coordinator,
-                                     "--envs",
-                                     "1",
-                                     "--actor-id",
-                                     id,
-                                     "--cache-dir",
-                                     dir_ + "/actor-cache"};
-    if (with_token) {
-      argv.push_back("--token-file");
-      argv.push_back(dir_ + "/token");
-    }
-    return std::make_unique<Process>(argv, dir_ + "/" + id + ".log");
+    return std::make_unique<Process>(
+        CoordinatedActorArgv(
+            RISTRETTO_ACTOR_BINARY, coordinator, id, dir_ + "/actor-cache",
+            with_token
+                ? std::vector<std::string>{"--token-file", dir_ + "/token"}
+                : std::vector<std::string>{},
+            /*envs=*/1),
+        dir_ + "/" + id + ".log");
   };
   auto member_known = [&](const std::string& id) {
     absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
@@ -505,19 +497,13 @@ TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
     return false;
   };
   std::unique_ptr<Process> stranger = actor("actor-stranger", false);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (Denied("FindLearner", "unauthenticated") < 1 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(100ms);
-  }
+  PollUntil([&] { return Denied("FindLearner", "unauthenticated") >= 1; }, 30s,
+            100ms);
   EXPECT_GE(Denied("FindLearner", "unauthenticated"), 1) << stranger->Log();
   stranger.reset();
   EXPECT_FALSE(member_known("actor-stranger"));
   std::unique_ptr<Process> trusted = actor("actor-trusted", true);
-  while (!member_known("actor-trusted") &&
-         std::chrono::steady_clock::now() < deadline + 30s) {
-    std::this_thread::sleep_for(100ms);
-  }
+  PollUntil([&] { return member_known("actor-trusted"); }, 60s, 100ms);
   EXPECT_TRUE(member_known("actor-trusted")) << trusted->Log();
 }
 #endif  // RISTRETTO_ACTOR_BINARY
