@@ -28,6 +28,7 @@
 #        RUNS="1 4 16" ACTORS=M BUDGET=N (env steps per run) ENVS=8
 #        BUILD_DIR=build GPU_BUILD_DIR=build-gpu DEVICE=cpu|cuda (force)
 #        KEEP=1 (keep the logs; the folder is printed)
+#        STALL_S=120 (a learner fed nothing for that long stops the run)
 # Exit status: 0 if every run finished with its budget trained, 1 otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +87,21 @@ echo "runs: 2 MLPs $HIDDEN, $ENVS envs x 128 steps per chunk and per update," \
   "budget $BUDGET env steps per run, synthetic 4,000 rows, lookback 1"
 
 now() { date +%s.%N; }
+# GET http://ADDR/metrics to stdout: curl when there is one, else bash's
+# /dev/tcp (CUDA images often have no curl).
+fetch_metrics() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -sf --max-time 5 "http://$1/metrics"
+    return
+  fi
+  local host=${1%:*} port=${1##*:}
+  exec 3<>"/dev/tcp/$host/$port" || return 1
+  printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3
+  timeout 5 cat <&3 | tr -d '\r' | sed '1,/^$/d'
+  local rc=${PIPESTATUS[0]}
+  exec 3<&-
+  return "$rc"
+}
 # Sum of a Prometheus series over its labels: metric NAME FILE.
 metric() { awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $2; f = 1 } END { if (f) print s; else print "" }' "$2"; }
 
@@ -133,9 +149,30 @@ for n in $RUNS; do
     smi=$!
     pids+=("$smi")
   fi
+  # A learner that has trained and dropped nothing after STALL_S seconds
+  # (default 120) is not fed: the actors' last errors say why, and the
+  # benchmark stops rather than wait for a budget that never comes.
+  stall_s=${STALL_S:-120}
   while kill -0 "$learner" 2>/dev/null; do
-    if [ -n "$maddr" ] && curl -sf "http://$maddr/metrics" >"$dir/scrape.tmp" 2>/dev/null; then
+    if [ -n "$maddr" ] && fetch_metrics "$maddr" >"$dir/scrape.tmp" 2>/dev/null &&
+      [ -s "$dir/scrape.tmp" ]; then
       mv "$dir/scrape.tmp" "$dir/scrape.txt"
+    fi
+    if [ -s "$dir/scrape.txt" ] &&
+      awk -v t0="$t0" -v now="$(now)" -v s="$stall_s" 'BEGIN { exit !(now - t0 > s) }'; then
+      fed=$( { metric ristretto_learner_samples_trained_total "$dir/scrape.txt"
+               metric ristretto_learner_samples_dropped_total "$dir/scrape.txt"; } 2>/dev/null |
+             awk '{ s += $1 } END { print s + 0 }')
+      if [ "$fed" = 0 ]; then
+        echo "N=$n: no env step reached the learner in ${stall_s} s" >&2
+        if [ -f "$dir/actor-1.err" ]; then
+          echo "actor a1's last lines:" >&2
+          tail -3 "$dir/actor-1.err" | cut -c1-400 >&2
+        fi
+        kill -TERM "$learner" 2>/dev/null || true
+        status=1
+        break
+      fi
     fi
     sleep 0.5
   done
