@@ -15,21 +15,11 @@
 namespace ristretto::wire {
 namespace {
 
-// Copies a float tensor's data (whose size CheckTensor has verified) into
-// `out`, checking every value is finite and within ±max_abs (in the same
-// pass as the copy). The error wording is TrajectoryChunk::Validate()'s:
-// "chunk FIELD[i] (WHERE) is VALUE", plus ", beyond the bound +-B" for a
-// finite value out of bounds.
-template <typename Where>
-absl::Status CopyFinite(const TensorView& tensor, const char* field,
-                        Where where, float max_abs, std::vector<float>* out) {
-  out->clear();
-  const int64_t bad =
-      AppendFloat32(tensor.data, /*finite_only=*/true, out, max_abs);
-  if (bad < 0) return absl::OkStatus();
-  // The offending value's bytes (possibly split across two ranges).
+// The value at index `index` of a float tensor's byte ranges (a value may
+// straddle two ranges).
+float ValueAt(const TensorView& tensor, int64_t index) {
   char bytes[sizeof(float)];
-  size_t skip = static_cast<size_t>(bad) * sizeof(float), got = 0;
+  size_t skip = static_cast<size_t>(index) * sizeof(float), got = 0;
   for (absl::string_view p : tensor.data) {
     if (skip >= p.size()) {
       skip -= p.size();
@@ -43,10 +33,90 @@ absl::Status CopyFinite(const TensorView& tensor, const char* field,
   }
   float value;
   std::memcpy(&value, bytes, sizeof(value));
-  return absl::InvalidArgumentError(absl::StrCat(
-      "chunk ", field, "[", bad, "] (", where(bad), ") is ", value,
-      std::isfinite(value) ? absl::StrCat(", beyond the bound +-", max_abs)
-                           : ""));
+  return value;
+}
+
+// Values checked per block: a block is range-checked right after it is
+// copied, while it is still in cache (16 KiB, as AppendFloat32's blocks).
+constexpr size_t kRangeBlockValues = 4096;
+
+// Copies a float tensor's data (whose size CheckTensor has verified) into
+// `out`, checking every value is finite and, with `ranges`, that value i
+// lies in ranges[i % period] (the tensor's size is a multiple of
+// `period`), else that it is within ±max_abs. The error wording is
+// TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE", plus
+// ", outside the run's bound [LO, HI]" or ", beyond the bound +-B" for a
+// finite value out of bounds.
+template <typename Where>
+absl::Status CopyChecked(const TensorView& tensor, const char* field,
+                         Where where, const learner::ValueRange* ranges,
+                         size_t period, float max_abs,
+                         std::vector<float>* out) {
+  out->clear();
+  auto error = [&](int64_t index, float value, const std::string& bound) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", field, "[", index, "] (", where(index), ") is ",
+                     value, std::isfinite(value) ? bound : ""));
+  };
+  if (ranges == nullptr) {
+    const int64_t bad =
+        AppendFloat32(tensor.data, /*finite_only=*/true, out, max_abs);
+    if (bad < 0) return absl::OkStatus();
+    return error(bad, ValueAt(tensor, bad),
+                 absl::StrCat(", beyond the bound +-", max_abs));
+  }
+  auto outside = [&](int64_t index, float value) {
+    const learner::ValueRange& r = ranges[static_cast<size_t>(index) % period];
+    return error(
+        index, value,
+        absl::StrCat(", outside the run's bound [", r.lo, ", ", r.hi, "]"));
+  };
+  size_t total = 0;
+  for (absl::string_view p : tensor.data) total += p.size();
+  total /= sizeof(float);
+  out->reserve(total);  // AppendFloat32 then never reallocates
+  const size_t block = period * std::max<size_t>(1, kRangeBlockValues / period);
+  // The ranges repeated over a block's rows, as two flat arrays: the
+  // per-block test is then one loop that vectorises without a remainder
+  // per row.
+  std::vector<float> lo(std::min(block, total)), hi(lo.size());
+  for (size_t k = 0; k < lo.size(); ++k) {
+    lo[k] = ranges[k % period].lo;
+    hi[k] = ranges[k % period].hi;
+  }
+  std::vector<absl::string_view> sub;
+  size_t piece = 0, offset = 0;  // where the next block starts
+  for (size_t done = 0; done < total;) {
+    const size_t m = std::min(block, total - done);
+    sub.clear();
+    for (size_t need = m * sizeof(float); need > 0;) {
+      const absl::string_view p = tensor.data[piece];
+      const size_t take = std::min(need, p.size() - offset);
+      if (take > 0) sub.push_back(p.substr(offset, take));
+      need -= take;
+      offset += take;
+      if (offset == p.size()) {
+        ++piece;
+        offset = 0;
+      }
+    }
+    const size_t base = out->size();
+    AppendFloat32(sub, /*finite_only=*/false, out);
+    // One test per value: NaN fails both comparisons, ±inf one of them.
+    const float* v = out->data() + base;
+    uint32_t beyond = 0;
+    for (size_t k = 0; k < m; ++k) {
+      beyond |= static_cast<uint32_t>(!(v[k] >= lo[k])) |
+                static_cast<uint32_t>(!(v[k] <= hi[k]));
+    }
+    if (beyond != 0) {
+      size_t k = 0;
+      while (ranges[k % period].Contains(v[k])) ++k;
+      return outside(static_cast<int64_t>(done + k), v[k]);
+    }
+    done += m;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -110,6 +180,12 @@ absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
   if (action_size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk action_size = ", action_size, " must be >= 1"));
+  }
+  if (limits.values != nullptr &&
+      limits.values->obs.size() != static_cast<size_t>(obs_size)) {
+    return absl::InternalError(absl::StrCat(
+        "chunk bounds cover ", limits.values->obs.size(),
+        " observation values but the run's obs_size is ", obs_size));
   }
   const int64_t kMax = int64_t{limits.max_steps + 1} * limits.max_copies *
                        std::max(obs_size, action_size);
@@ -185,22 +261,29 @@ absl::Status DecodeChunk(const ChunkView& p, int obs_size, int action_size,
     };
   };
   const float bound = limits.max_abs_value;
-  RETURN_IF_ERROR(CopyFinite(p.observations, "obs", step_copy_element(obs_size),
-                             bound, &out->obs));
-  RETURN_IF_ERROR(CopyFinite(p.actions, "actions",
-                             step_copy_element(action_size), bound,
-                             &out->actions));
-  RETURN_IF_ERROR(
-      CopyFinite(p.log_probs, "log_probs", step_copy, bound, &out->log_probs));
-  RETURN_IF_ERROR(
-      CopyFinite(p.rewards, "rewards", step_copy, bound, &out->rewards));
-  const int64_t d = obs_size;
-  return CopyFinite(
+  const learner::ChunkValueBounds* v = limits.values.get();
+  const auto d = static_cast<size_t>(obs_size);
+  const learner::ValueRange* obs_ranges =
+      v != nullptr ? v->obs.data() : nullptr;
+  RETURN_IF_ERROR(CopyChecked(p.observations, "obs",
+                              step_copy_element(obs_size), obs_ranges, d, bound,
+                              &out->obs));
+  RETURN_IF_ERROR(CopyChecked(
+      p.actions, "actions", step_copy_element(action_size),
+      v != nullptr ? &v->action : nullptr, 1, bound, &out->actions));
+  RETURN_IF_ERROR(CopyChecked(p.log_probs, "log_probs", step_copy,
+                              v != nullptr ? &v->log_prob : nullptr, 1, bound,
+                              &out->log_probs));
+  RETURN_IF_ERROR(CopyChecked(p.rewards, "rewards", step_copy,
+                              v != nullptr ? &v->reward : nullptr, 1, bound,
+                              &out->rewards));
+  return CopyChecked(
       p.final_observations, "final_obs",
       [d](int64_t i) {
-        return absl::StrCat("done ", i / d, ", element ", i % d);
+        return absl::StrCat("done ", static_cast<size_t>(i) / d, ", element ",
+                            static_cast<size_t>(i) % d);
       },
-      bound, &out->final_obs);
+      obs_ranges, d, bound, &out->final_obs);
 }
 
 absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(

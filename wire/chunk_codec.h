@@ -1,21 +1,25 @@
 // TrajectoryChunk <-> ristretto.v1.TrajectoryChunk. Decoding is the
 // learner's ingest validation: shapes must match the run (obs and action
 // sizes), sizes must stay under the server's limits, and every value must
-// be finite. Thread-compatible (pure functions).
+// be finite and inside the run's bounds. Thread-compatible (pure
+// functions).
 //
 // Cost (docs/performance.md): decoding makes one copy of the
-// payload, checks finiteness block by block while the copy is in cache and
-// never value-initialises the destination first; every tensor's dtype and
-// shape is checked before anything is copied. Encoding makes one copy.
+// payload, checks finiteness and bounds block by block while the copy is
+// in cache and never value-initialises the destination first; every
+// tensor's dtype and shape is checked before anything is copied. Encoding
+// makes one copy.
 #ifndef RISTRETTO_WIRE_CHUNK_CODEC_H_
 #define RISTRETTO_WIRE_CHUNK_CODEC_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/tensor_codec.h"
+#include "learner/chunk_limits.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
 
@@ -25,12 +29,16 @@ namespace ristretto::wire {
 struct ChunkLimits {
   int max_steps = 4096;   // T
   int max_copies = 4096;  // B
-  // Largest magnitude of any float value (observations, actions, log
-  // probabilities, rewards). Legitimate values are orders of magnitude
-  // smaller (rewards and normalised features are O(1), log probabilities
-  // O(10)); a finite but absurd value (1e30, 3e38) from a broken or hostile
-  // actor would overflow the float32 statistics and returns an update
-  // computes (squares, discounted sums) and poison the run.
+  // The run's per-field value bounds (learner/chunk_limits.h: derived from
+  // its contract and market when the learner creates the run): every
+  // observation element, action, log probability and reward must lie in
+  // its range. Shared and immutable (one per run, not copied per chunk).
+  std::shared_ptr<const learner::ChunkValueBounds> values;
+  // Without `values`: the largest magnitude of any float value. A finite
+  // but absurd value (1e30, 3e38) from a broken or hostile actor would
+  // overflow the float32 statistics and returns an update computes
+  // (squares, discounted sums) and poison the run; this catch-all only
+  // stops those (tools and tests that decode without a run).
   float max_abs_value = 1e9f;
 };
 
@@ -42,8 +50,11 @@ void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
 // action sizes. Errors: kInvalidArgument naming the field (wrong dtype or
 // shape, sizes over the limits, inconsistent T/B/D/A between tensors, a
 // final-observation count that differs from the number of dones, NaN/Inf
-// values or values beyond ±limits.max_abs_value, dones other than 0/1). A
-// decoded chunk passes Validate().
+// values, values outside the run's bounds (limits.values, when set: the
+// message names the field, index, value and range) or else beyond
+// ±limits.max_abs_value, dones other than 0/1; kInternal if limits.values
+// has another observation size than `obs_size`). A decoded chunk passes
+// Validate().
 absl::StatusOr<learner::TrajectoryChunk> ChunkFromProto(
     const v1::TrajectoryChunk& proto, int obs_size, int action_size,
     const ChunkLimits& limits);

@@ -436,9 +436,11 @@ void ActorStream::HandleChunk() {
     return;
   }
   TrajectoryChunk chunk;
-  const absl::Status decoded =
-      wire::DecodeChunk(view, run_->obs_size(), run_->action_size(),
-                        service_->options().limits, &chunk);
+  // The service's size limits with the run's own value bounds.
+  wire::ChunkLimits limits = service_->options().limits;
+  limits.values = run_->chunk_bounds();
+  const absl::Status decoded = wire::DecodeChunk(
+      view, run_->obs_size(), run_->action_size(), limits, &chunk);
   // The received buffers are no longer needed: drop both references to
   // them (frame and in_), or a parked chunk would pin them until the
   // next read.

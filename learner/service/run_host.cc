@@ -74,6 +74,15 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
         "run ", spec.run_id, ": feature_names give an observation of ",
         host->contract_.obs_size, " values but the market gives ", D));
   }
+  // The bounds every chunk of the run must respect: derived once from the
+  // contract and the market the actors play (learner/chunk_limits.h).
+  absl::StatusOr<ChunkValueBounds> bounds =
+      DeriveChunkValueBounds(host->contract_, *host->market_, o.episode_steps);
+  RETURN_IF_ERROR(Annotate(bounds.status(), absl::StrCat("run ", spec.run_id)));
+  RLOG(INFO) << "run " << spec.run_id << ": chunk value bounds "
+             << DescribeChunkValueBounds(*bounds, host->market_->num_assets);
+  host->chunk_bounds_ =
+      std::make_shared<const ChunkValueBounds>(*std::move(bounds));
   ASSIGN_OR_RETURN(
       host->learner_,
       PpoLearner::Create(host->contract_.obs_size, host->contract_.action_size,

@@ -27,6 +27,7 @@
 #include "absl/synchronization/mutex.h"
 #include "env/market_data.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "learner/chunk_limits.h"
 #include "learner/contract.h"
 #include "learner/evaluation.h"
 #include "learner/run_options.h"
@@ -131,6 +132,11 @@ class RunHost {
   const PolicyContract& contract() const { return contract_; }
   int obs_size() const { return contract_.obs_size; }
   int action_size() const { return contract_.action_size; }
+  // The per-field value bounds of this run's chunks (DeriveChunkValueBounds
+  // over its contract and market), for wire::ChunkLimits::values.
+  const std::shared_ptr<const ChunkValueBounds>& chunk_bounds() const {
+    return chunk_bounds_;
+  }
 
   // Accepts a decoded chunk. OK: queued (`on_space` is not called).
   // kUnavailable: the queue is full; the chunk is parked and `on_space` is
@@ -230,6 +236,8 @@ class RunHost {
   std::shared_ptr<RunMetrics> metrics_;
   const std::shared_ptr<const env::MarketData> market_;
   PolicyContract contract_;
+  // Set by Create before any thread; immutable.
+  std::shared_ptr<const ChunkValueBounds> chunk_bounds_;
   // Used only by the training thread once it runs (and by Create before).
   std::unique_ptr<PpoLearner> learner_;
   int64_t next_eval_ = 0;

@@ -181,9 +181,9 @@ TEST_F(DistributedExtraTest, StaleAndFutureChunksGetPreciseCodesAndCounts) {
     c.copies = 2;
     c.obs_size = D;
     c.action_size = A;
-    for (int i = 0; i < 3 * 2 * D; ++i) {
-      c.obs.push_back(static_cast<float>(rng.Uniform()));
-    }
+    // Zero observations: inside every bound the learner derives for the
+    // run (no cash, no holdings, features stretched to include 0).
+    c.obs.assign(3 * 2 * D, 0.0f);
     for (int i = 0; i < 2 * 2 * A; ++i) {
       c.actions.push_back(static_cast<float>(rng.Uniform() - 0.5));
     }

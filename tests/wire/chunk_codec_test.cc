@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,7 +56,7 @@ TEST(ChunkCodecTest, RoundTripPreservesEveryField) {
 }
 
 absl::Status Decode(const TrajectoryChunk& c, int obs_size = 4,
-                    int action_size = 2, ChunkLimits limits = {}) {
+                    int action_size = 2, const ChunkLimits& limits = {}) {
   v1::TrajectoryChunk proto;
   ChunkToProto(c, 0, &proto);
   return ChunkFromProto(proto, obs_size, action_size, limits).status();
@@ -328,6 +330,146 @@ TEST(ChunkCodecTest, EncodingIntoAReusedMessageReplacesEveryField) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->obs, MakeChunk().obs);
   EXPECT_EQ(back->final_obs, MakeChunk().final_obs);
+}
+
+// Per-field bounds of a run (learner/chunk_limits.h) for MakeChunk's D = 4:
+// every value of MakeChunk lies inside.
+std::shared_ptr<learner::ChunkValueBounds> SmallBounds() {
+  auto b = std::make_shared<learner::ChunkValueBounds>();
+  b->obs = {{0.0f, 9.0f}, {0.0f, 8.0f}, {-1.0f, 8.0f}, {-2.0f, 9.0f}};
+  b->action = {-1.0f, 1.0f};
+  b->log_prob = {-6.0f, 0.5f};
+  b->reward = {-0.25f, 0.25f};
+  return b;
+}
+
+ChunkLimits WithValues(std::shared_ptr<const learner::ChunkValueBounds> b) {
+  ChunkLimits limits;
+  limits.values = std::move(b);
+  return limits;
+}
+
+TEST(ChunkCodecTest, RunBoundsAdmitValuesOnTheirEdgesAndRefuseOneUlpBeyond) {
+  const ChunkLimits limits = WithValues(SmallBounds());
+  ASSERT_TRUE(Decode(MakeChunk(), 4, 2, limits).ok());
+  auto next = [](float v, float toward) { return std::nextafter(v, toward); };
+  struct Case {
+    const char* field;
+    float* (*at)(TrajectoryChunk*);
+    float lo, hi;
+    std::string where;
+  };
+  // One case per field, and for the observations one per element (each
+  // has its own range), in the first and in a later row.
+  const Case cases[] = {
+      {"obs", [](TrajectoryChunk* c) { return &c->obs[0]; }, 0.0f, 9.0f,
+       "obs[0] (step 0, copy 0, element 0)"},
+      {"obs", [](TrajectoryChunk* c) { return &c->obs[5]; }, 0.0f, 8.0f,
+       "obs[5] (step 0, copy 1, element 1)"},
+      {"obs", [](TrajectoryChunk* c) { return &c->obs[14]; }, -1.0f, 8.0f,
+       "obs[14] (step 1, copy 1, element 2)"},
+      {"obs", [](TrajectoryChunk* c) { return &c->obs[31]; }, -2.0f, 9.0f,
+       "obs[31] (step 3, copy 1, element 3)"},
+      {"actions", [](TrajectoryChunk* c) { return &c->actions[7]; }, -1.0f,
+       1.0f, "actions[7] (step 1, copy 1, element 1)"},
+      {"log_probs", [](TrajectoryChunk* c) { return &c->log_probs[4]; }, -6.0f,
+       0.5f, "log_probs[4] (step 2, copy 0)"},
+      {"rewards", [](TrajectoryChunk* c) { return &c->rewards[3]; }, -0.25f,
+       0.25f, "rewards[3] (step 1, copy 1)"},
+      {"final_obs", [](TrajectoryChunk* c) { return &c->final_obs[2]; }, -1.0f,
+       8.0f, "final_obs[2] (done 0, element 2)"},
+  };
+  const float big = std::numeric_limits<float>::max();
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.where);
+    for (const float inside : {k.lo, k.hi}) {
+      TrajectoryChunk c = MakeChunk();
+      *k.at(&c) = inside;
+      EXPECT_TRUE(Decode(c, 4, 2, limits).ok()) << inside;
+    }
+    for (const float outside : {next(k.lo, -big), next(k.hi, big), 1e6f}) {
+      TrajectoryChunk c = MakeChunk();
+      *k.at(&c) = outside;
+      const absl::Status s = Decode(c, 4, 2, limits);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << outside;
+      EXPECT_EQ(s.message(), absl::StrCat("chunk ", k.where, " is ", outside,
+                                          ", outside the run's bound [", k.lo,
+                                          ", ", k.hi, "]"));
+    }
+  }
+  // Non-finite values keep Validate()'s wording under run bounds too.
+  TrajectoryChunk nan = MakeChunk();
+  nan.rewards[5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(Decode(nan, 4, 2, limits).message(),
+            "chunk rewards[5] (step 2, copy 1) is nan");
+}
+
+TEST(ChunkCodecTest, LargeFiniteValuesTheCatchAllAdmitsAreRefusedByRunBounds) {
+  // 1e6 is far inside the catch-all ±1e9 but no honest run produces it.
+  TrajectoryChunk c = MakeChunk();
+  c.rewards[0] = 1e6f;
+  EXPECT_TRUE(Decode(c).ok());
+  EXPECT_EQ(Decode(c, 4, 2, WithValues(SmallBounds())).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ChunkCodecTest, RunBoundsOfAnotherObservationSizeAreAnInternalError) {
+  auto b = SmallBounds();
+  b->obs.pop_back();
+  const absl::Status s = Decode(MakeChunk(), 4, 2, WithValues(b));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("3 observation values"));
+}
+
+// The range check runs block by block over received byte ranges: a value
+// may straddle two ranges and a block boundary; the index reported must be
+// the value's index in the whole tensor.
+TEST(ChunkCodecTest, RunBoundsApplyAcrossBlocksAndSplitByteRanges) {
+  // Observations in [-5, 5.4], terminal observations in [7, 520.5].
+  TrajectoryChunk c = MakeLargeChunk();
+  auto b = std::make_shared<learner::ChunkValueBounds>();
+  b->obs.assign(20, learner::ValueRange{-5.0f, 600.0f});
+  b->action = {0.0f, 1.0f};
+  b->log_prob = {-6.0f, 0.0f};
+  b->reward = {-0.001f, 0.001f};
+  const ChunkLimits limits = WithValues(b);
+  // Every tensor cut into 7-byte ranges (values straddle them).
+  auto decode = [&](const TrajectoryChunk& chunk, TrajectoryChunk* out) {
+    v1::TrajectoryChunk proto;
+    ChunkToProto(chunk, 0, &proto);
+    ChunkView view = ViewOf(proto);
+    auto split = [](TensorView* t) {
+      std::vector<absl::string_view> pieces;
+      for (absl::string_view p : t->data) {
+        for (size_t at = 0; at < p.size(); at += 7) {
+          pieces.push_back(p.substr(at, 7));
+        }
+      }
+      t->data.assign(pieces.begin(), pieces.end());
+    };
+    for (TensorView* t : {&view.observations, &view.actions, &view.log_probs,
+                          &view.rewards, &view.final_observations}) {
+      split(t);
+    }
+    return DecodeChunk(view, 20, 3, limits, out);
+  };
+  TrajectoryChunk out;
+  ASSERT_TRUE(decode(c, &out).ok());
+  EXPECT_EQ(out.obs, c.obs);
+  EXPECT_EQ(out.final_obs, c.final_obs);
+  // Row 500 (step 62, copy 4) element 3: past two 4096-value blocks.
+  c.obs[500 * 20 + 3] = 600.5f;
+  EXPECT_EQ(decode(c, &out).message(),
+            "chunk obs[10003] (step 62, copy 4, element 3) is 600.5, outside "
+            "the run's bound [-5, 600]");
+  c = MakeLargeChunk();
+  c.final_obs[2 * 20 + 3] = -5.5f;
+  EXPECT_THAT(std::string(decode(c, &out).message()),
+              HasSubstr("final_obs[43] (done 2, element 3) is -5.5"));
+  c = MakeLargeChunk();
+  c.rewards[511] = 0.002f;
+  EXPECT_THAT(std::string(decode(c, &out).message()),
+              HasSubstr("rewards[511] (step 63, copy 7) is 0.002"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #ifndef RISTRETTO_TESTS_LEARNER_SERVICE_RUN_TEST_UTIL_H_
 #define RISTRETTO_TESTS_LEARNER_SERVICE_RUN_TEST_UTIL_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,8 @@
 #include "env/synthetic.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
+#include "learner/chunk_limits.h"
+#include "learner/contract.h"
 #include "learner/run_options.h"
 #include "learner/service/learner_service.h"
 #include "learner/service/run_host.h"
@@ -79,11 +82,47 @@ inline RunSpec SmallSpec(const std::string& run_id, int64_t budget = 1 << 20) {
   return spec;
 }
 
-// A chunk of 8 steps x 2 copies (16 env steps) acted by `version`.
+// The value bounds of a SmallSpec run on SmallMarket, as RunHost derives
+// them (learner/chunk_limits.h).
+inline const ChunkValueBounds& SmallBounds() {
+  static const ChunkValueBounds* bounds = [] {
+    const RunSpec spec = SmallSpec("bounds");
+    std::vector<std::string> symbols;
+    for (const env::AssetMeta& a : SmallMarket()->assets) {
+      symbols.push_back(a.symbol);
+    }
+    const PolicyContract contract =
+        PolicyContract::Make(spec.trainer.env, spec.trainer.network, symbols,
+                             spec.trainer.feature_names, "");
+    absl::StatusOr<ChunkValueBounds> b = DeriveChunkValueBounds(
+        contract, *SmallMarket(), spec.trainer.episode_steps);
+    EXPECT_TRUE(b.ok()) << b.status();
+    return new ChunkValueBounds(b.value_or(ChunkValueBounds{}));
+  }();
+  return *bounds;
+}
+
+// A chunk of 8 steps x 2 copies (16 env steps) acted by `version`, its
+// random values inside SmallBounds() (so the learner's decoding accepts
+// it): each observation element spread over its range, rewards over half
+// of theirs.
 inline TrajectoryChunk SmallChunk(const std::string& run_id, int64_t version,
                                   uint64_t seed = 1) {
   TrajectoryChunk c = MakeChunk(version, 8, 2, seed, SmallObsSize());
   c.run_id = run_id;
+  const ChunkValueBounds& b = SmallBounds();
+  auto spread = [&b](std::vector<float>* values) {
+    for (size_t i = 0; i < values->size(); ++i) {
+      const ValueRange& r = b.obs[i % b.obs.size()];
+      float& v = (*values)[i];  // uniform in [-2, 2)
+      v = std::clamp(r.lo + (v + 2.0f) / 4.0f * (r.hi - r.lo), r.lo, r.hi);
+    }
+  };
+  spread(&c.obs);
+  spread(&c.final_obs);
+  for (float& r : c.rewards) {  // uniform in [-0.1, 0.1)
+    r = std::clamp(r / 0.2f * b.reward.hi, b.reward.lo, b.reward.hi);
+  }
   return c;
 }
 
