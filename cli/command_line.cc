@@ -30,6 +30,12 @@ bool IsHelpWord(const std::string& word) {
          word == "--helpfull";
 }
 
+int Fail(const absl::Status& status, const std::string& command) {
+  std::fprintf(stderr, "ristretto%s%s: %s\n", command.empty() ? "" : " ",
+               command.c_str(), std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
 std::optional<int> ParseCommand(const Command& command, int argc, char** argv,
                                 int first, ParsedCommandLine* parsed) {
   absl::StatusOr<ParsedCommandLine> result =

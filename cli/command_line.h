@@ -23,6 +23,7 @@
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/flag.h"
+#include "absl/status/status.h"
 #include "common/flags.h"
 
 namespace ristretto::cli {
@@ -75,6 +76,12 @@ std::string CommandHelp(const Command& command);
 // True for the words that ask for help instead of naming a command: "help",
 // "--help", "-h", "--helpfull".
 bool IsHelpWord(const std::string& word);
+
+// The end of a command that failed with `status` (not OK): prints
+// "ristretto COMMAND: MESSAGE" ("ristretto: MESSAGE" when `command` is
+// empty) on stderr and returns the exit status, 2 for bad usage or input
+// (kInvalidArgument), 1 otherwise.
+int Fail(const absl::Status& status, const std::string& command = "");
 
 }  // namespace ristretto::cli
 

@@ -79,12 +79,6 @@ Command EnvDemoCommand() {
           FlagsOf(FLAGS_seed, FLAGS_rows, FLAGS_lookback)};
 }
 
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "ristretto: %s\n",
-               std::string(status.message()).c_str());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
-
 // ---- dataset ---------------------------------------------------------------
 
 void PrintDatasetInfo(const Dataset& d, const std::string& id) {

@@ -134,13 +134,6 @@ std::optional<Command> StudyCommand(const std::string& verb) {
                  FlagsOf(FLAGS_db), verb == "ls" ? size_t{0} : size_t{1}};
 }
 
-// Exit status for a failed command: 2 for bad usage or input, 1 otherwise.
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "ristretto: %s\n",
-               std::string(status.message()).c_str());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-}
-
 // ---- DSN -------------------------------------------------------------------
 
 // Where a DSN's password is: the raw text [begin, end) (inside the quotes

@@ -230,13 +230,8 @@ int RunTrainCommand(int argc, char** argv, int first) {
   // The trainer's allocator, OpenBLAS and LibTorch threads
   // (common/runtime_policy.h) before anything allocates or starts threads.
   learner::ApplyTorchRuntimePolicy(RuntimePolicyFor(ProcessRole::kTrainer));
-  absl::Status status = Train(parsed);
-  if (!status.ok()) {
-    std::fprintf(stderr, "ristretto train: %s\n",
-                 std::string(status.message()).c_str());
-    return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  return 0;
+  const absl::Status status = Train(parsed);
+  return status.ok() ? 0 : Fail(status, "train");
 }
 
 }  // namespace ristretto::cli

@@ -628,12 +628,7 @@ int RunUpCommand(int argc, char** argv, int first) {
     return *exit_code;
   }
   const absl::Status s = Up(parsed);
-  if (!s.ok()) {
-    std::fprintf(stderr, "ristretto up: %s\n",
-                 std::string(s.message()).c_str());
-    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-  }
-  return 0;
+  return s.ok() ? 0 : Fail(s, "up");
 }
 
 }  // namespace ristretto::cli
