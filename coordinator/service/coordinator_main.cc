@@ -3,6 +3,7 @@
 //
 //   ristretto-coordinator --db DSN [--port P] [--address A] [--data-dir D]
 //       [--lease-ttl-s 30] [--tick-ms 500] [--token-file FILE]
+//       [--actor-token-file FILE]
 //       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
 //       [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
 //       [--allow-insecure-network]
@@ -17,6 +18,9 @@
 // (every local user reads it with ps): the registration token comes from
 // --token-file (mode 600) or $RISTRETTO_TOKEN, and a --db DSN that carries a
 // password is refused (libpq reads ~/.pgpass, $PGPASSFILE or $PGPASSWORD).
+// The actors' token (--actor-token-file or $RISTRETTO_ACTOR_TOKEN) lets
+// actor machines find learners and fetch datasets without holding the
+// cluster token, which also registers learners and evicts them.
 // With --metrics-port it serves Prometheus metrics (docs/metrics.md) and
 // prints "metrics on HOST:PORT". Logs "listening on HOST:PORT" once
 // serving; on SIGTERM/SIGINT it stops scheduling, finishes the calls in
@@ -65,6 +69,13 @@ ABSL_FLAG(std::string, token_file, "",
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
+ABSL_FLAG(std::string, actor_token_file, "",
+          "file (mode 600) holding the actors' token (or "
+          "$RISTRETTO_ACTOR_TOKEN): it finds learners and fetches datasets "
+          "only; needs a cluster token and must differ from it");
+ABSL_FLAG(std::optional<std::string>, actor_token, std::nullopt,
+          "refused: a token in argv is readable with ps; use "
+          "--actor-token-file or $RISTRETTO_ACTOR_TOKEN");
 ABSL_FLAG(bool, allow_insecure_network, false,
           "serve on a non-loopback --address with no token and no mutual "
           "TLS: anyone who reaches the port may call (development only)");
@@ -82,6 +93,7 @@ constexpr char kUsage[] =
     "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
+    "    [--actor-token-file FILE (mode 600; or $RISTRETTO_ACTOR_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
     "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n"
     "    [--allow-insecure-network (no token, no mTLS, not loopback)]\n";
@@ -108,6 +120,25 @@ absl::Status Main() {
       options.token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
                    absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
+  if (absl::GetFlag(FLAGS_actor_token).has_value()) {
+    return absl::InvalidArgumentError(
+        "--actor-token is refused: a token in argv is readable with ps; use "
+        "--actor-token-file FILE (mode 600) or $RISTRETTO_ACTOR_TOKEN");
+  }
+  ASSIGN_OR_RETURN(const std::string actor_token,
+                   ResolveToken(false, absl::GetFlag(FLAGS_actor_token_file),
+                                std::getenv("RISTRETTO_ACTOR_TOKEN")));
+  if (!actor_token.empty() && options.token.empty()) {
+    return absl::InvalidArgumentError(
+        "an actor token (--actor-token-file, $RISTRETTO_ACTOR_TOKEN) needs a "
+        "cluster token (--token-file, $RISTRETTO_TOKEN): without one no call "
+        "is authenticated");
+  }
+  if (!actor_token.empty() && actor_token == options.token) {
+    return absl::InvalidArgumentError(
+        "the actor token equals the cluster token: give actors a token of "
+        "their own (scripts/compose_up.sh and `ristretto up` make one)");
+  }
   const TlsFiles tls = TlsFilesFromFlags();
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(tls));
@@ -148,7 +179,12 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn));
   RETURN_IF_ERROR(store->Migrate());
   Scheduler scheduler(std::move(store), options);
-  CoordinatorService service(&scheduler, options.token, metrics.get());
+  CoordinatorService service(&scheduler, options.token, metrics.get(),
+                             actor_token);
+  if (!actor_token.empty()) {
+    RLOG(INFO) << "actors authenticate with their own token (it finds "
+                  "learners and fetches datasets only)";
+  }
   if (!service.authenticating()) {
     RLOG(WARNING) << "no token (--token-file, $RISTRETTO_TOKEN): calls are "
                      "not authenticated (development mode; keep it on "

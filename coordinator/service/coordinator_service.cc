@@ -65,6 +65,10 @@ absl::StatusOr<auth::Principal> CoordinatorService::Caller(
   if (auth::ConstantTimeEquals(*secret, token_)) {
     return auth::Principal{auth::Role::kOperator, "operator"};
   }
+  if (!actor_token_.empty() &&
+      auth::ConstantTimeEquals(*secret, actor_token_)) {
+    return auth::Principal{auth::Role::kActor, "actor"};
+  }
   return registry_.Authenticate(value);
 }
 
@@ -250,9 +254,9 @@ grpc::Status CoordinatorService::FetchDataset(
     grpc::ServerWriter<v1::DatasetPiece>* writer) {
   constexpr char kMethod[] = "FetchDataset";
   if (authenticating()) {
-    // Any authenticated caller (actors and operators with the cluster
-    // token, learners with their session secret), but only for a dataset a
-    // running study trains on.
+    // Any authenticated caller (operators with the cluster token, actors
+    // with it or the actor token, learners with their session secret), but
+    // only for a dataset a running study trains on.
     absl::StatusOr<auth::Principal> caller = Caller(*context);
     if (!caller.ok()) return Finish(kMethod, caller.status());
   }

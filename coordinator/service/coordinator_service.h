@@ -14,13 +14,19 @@
 //                    runs not leased to that member (PERMISSION_DENIED).
 //   Release          the member's session secret, or the cluster token (an
 //                    operator evicting a learner).
-//   FindLearner      "Bearer <cluster token>" (actors, operators); the reply
+//   FindLearner      "Bearer <cluster token>" (actors, operators) or
+//                    "Bearer <actor token>" (actors only); the reply
 //                    also carries an actor ticket for request.actor_id at
 //                    the learner named, MACed with that learner's ticket key
 //                    (a random key per registration, handed to the learner
 //                    in RegisterLearnerResponse.ticket_key; common/auth.h).
-//   FetchDataset     the cluster token or a learner's session secret, and
-//                    only datasets of running studies.
+//   FetchDataset     the cluster token, the actor token or a learner's
+//                    session secret, and only datasets of running studies.
+// The actor token (optional, --actor-token-file / $RISTRETTO_ACTOR_TOKEN)
+// is what actor machines hold instead of the cluster token: it finds
+// learners and fetches datasets, and nothing else (it cannot register a
+// learner, lease, report or release: UNAUTHENTICATED / PERMISSION_DENIED),
+// so a compromised actor host cannot pose as a learner or an operator.
 // No or an unknown credential, or a wrong registration token: UNAUTHENTICATED;
 // a known caller acting as another member, on another member's run or
 // outside its role: PERMISSION_DENIED. Both are counted
@@ -52,9 +58,15 @@ class CoordinatorService final : public v1::Coordinator::Service {
  public:
   // `token`: the cluster token (empty: development mode, no call is
   // authenticated). `metrics` (may be null, not owned) counts denials.
+  // `actor_token`: the actors' token (empty: actors use the cluster token;
+  // ignored without a cluster token; must differ from it).
   explicit CoordinatorService(Scheduler* scheduler, std::string token = "",
-                              CoordinatorMetrics* metrics = nullptr)
-      : scheduler_(scheduler), token_(std::move(token)), metrics_(metrics) {}
+                              CoordinatorMetrics* metrics = nullptr,
+                              std::string actor_token = "")
+      : scheduler_(scheduler),
+        token_(std::move(token)),
+        actor_token_(std::move(actor_token)),
+        metrics_(metrics) {}
 
   // True when calls are authenticated (a token was given).
   bool authenticating() const { return !token_.empty(); }
@@ -89,7 +101,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
  private:
   // The caller named by the call's "authorization" metadata: the operator
-  // for the cluster token, else the registry's principal. kUnauthenticated
+  // for the cluster token, an actor for the actor token, else the
+  // registry's principal. kUnauthenticated
   // when absent, repeated, malformed or unknown.
   absl::StatusOr<auth::Principal> Caller(
       const grpc::ServerContext& context) const;
@@ -107,6 +120,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
   Scheduler* const scheduler_;
   const std::string token_;
+  const std::string actor_token_;
   CoordinatorMetrics* const metrics_;
   // Learners' session secrets.
   auth::TokenRegistry registry_;

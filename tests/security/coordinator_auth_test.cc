@@ -83,11 +83,16 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     ASSERT_TRUE(token.ok()) << token.status();
     token_ = *token;
     ASSERT_TRUE(WriteSecretFile(dir_ + "/token", token_).ok());
+    absl::StatusOr<std::string> actor_token = GenerateToken();
+    ASSERT_TRUE(actor_token.ok()) << actor_token.status();
+    actor_token_ = *actor_token;
+    ASSERT_TRUE(WriteSecretFile(dir_ + "/actor-token", actor_token_).ok());
     coordinator_ = std::make_unique<Process>(
         CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
                         dir_ + "/coordinator",
-                        {"--token-file", dir_ + "/token", "--metrics-port",
-                         "auto", "--metrics-address", "127.0.0.1"},
+                        {"--token-file", dir_ + "/token", "--actor-token-file",
+                         dir_ + "/actor-token", "--metrics-port", "auto",
+                         "--metrics-address", "127.0.0.1"},
                         "0", "100"),
         dir_ + "/coordinator.log");
     const std::string address = Logged(*coordinator_, "listening on ");
@@ -177,6 +182,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
 
   std::string dir_;
   std::string token_;
+  std::string actor_token_;
   std::string secret_a_;
   int64_t study_id_ = 0;
   int metrics_port_ = 0;
@@ -392,6 +398,82 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
   EXPECT_EQ(fetch(auth::BearerValue(token_), &bytes).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+}
+
+// The actors' token finds learners (with a ticket) and fetches datasets,
+// and is refused everywhere a learner or an operator acts: an actor host
+// cannot register a learner, lease its runs, report on them or evict it.
+TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_FALSE(lease.dataset_id().empty());
+  const std::string actor = auth::BearerValue(actor_token_);
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-x");
+  v1::FindLearnerResponse found;
+  const grpc::Status found_status =
+      stub_->FindLearner(Context(actor).get(), find, &found);
+  ASSERT_TRUE(found_status.ok()) << found_status.error_message();
+  EXPECT_EQ(found.learner_address(), "127.0.0.1:9");
+  EXPECT_EQ(found.learner_member_id(), kA);
+  EXPECT_FALSE(found.actor_ticket().empty());
+  v1::FetchDatasetRequest fetch;
+  fetch.set_dataset_id(lease.dataset_id());
+  std::unique_ptr<grpc::ClientContext> fetch_ctx = Context(actor);
+  std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+      stub_->FetchDataset(fetch_ctx.get(), fetch);
+  v1::DatasetPiece piece;
+  int64_t bytes = 0;
+  while (reader->Read(&piece))
+    bytes += static_cast<int64_t>(piece.data().size());
+  const grpc::Status fetched = reader->Finish();
+  EXPECT_TRUE(fetched.ok()) << fetched.error_message();
+  EXPECT_GT(bytes, 0);
+
+  // Not a registration token.
+  v1::RegisterLearnerResponse registered;
+  EXPECT_EQ(Register("learner-evil", actor_token_, &registered).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(registered.session_token().empty());
+  // Not kA's session secret, nor the operator's token.
+  v1::LeaseRunResponse leased;
+  EXPECT_EQ(Lease(actor, kA, &leased).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_FALSE(leased.has_run());
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_member_id(kA);
+  v1::HeartbeatResponse beat;
+  EXPECT_EQ(
+      stub_->Heartbeat(Context(actor).get(), heartbeat, &beat).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::FailRunRequest fail;
+  fail.set_member_id(kA);
+  fail.set_run_id(lease.run_id());
+  fail.set_reason("poisoned by an actor");
+  v1::FailRunResponse failed;
+  EXPECT_EQ(stub_->FailRun(Context(actor).get(), fail, &failed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  EXPECT_EQ(
+      stub_->Release(Context(actor).get(), release, &released).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("RegisterLearner", "unauthenticated"), 1);
+  EXPECT_EQ(Denied("LeaseRun", "permission_denied"), 1);
+  EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FailRun", "permission_denied"), 1);
+  EXPECT_EQ(Denied("Release", "permission_denied"), 1);
+  // kA still holds its run, untouched: leased to it, not failed.
+  const RunRow run = Run(lease.run_id());
+  EXPECT_EQ(run.state, RunState::kLeased);
+  EXPECT_EQ(run.member_id, kA);
+  EXPECT_TRUE(run.last_error.empty()) << run.last_error;
+  // And kA's own secret still works (the actor's calls revoked nothing).
+  v1::HeartbeatResponse own;
+  EXPECT_TRUE(stub_
+                  ->Heartbeat(Context(auth::BearerValue(secret_a_)).get(),
+                              heartbeat, &own)
+                  .ok());
 }
 
 // Secrets live in coordinator memory: after a restart the old secret is
