@@ -162,6 +162,23 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     return v1::RunLease();
   }
 
+  // FetchDataset of `dataset_id` with `authorization`, the whole stream
+  // read: its final status, and in `bytes` the bytes received.
+  grpc::Status Fetch(const std::string& authorization,
+                     const std::string& dataset_id, int64_t* bytes) {
+    v1::FetchDatasetRequest request;
+    request.set_dataset_id(dataset_id);
+    std::unique_ptr<grpc::ClientContext> ctx = Context(authorization);
+    std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
+        stub_->FetchDataset(ctx.get(), request);
+    v1::DatasetPiece piece;
+    *bytes = 0;
+    while (reader->Read(&piece)) {
+      *bytes += static_cast<int64_t>(piece.data().size());
+    }
+    return reader->Finish();
+  }
+
   // ristretto_coordinator_rpc_denied_total{method, code} (-1: absent).
   double Denied(const std::string& method, const std::string& code) {
     const std::optional<std::string> body =
@@ -366,18 +383,8 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
           ->FindLearner(Context(auth::BearerValue("guess")).get(), find, &found)
           .error_code(),
       grpc::StatusCode::UNAUTHENTICATED);
-  // Reads the whole stream; its final status.
   auto fetch = [&](const std::string& authorization, int64_t* bytes) {
-    v1::FetchDatasetRequest request;
-    request.set_dataset_id(lease.dataset_id());
-    std::unique_ptr<grpc::ClientContext> ctx = Context(authorization);
-    std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-        stub_->FetchDataset(ctx.get(), request);
-    v1::DatasetPiece piece;
-    *bytes = 0;
-    while (reader->Read(&piece))
-      *bytes += static_cast<int64_t>(piece.data().size());
-    return reader->Finish();
+    return Fetch(authorization, lease.dataset_id(), bytes);
   };
   int64_t bytes = 0;
   EXPECT_EQ(fetch("", &bytes).error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -416,16 +423,8 @@ TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
   EXPECT_EQ(found.learner_address(), "127.0.0.1:9");
   EXPECT_EQ(found.learner_member_id(), kA);
   EXPECT_FALSE(found.actor_ticket().empty());
-  v1::FetchDatasetRequest fetch;
-  fetch.set_dataset_id(lease.dataset_id());
-  std::unique_ptr<grpc::ClientContext> fetch_ctx = Context(actor);
-  std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-      stub_->FetchDataset(fetch_ctx.get(), fetch);
-  v1::DatasetPiece piece;
   int64_t bytes = 0;
-  while (reader->Read(&piece))
-    bytes += static_cast<int64_t>(piece.data().size());
-  const grpc::Status fetched = reader->Finish();
+  const grpc::Status fetched = Fetch(actor, lease.dataset_id(), &bytes);
   EXPECT_TRUE(fetched.ok()) << fetched.error_message();
   EXPECT_GT(bytes, 0);
 
