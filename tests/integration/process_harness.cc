@@ -1,6 +1,7 @@
 #include "tests/integration/process_harness.h"
 
 #include <csignal>
+#include <regex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -92,6 +93,15 @@ std::vector<std::string> SmallLearnerRunFlags() {
           "2",
           "--minibatch",
           "512"};
+}
+
+std::string WaitForLoggedWord(Process& process, const std::string& what,
+                              std::chrono::milliseconds timeout) {
+  if (!process.WaitForLog(what, timeout)) return "";
+  std::smatch m;
+  const std::string log = process.Log();
+  return std::regex_search(log, m, std::regex(what + "(\\S+)")) ? m[1].str()
+                                                                : "";
 }
 
 bool PollUntil(const std::function<bool()>& done,

@@ -69,6 +69,13 @@ std::vector<std::string> CoordinatedActorArgv(
 // 512), episodes of 200 steps.
 std::vector<std::string> SmallLearnerRunFlags();
 
+// The word (e.g. a HOST:PORT) that follows `what` in the process's log
+// once a line has it: WaitForLoggedWord(p, "metrics on ") for the address
+// of "metrics on 127.0.0.1:9464". "" if none within `timeout`. `what` is a
+// regular expression (plain text is one).
+std::string WaitForLoggedWord(Process& process, const std::string& what,
+                              std::chrono::milliseconds timeout);
+
 // Calls `done` every `every` until it returns true (true) or `timeout`
 // passes (false).
 bool PollUntil(const std::function<bool()>& done,

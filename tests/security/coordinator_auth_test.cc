@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,11 +55,7 @@ constexpr char kB[] = "learner-b";
 
 // The first "<what> HOST:PORT" in the process's log ("" after 60 s).
 std::string Logged(Process& p, const std::string& what) {
-  if (!p.WaitForLog(what, 60s)) return "";
-  std::smatch m;
-  const std::string log = p.Log();
-  return std::regex_search(log, m, std::regex(what + "(\\S+)")) ? m[1].str()
-                                                                : "";
+  return ristretto::testing::WaitForLoggedWord(p, what, 60s);
 }
 
 class CoordinatorAuthTest : public testing::PgDatabaseTest {

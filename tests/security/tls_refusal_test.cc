@@ -9,7 +9,6 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "proto/ristretto.grpc.pb.h"
 #include "tests/coordinator_store/pg_test_env.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 
 namespace ristretto {
 namespace {
@@ -33,11 +33,7 @@ using namespace std::chrono_literals;
 
 // The first "<what>HOST:PORT" in the process's log ("" after 60 s).
 std::string Logged(Process& p, const std::string& what) {
-  if (!p.WaitForLog(what, 60s)) return "";
-  std::smatch m;
-  const std::string log = p.Log();
-  return std::regex_search(log, m, std::regex(what + "(\\S+)")) ? m[1].str()
-                                                                : "";
+  return ristretto::testing::WaitForLoggedWord(p, what, 60s);
 }
 
 std::unique_ptr<grpc::ClientContext> Context() {
