@@ -464,14 +464,19 @@ absl::Status Up(const ParsedCommandLine& parsed) {
         store->SetStudyState(study->id, coordinator::StudyState::kRunning));
   }
 
-  // A fresh token per run, handed to the coordinator, the learner and the
-  // actors (their credential at the learner) as a mode-600 file: never in
-  // argv, where every local user could read it (ps). The private cluster's
+  // Fresh tokens per run as mode-600 files, never in argv, where every
+  // local user could read them (ps): the cluster token for the coordinator
+  // and the learner (it registers the learner), and the actors' own token,
+  // which only finds the learner (with a ticket for it) and fetches
+  // datasets at the coordinator. The private cluster's
   // DSN carries no password (PgCluster runs initdb -A trust), so --db shows
   // only where the server is.
   ASSIGN_OR_RETURN(const std::string token, GenerateToken());
   const std::string token_file = data_dir + "/token";
   RETURN_IF_ERROR(WriteSecretFile(token_file, token));
+  ASSIGN_OR_RETURN(const std::string actor_token, GenerateToken());
+  const std::string actor_token_file = data_dir + "/actor-token";
+  RETURN_IF_ERROR(WriteSecretFile(actor_token_file, actor_token));
   // Mutual TLS between the processes, from a throw-away CA made for this
   // run in <data-dir>/tls (its key is never written): the coordinator and
   // the learner serve with server.pem and require client certificates; the
@@ -507,7 +512,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   KeepPreviousLogs(logs);
   Subprocess coordinator_process(
       with({coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
-            data_dir + "/coordinator", "--token-file", token_file},
+            data_dir + "/coordinator", "--token-file", token_file,
+            "--actor-token-file", actor_token_file},
            {&server_tls}),
       logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
@@ -523,10 +529,10 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   std::vector<std::unique_ptr<Subprocess>> actors;
   for (int64_t i = 0; i < num_actors; ++i) {
     actors.push_back(std::make_unique<Subprocess>(
-        with({actor_bin, "--learner", learner_address, "--envs",
+        with({actor_bin, "--coordinator", coordinator_address, "--envs",
               absl::StrCat(envs), "--actor-id", absl::StrCat("actor-", i),
               "--cache-dir", data_dir + "/actor-cache", "--seed",
-              absl::StrCat(i + 1), "--token-file", token_file},
+              absl::StrCat(i + 1), "--token-file", actor_token_file},
              {&actor_tls}),
         absl::StrCat(logs, "/actor-", i, ".log")));
   }

@@ -11,6 +11,9 @@
 #                                           ristretto-learner and ristretto-actor
 #                                           (never put in argv, where `ps` shows
 #                                           it: the binaries refuse --token VALUE)
+#   RISTRETTO_ACTOR_TOKEN / RISTRETTO_ACTOR_TOKEN_FILE  the actors' token, read by
+#                                           ristretto-coordinator (actors get it
+#                                           as their RISTRETTO_TOKEN)
 #
 # A command that starts with "-" runs `ristretto` with those arguments.
 set -euo pipefail
@@ -37,6 +40,7 @@ from_file() {
 from_file RISTRETTO_DB
 from_file PGPASSWORD
 from_file RISTRETTO_TOKEN
+from_file RISTRETTO_ACTOR_TOKEN
 
 if [ "$#" -eq 0 ]; then set -- ristretto --help; fi
 case "$1" in
@@ -49,5 +53,6 @@ case "$(basename "$1")" in
   ristretto-coordinator|ristretto-learner|ristretto-actor) ;;
   *) unset RISTRETTO_TOKEN ;;
 esac
+[ "$(basename "$1")" = ristretto-coordinator ] || unset RISTRETTO_ACTOR_TOKEN
 
 exec "$@"

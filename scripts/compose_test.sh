@@ -206,7 +206,7 @@ fi
 ############################ first run ############################
 # Without an env file compose refuses, naming what to run.
 : >"$WORK/empty.env"
-if env -u POSTGRES_PASSWORD -u GRAFANA_DB_PASSWORD -u GF_ADMIN_PASSWORD -u RISTRETTO_TOKEN \
+if env -u POSTGRES_PASSWORD -u GRAFANA_DB_PASSWORD -u GF_ADMIN_PASSWORD -u RISTRETTO_TOKEN -u RISTRETTO_ACTOR_TOKEN \
      "${COMPOSE[@]}" -f deploy/docker-compose.yml --env-file "$WORK/empty.env" config >/dev/null 2>"$WORK/noenv.err"; then
   bad "compose without an env file should fail"
 elif grep -q "run scripts/compose_up.sh" "$WORK/noenv.err"; then
@@ -225,10 +225,12 @@ else
 fi
 value() { sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1; }
 TOKEN=$(value RISTRETTO_TOKEN)
-SECRETS=("$TOKEN" "$(value POSTGRES_PASSWORD)" "$(value GRAFANA_DB_PASSWORD)" "$(value GF_ADMIN_PASSWORD)")
+ACTOR_TOKEN=$(value RISTRETTO_ACTOR_TOKEN)
+SECRETS=("$TOKEN" "$ACTOR_TOKEN" "$(value POSTGRES_PASSWORD)" "$(value GRAFANA_DB_PASSWORD)" "$(value GF_ADMIN_PASSWORD)")
 modes=$(stat -c '%a' "$ENV_FILE" "$TLS_DIR"/*.key 2>/dev/null | sort -u | tr '\n' ' ')
-if [ "$modes" = "600 " ] && [[ $TOKEN =~ ^[0-9a-f]{64}$ ]] && ! grep -q change-me "$ENV_FILE"; then
-  ok "env file and keys mode 600, random token and passwords"
+if [ "$modes" = "600 " ] && [[ $TOKEN =~ ^[0-9a-f]{64}$ ]] && [[ $ACTOR_TOKEN =~ ^[0-9a-f]{64}$ ]] &&
+   [ "$TOKEN" != "$ACTOR_TOKEN" ] && ! grep -q change-me "$ENV_FILE"; then
+  ok "env file and keys mode 600, random tokens (cluster, actors') and passwords"
 else
   bad "env file/keys: modes '$modes', token '${#TOKEN}' chars, placeholders left: $(grep -c change-me "$ENV_FILE")"
 fi
@@ -296,6 +298,14 @@ for c in $(dc ps -q); do
   done
 done
 if [ "$leaks" = 0 ] && [ -n "$TOKEN" ]; then ok "no token or password in any container's command line"; else bad "$leaks secrets in command lines"; fi
+# Actors hold the actors' token, never the cluster token.
+actor_envs=$(for c in $(dc ps -q actor); do "$DOCKER" inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$c"; done)
+if [ -n "$actor_envs" ] && grep -qxF "RISTRETTO_TOKEN=$ACTOR_TOKEN" <<<"$actor_envs" &&
+   ! grep -qF "$TOKEN" <<<"$actor_envs"; then
+  ok "actors hold the actors' token, not the cluster token"
+else
+  bad "actors' environment: the actors' token missing or the cluster token present"
+fi
 procs=$(for c in $(dc ps -q coordinator learner-cpu actor); do "$DOCKER" top "$c" -eo pid,uid,args | awk '$3 ~ /^ristretto-(coordinator|learner|actor)$/ {print $2, $3}'; done)
 if [ "$(wc -l <<<"$procs")" -eq 4 ] && [ "$(awk '$1 == 10001' <<<"$procs" | wc -l)" -eq 4 ]; then
   ok "the 4 ristretto processes run as uid 10001"

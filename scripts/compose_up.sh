@@ -2,9 +2,10 @@
 # The compose stack in one command, first run included:
 #
 #   1. writes deploy/.env from deploy/.env.example once, with random
-#      passwords and a random RISTRETTO_TOKEN (mode 600; an existing file is
-#      never touched) and COMPOSE_PROFILES=gpu when nvidia-smi sees a GPU,
-#      cpu otherwise;
+#      passwords, a random RISTRETTO_TOKEN and RISTRETTO_ACTOR_TOKEN (mode
+#      600; an existing file is never changed, except that a secret a newer
+#      version needs and it lacks is appended, with a message) and
+#      COMPOSE_PROFILES=gpu when nvidia-smi sees a GPU, cpu otherwise;
 #   2. makes development TLS certificates once with scripts/make_dev_certs.sh
 #      in deploy/secrets/tls (keys mode 600; names coordinator and learner,
 #      plus $RISTRETTO_CERT_NAMES, e.g. "myhost.example.org 10.0.0.5" for
@@ -63,6 +64,7 @@ if [ ! -e "$env_file" ]; then
       POSTGRES_PASSWORD=*|GRAFANA_DB_PASSWORD=*|GF_ADMIN_PASSWORD=*)
         line="${line%%=*}=$(random_hex 16)" ;;
       RISTRETTO_TOKEN=*) line="RISTRETTO_TOKEN=$(random_hex 32)" ;;
+      RISTRETTO_ACTOR_TOKEN=*) line="RISTRETTO_ACTOR_TOKEN=$(random_hex 32)" ;;
       COMPOSE_PROFILES=*) line="COMPOSE_PROFILES=$profile" ;;
     esac
     printf '%s\n' "$line"
@@ -75,6 +77,13 @@ if [ ! -e "$env_file" ]; then
     echo "compose_up: wrote $env_file (random passwords and token, COMPOSE_PROFILES=$profile, mode 600)"
   fi
   rm -f "$tmp"
+fi
+
+# An env file written before actors had a token of their own: append one
+# (nothing else in it changes).
+if [ -e "$env_file" ] && ! grep -q '^RISTRETTO_ACTOR_TOKEN=' "$env_file"; then
+  printf 'RISTRETTO_ACTOR_TOKEN=%s\n' "$(random_hex 32)" >> "$env_file"
+  echo "compose_up: added a random RISTRETTO_ACTOR_TOKEN to $env_file (actors now hold their own token)"
 fi
 
 # Step 2: development certificates, once (make_dev_certs.sh keeps its CA).

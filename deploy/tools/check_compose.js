@@ -159,9 +159,25 @@ for (const [name, flags] of Object.entries(tlsFlags)) {
   const dep = (s.depends_on || {})['tls-init'];
   if (!dep || dep.condition !== 'service_completed_successfully') report.error(`service ${name}: does not wait for tls-init to complete`);
 }
-const tokenLines = raw.split('\n').filter((l) => /^\s*RISTRETTO_TOKEN:/.test(l));
-if (tokenLines.length < 4 || !tokenLines.every((l) => l.includes('${RISTRETTO_TOKEN:?'))) {
-  report.error('RISTRETTO_TOKEN must be required (${RISTRETTO_TOKEN:?...}) for the coordinator, both learners and the actors');
+// The cluster token for the coordinator and both learners, the actors'
+// own token for the actors (and the coordinator, which checks it), both
+// required: ${VAR:?...}.
+// (From the file as written: the normalised config has the values filled in.)
+const rawServices = YAML.parse(raw).services || {};
+const envOf = (name) => ((rawServices[name] || {}).environment) || {};
+for (const name of Object.keys(rawServices)) {
+  const env = envOf(name);
+  if (!('RISTRETTO_TOKEN' in env)) continue;
+  const want = name === 'actor' ? '${RISTRETTO_ACTOR_TOKEN:?' : '${RISTRETTO_TOKEN:?';
+  if (!String(env.RISTRETTO_TOKEN).startsWith(want)) {
+    report.error(`service ${name}: RISTRETTO_TOKEN must be ${want}...} (${name === 'actor' ? 'actors hold their own token, not the cluster token' : 'the cluster token, required'})`);
+  }
+}
+for (const name of ['coordinator', 'learner', 'learner-cpu', 'actor']) {
+  if (!('RISTRETTO_TOKEN' in envOf(name))) report.error(`service ${name}: no RISTRETTO_TOKEN`);
+}
+if (!String(envOf('coordinator').RISTRETTO_ACTOR_TOKEN || '').startsWith('${RISTRETTO_ACTOR_TOKEN:?')) {
+  report.error('service coordinator: RISTRETTO_ACTOR_TOKEN must be required (${RISTRETTO_ACTOR_TOKEN:?...})');
 }
 
 report.finish(`${Object.keys(services).length} services`);

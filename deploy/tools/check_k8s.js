@@ -32,6 +32,7 @@ const EXTERNAL_SECRETS = {
   'ristretto-db': new Set(['dsn', 'password', 'grafana-password']),
   'ristretto-grafana': new Set(['admin-password']),
   'ristretto-token': new Set(['token']),
+  'ristretto-actor-token': new Set(['token']),
   'ristretto-tls': new Set(['ca.pem', 'server.pem', 'server.key', 'client.pem', 'client.key']),
 };
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'StorageClass']);
@@ -415,10 +416,16 @@ function crossCheck(rootName, objects) {
       for (const f of flags[name]) {
         if (!args.some((a) => a.startsWith(f))) report.error(`${rootName}: ${name} has no ${f}... argument`);
       }
-      const token = (c.env || []).find((e) => e.name === 'RISTRETTO_TOKEN');
-      if (!token || !token.valueFrom || !token.valueFrom.secretKeyRef || token.valueFrom.secretKeyRef.name !== 'ristretto-token') {
-        report.error(`${rootName}: ${name} does not read RISTRETTO_TOKEN from Secret ristretto-token`);
-      }
+      // Actors hold the actors' token, never the cluster token; the
+      // coordinator reads both.
+      const fromSecret = (variable, secret) => {
+        const e = (c.env || []).find((x) => x.name === variable);
+        if (!e || !e.valueFrom || !e.valueFrom.secretKeyRef || e.valueFrom.secretKeyRef.name !== secret) {
+          report.error(`${rootName}: ${name} does not read ${variable} from Secret ${secret}`);
+        }
+      };
+      fromSecret('RISTRETTO_TOKEN', name === 'actor' ? 'ristretto-actor-token' : 'ristretto-token');
+      if (name === 'coordinator') fromSecret('RISTRETTO_ACTOR_TOKEN', 'ristretto-actor-token');
       if (!(podSpecOf(w.obj).initContainers || []).some((i) => (i.args || []).includes('ristretto-install-tls'))) {
         report.error(`${rootName}: ${name} has no init container installing the TLS files (ristretto-install-tls)`);
       }
@@ -453,7 +460,7 @@ function checkSecretRef(where, name, key, optional) {
   }
   // Every ristretto process presents the cluster token and uses TLS: a
   // missing Secret must stop the pod, not start it unauthenticated.
-  if (['ristretto-token', 'ristretto-tls'].includes(name) && optional) report.error(`${where}: ${name} must not be optional`);
+  if (['ristretto-token', 'ristretto-actor-token', 'ristretto-tls'].includes(name) && optional) report.error(`${where}: ${name} must not be optional`);
 }
 
 // --------------------------------------------------------------------- main

@@ -147,12 +147,15 @@ tree_of() {
 # key `up` wrote (DATA_DIR/tls/*.key), PEM text, "--token" or "password" to
 # OUT.leaks.
 watch_argv() {
-  local up_pid=$1 data=$2 out=$3 token="" keys="" roots pm pid cmd name line
+  local up_pid=$1 data=$2 out=$3 token="" actor_token="" keys="" roots pm pid cmd name line
   : > "$out.names"
   : > "$out.argv"
   : > "$out.leaks"
   while kill -0 "$up_pid" 2>/dev/null; do
     if [ -z "$token" ] && [ -s "$data/token" ]; then token=$(cat "$data/token"); fi
+    if [ -z "$actor_token" ] && [ -s "$data/actor-token" ]; then
+      actor_token=$(cat "$data/actor-token")
+    fi
     if [ -z "$keys" ] && [ -s "$data/tls/client.key" ]; then
       # The base64 lines of every key (not the BEGIN/END lines).
       keys=$(grep -hv -- '-----' "$data"/tls/*.key 2>/dev/null || true)
@@ -168,6 +171,7 @@ watch_argv() {
       echo "$name" >> "$out.names"
       grep -qxF -- "$cmd" "$out.argv" || echo "$cmd" >> "$out.argv"
       if { [ -n "$token" ] && [[ $cmd == *"$token"* ]]; } ||
+         { [ -n "$actor_token" ] && [[ $cmd == *"$actor_token"* ]]; } ||
          grep -qiE -- '--token([ =]|$)|password|-----BEGIN|PRIVATE KEY' <<< "$cmd"; then
         echo "$cmd" >> "$out.leaks"
       fi
@@ -235,6 +239,19 @@ if [[ $parts == all || $parts == up ]]; then
   [ "$(stat -c %a "$work/data/token")" = 600 ] ||
     fail "$work/data/token has mode $(stat -c %a "$work/data/token"), not 600"
   grep -qxE '[0-9a-f]{64}' "$work/data/token" || fail "the token is not 32 bytes of hex"
+  # Actors hold a token of their own, not the cluster token: they find the
+  # learner through the coordinator, which gives them a ticket for it.
+  [ "$(stat -c %a "$work/data/actor-token")" = 600 ] ||
+    fail "$work/data/actor-token is not mode 600"
+  grep -qxE '[0-9a-f]{64}' "$work/data/actor-token" || fail "the actor token is not 32 bytes of hex"
+  cmp -s "$work/data/token" "$work/data/actor-token" && fail "the actor token is the cluster token"
+  actor_argv=" $(argv_of ristretto-actor) "
+  [[ $actor_argv == *" --token-file $work/data/actor-token "* ]] ||
+    fail "the actor does not use the actor token (argv:$actor_argv)"
+  [[ $actor_argv == *" --coordinator "* ]] ||
+    fail "the actor does not find its learner through the coordinator (argv:$actor_argv)"
+  [[ " $(argv_of ristretto-coordinator) " == *" --actor-token-file $work/data/actor-token "* ]] ||
+    fail "the coordinator does not know the actor token"
   # The import report: holes filled per asset, one split at the outage.
   grep -q '^import report (forward-fill gaps of up to 3 bars)' "$log" ||
     fail "no import report"
