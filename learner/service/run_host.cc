@@ -450,16 +450,19 @@ void RunHost::TrainLoop() {
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
-      if (!finished && budget_reached_ && !stopping_) {
-        // The last update fell short (see above): the run needs more data.
-        // Its actors were told it had finished; they ask for work again
-        // and are assigned to it once more.
+      if (!finished && budget_reached_) {
+        // The last update fell short (see above), or a stop cancelled it:
+        // the run has not reached its budget. Unless stopping, it needs
+        // more data: its actors were told it had finished; they ask for
+        // work again and are assigned to it once more.
         budget_reached_ = false;
-        RLOG(INFO) << "run " << spec_.run_id << ": at "
-                   << counters_.env_steps_trained << " of "
-                   << o.budget_env_steps
-                   << " env steps after the last update; accepting actors "
-                      "again";
+        if (!stopping_) {
+          RLOG(INFO) << "run " << spec_.run_id << ": at "
+                     << counters_.env_steps_trained << " of "
+                     << o.budget_env_steps
+                     << " env steps after the last update; accepting actors "
+                        "again";
+        }
       }
       if (finished && !budget_reached_) {
         // From here every chunk is refused: stop the actors now rather
