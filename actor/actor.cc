@@ -703,9 +703,13 @@ absl::Status Actor::RolloutChunks(wire::ActCall* call) {
         // instead of aging while it waits (a chunk made before the wait
         // is a version or two older when trained, and more often beyond
         // max_policy_lag).
+        // No chunk before this session's assignment: on a rejoin the
+        // learner may answer with another run (the old one full or gone),
+        // and a chunk of the old run would only be refused (NOT_FOUND).
         return stop_ || session_end_ != SessionEnd::kNone ||
                assignment_gen_ != r.applied_gen ||
-               (r.env != nullptr && (r.policy != nullptr || new_weights) &&
+               (session_assigned_ && r.env != nullptr &&
+                (r.policy != nullptr || new_weights) &&
                 static_cast<int>(unacked_.size()) < window_);
       };
       while (!ready()) cv_.Wait(&mu_);

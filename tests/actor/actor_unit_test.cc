@@ -367,6 +367,37 @@ TEST_F(ActorUnitTest, RejoinsItsRunWhenTheStreamBreaks) {
   EXPECT_EQ(learner_.fetches(), 1);  // the same run: env and dataset kept
 }
 
+// A rejoin the learner answers with another run (the old one is full or
+// gone): until this session's assignment arrives the actor sends nothing,
+// so no chunk of its previous run reaches a learner that no longer hosts it
+// (each would be refused with NOT_FOUND and its env steps wasted).
+TEST_F(ActorUnitTest, ARejoinSendsNothingBeforeTheSessionsAssignment) {
+  auto sessions = std::make_shared<std::atomic<int>>(0);
+  learner_.set_on_hello([sessions](FakeActCall& call, const v1::Hello&) {
+    if ((*sessions)++ == 0) {
+      call.Send(Assignment(kRun, 4));
+      call.Send(Weights(kRun, 1));
+    }  // the second session's answer comes from the test, later
+  });
+  Start();
+  std::shared_ptr<FakeActCall> first = Call(0);
+  ASSERT_TRUE(first->WaitForChunks(1, kWait));
+  first->End(absl::UnavailableError("learner restarting"));
+  std::shared_ptr<FakeActCall> second = Call(1);
+  ASSERT_TRUE(second->WaitFor(
+      [](const FakeActCall& c) { return c.hello().has_value(); }, kWait));
+  EXPECT_EQ(second->hello()->want_run_id(), kRun);
+  // Room for a chunk of the old run to be made and sent, were it allowed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(second->num_chunks(), 0U);
+  second->Send(Assignment("run-2", 4));
+  second->Send(Weights("run-2", 3));
+  ASSERT_TRUE(second->WaitForChunks(2, kWait));
+  for (const FakeActCall::SentChunk& c : second->chunks()) {
+    EXPECT_EQ(c.chunk->run_id, "run-2") << "sequence " << c.sequence;
+  }
+}
+
 TEST_F(ActorUnitTest, ResynchronisesWeightsAfterAFutureVersionRejection) {
   // The learner restarted from an older checkpoint: version 1 is from its
   // future, so it refuses the chunk as INVALID_ARGUMENT.
