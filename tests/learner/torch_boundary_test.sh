@@ -89,7 +89,9 @@ while IFS= read -r f; do
       fi
       ;;
   esac
-done < <(find . \( -path ./build -o -path './build-*' -o -path ./.git \
+# Hidden folders (.git, and ignored copies such as .gpu-src from
+# scripts/prepare_gpu_run.sh) are not the source tree.
+done < <(find . \( -path ./build -o -path './build-*' -o -path './.*' \
   -o -path ./docker -o -path ./deploy \) -prune -o \
   \( -name '*.h' -o -name '*.cc' \) -type f -print | sort)
 
