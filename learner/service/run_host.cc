@@ -380,38 +380,25 @@ void RunHost::TrainLoop() {
     batch_samples += batch.back().num_samples();
     if (batch_samples < spec_.samples_per_update) continue;
 
-    // The update that reaches the budget is the run's last: it also trains
-    // every chunk already queued or parked, which would otherwise be
-    // dropped as left over, and the actors are told to stop before it
-    // starts rather than after, so they do not make chunks during it that
-    // only the end could drop. Should it fall short of the budget after all
-    // (stale chunks, a rolled-back update), the run accepts actors again
-    // below.
-    std::vector<std::function<void()>> drained;
+    // The update that reaches the budget is the run's last: the actors are
+    // told to stop before it starts rather than after, so they do not make
+    // chunks during it that only the end could drop. It trains exactly one
+    // update's worth, like every other update and like `ristretto train`
+    // (parity): what is still queued or parked is dropped at the end,
+    // counted. (Folding it into this update made the last update 2-3 times
+    // the others and changed what the distributed learning test learned.)
+    // Should it fall short of the budget after all (stale chunks, a
+    // rolled-back update), the run accepts actors again below.
     std::vector<Listener> stop_early;
     {
       absl::MutexLock lock(&mu_);
       if (counters_.env_steps_trained + batch_samples >= o.budget_env_steps &&
           !budget_reached_) {
-        for (TrajectoryChunk& c : queue_) {
-          batch_samples += c.num_samples();
-          batch.push_back(std::move(c));
-        }
-        for (auto& [c, cb] : parked_) {
-          batch_samples += c.num_samples();
-          batch.push_back(std::move(c));
-          drained.push_back(std::move(cb));
-        }
-        queue_.clear();
-        parked_.clear();
-        ExportQueueDepth();
         budget_reached_ = true;
         for (const auto& [id, l] : listeners_) stop_early.push_back(l);
       }
     }
     for (const Listener& l : stop_early) l(nullptr);
-    // Their streams acknowledge the parked chunks after the stop.
-    for (const std::function<void()>& cb : drained) cb();
 
     const auto started = std::chrono::steady_clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
