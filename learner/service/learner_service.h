@@ -136,16 +136,15 @@ class LearnerService final : public LearnerServiceBase {
   // actor stepping `env_copies` env copies (RunHost::AbsorbsActor: its
   // chunks arrive within max_policy_lag beside the run's other actors; a
   // run without actors takes any), `want_run_id` if it is one of them, else
-  // the one with the fewest actors; nullptr if none. An actor that would
-  // only make stale chunks waits for a run with room instead (the runs of
-  // a learner open and close at different times, and the first one open
-  // would otherwise take every actor). env_copies ≤ 0 (not said): every
-  // run absorbs it. `*refusal` (if not null) says why none was assigned.
+  // the one with the fewest actors; when none absorbs it, the run with the
+  // fewest actors all the same (an idle actor costs more throughput than
+  // its chunks that go stale); nullptr only when no run accepts actors or
+  // every one has max_actors_per_run. env_copies ≤ 0 (not said): every run
+  // absorbs it. `*refusal` (if not null) says why none was assigned.
   enum class Refusal {
     kNone,       // a run was assigned
     kNoRun,      // no run is accepting actors
     kMaxActors,  // every accepting run has max_actors_per_run actors
-    kPolicyLag,  // ... or as many as it absorbs (some at least that many)
   };
   std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id,
                                      int64_t env_copies,

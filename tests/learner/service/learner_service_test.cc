@@ -132,7 +132,7 @@ TEST_F(LearnerServiceTest, ActorsBeyondTheCapPerRunAreToldToComeBackLater) {
 // A run takes only the actors whose chunks it trains within
 // max_policy_lag; one more waits (told to come back) rather than making
 // stale chunks, and gets a run when one opens or loses an actor.
-TEST_F(LearnerServiceTest, ARunTakesOnlyTheActorsItsPolicyLagAbsorbs) {
+TEST_F(LearnerServiceTest, ActorsGoFirstToARunThatAbsorbsThemAndNeverIdle) {
   // SmallSpec, lag 4: 3 updates of 16 steps minus a queue of 2 chunks of
   // 16 leaves room for one actor of 2 env copies (chunks of 8 × 2).
   RunSpec spec = SmallSpec("");
@@ -140,31 +140,26 @@ TEST_F(LearnerServiceTest, ARunTakesOnlyTheActorsItsPolicyLagAbsorbs) {
   Serve(1, spec);
   auto a0 = Actor("a0");
   EXPECT_EQ(a0->messages()[0].assignment().run_id(), "run-0");
-  auto a1 = Actor("a1", "run-0");  // even when it asks for that run
-  ASSERT_EQ(a1->messages().size(), 1u);
-  EXPECT_NE(a1->messages()[0].stop().reason().find(
-                "as many actors as its max_policy_lag absorbs"),
-            std::string::npos)
-      << a1->messages()[0].stop().reason();
-  EXPECT_FALSE(a1->messages()[0].stop().run_finished());
-  EXPECT_EQ(service_->ActorsOn("run-0"), 1);
-  // A second run opens: the next actor goes there.
   spec.run_id = "run-1";
   service_->AddRun(MustCreate(spec));
+  // It asks for run-0, which is at its lag limit: run-1 has room.
+  auto a1 = Actor("a1", "run-0");
+  EXPECT_EQ(a1->messages()[0].assignment().run_id(), "run-1");
+  // Every run at its limit: the next actor still gets work (the run with
+  // the fewest actors) rather than waiting.
   auto a2 = Actor("a2");
-  EXPECT_EQ(a2->messages()[0].assignment().run_id(), "run-1");
-  // An actor leaves run-0: its place is free again.
-  a0->Close();
-  EXPECT_EQ(service_->ActorsOn("run-0"), 0);
+  ASSERT_TRUE(a2->messages()[0].has_assignment());
+  EXPECT_EQ(a2->messages()[0].assignment().run_id(), "run-0");  // the tie
+  EXPECT_EQ(service_->ActorsOn("run-0") + service_->ActorsOn("run-1"), 3);
+  // An actor leaves run-1: the next one goes there, where there is room
+  // again (run-0 has two).
+  a1->Close();
   auto a3 = Actor("a3");
-  EXPECT_EQ(a3->messages()[0].assignment().run_id(), "run-0");
-  // Actors that do not say their env copies are not limited (as before).
-  LearnerService::Refusal refusal = LearnerService::Refusal::kNone;
-  EXPECT_NE(service_->AssignRun("", 0, &refusal), nullptr);
+  ASSERT_TRUE(a3->messages()[0].has_assignment());
+  EXPECT_EQ(a3->messages()[0].assignment().run_id(), "run-1");
+  LearnerService::Refusal refusal = LearnerService::Refusal::kMaxActors;
+  EXPECT_NE(service_->AssignRun("", 2, &refusal), nullptr);
   EXPECT_EQ(refusal, LearnerService::Refusal::kNone);
-  // With 2 copies every run is at its limit now.
-  EXPECT_EQ(service_->AssignRun("", 2, &refusal), nullptr);
-  EXPECT_EQ(refusal, LearnerService::Refusal::kPolicyLag);
 }
 
 TEST_F(LearnerServiceTest, AnActorGetsTheRunItAsksForWhileItTrains) {
