@@ -217,11 +217,15 @@ absl::StatusOr<std::string> GenerateToken() {
 
 absl::StatusOr<std::string> ResolveToken(bool token_flag_given,
                                          const std::string& token_file,
-                                         const char* env_value) {
+                                         const char* env_value,
+                                         absl::string_view flag,
+                                         absl::string_view env) {
   if (token_flag_given) {
     return absl::InvalidArgumentError(
-        "--token VALUE is refused: every local user can read it with ps; "
-        "use --token-file FILE (mode 600) or $RISTRETTO_TOKEN");
+        absl::StrCat("--", flag,
+                     " VALUE is refused: every local user can read it with ps; "
+                     "use --",
+                     flag, "-file FILE (mode 600) or $", env));
   }
   if (!token_file.empty()) return ReadSecretFile(token_file);
   if (env_value != nullptr) return std::string(env_value);

@@ -48,15 +48,17 @@ absl::Status WriteSecretFile(const std::string& path, absl::string_view secret);
 absl::StatusOr<std::string> GenerateToken();
 
 // The token a binary uses, from its flags and environment:
-//   `token_flag_given` (--token VALUE was on the command line) ->
-//       kInvalidArgument, saying to use --token-file or $RISTRETTO_TOKEN;
+//   `token_flag_given` (--FLAG VALUE was on the command line) ->
+//       kInvalidArgument, saying to use --FLAG-file or $ENV (`flag` and
+//       `env` name them: "token" and "RISTRETTO_TOKEN" unless given);
 //   `token_file` non-empty -> ReadSecretFile(token_file) (wins over the
 //       environment: the explicit flag is what the operator meant);
 //   `env_value` non-null and non-empty -> it;
 //   otherwise "" (no token configured).
-absl::StatusOr<std::string> ResolveToken(bool token_flag_given,
-                                         const std::string& token_file,
-                                         const char* env_value);
+absl::StatusOr<std::string> ResolveToken(
+    bool token_flag_given, const std::string& token_file, const char* env_value,
+    absl::string_view flag = "token",
+    absl::string_view env = "RISTRETTO_TOKEN");
 
 // True when the libpq connection string `dsn` carries a password: a
 // `password` keyword in the key = value form, or in a postgresql:// or

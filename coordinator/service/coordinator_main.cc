@@ -120,14 +120,11 @@ absl::Status Main() {
       options.token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
                    absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
-  if (absl::GetFlag(FLAGS_actor_token).has_value()) {
-    return absl::InvalidArgumentError(
-        "--actor-token is refused: a token in argv is readable with ps; use "
-        "--actor-token-file FILE (mode 600) or $RISTRETTO_ACTOR_TOKEN");
-  }
   ASSIGN_OR_RETURN(const std::string actor_token,
-                   ResolveToken(false, absl::GetFlag(FLAGS_actor_token_file),
-                                std::getenv("RISTRETTO_ACTOR_TOKEN")));
+                   ResolveToken(absl::GetFlag(FLAGS_actor_token).has_value(),
+                                absl::GetFlag(FLAGS_actor_token_file),
+                                std::getenv("RISTRETTO_ACTOR_TOKEN"),
+                                "actor-token", "RISTRETTO_ACTOR_TOKEN"));
   if (!actor_token.empty() && options.token.empty()) {
     return absl::InvalidArgumentError(
         "an actor token (--actor-token-file, $RISTRETTO_ACTOR_TOKEN) needs a "

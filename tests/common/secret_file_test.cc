@@ -143,6 +143,11 @@ TEST_F(SecretFileTest, ResolveTokenRefusesArgvThenPrefersFileOverEnv) {
   EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(t.status().message(), HasSubstr("--token-file"));
   EXPECT_THAT(t.status().message(), HasSubstr("RISTRETTO_TOKEN"));
+  // Another token's flag and variable are named in its refusal.
+  t = ResolveToken(true, "", nullptr, "actor-token", "RISTRETTO_ACTOR_TOKEN");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("--actor-token-file"));
+  EXPECT_THAT(t.status().message(), HasSubstr("$RISTRETTO_ACTOR_TOKEN"));
 
   const std::string file = Write("tok", "file-token\n", 0600);
   EXPECT_EQ(*ResolveToken(false, file, "env-token"), "file-token");
