@@ -32,6 +32,7 @@
 #include "tests/integration/learner_status.h"
 #include "tests/integration/log_fields.h"
 #include "tests/integration/process.h"
+#include "tests/integration/process_harness.h"
 #include "wire/chunk_codec.h"
 
 namespace ristretto {
@@ -42,6 +43,7 @@ using ::ristretto::testing::DoubleField;
 using ::ristretto::testing::Field;
 using ::ristretto::testing::FreePort;
 using ::ristretto::testing::Process;
+using ::ristretto::testing::SmallLearnerRunFlags;
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
@@ -262,26 +264,9 @@ TEST_F(DistributedExtraTest, StaleAndFutureChunksGetPreciseCodesAndCounts) {
 // the Stop comes.
 TEST_F(DistributedExtraTest, LearnerStoppedMidRunReceivesEveryChunkSent) {
   const int port = FreePort();
-  auto learner = StartLearner(port, {"--synthetic-rows",
-                                     "1200",
-                                     "--synthetic-assets",
-                                     "3",
-                                     "--policy-hidden",
-                                     "32,32",
-                                     "--samples-per-update",
-                                     "1024",
-                                     "--rollout",
-                                     "32",
-                                     "--episode",
-                                     "200",
-                                     "--epochs",
-                                     "2",
-                                     "--minibatch",
-                                     "512",
-                                     "--budget",
-                                     "100000000",
-                                     "--queue",
-                                     "1"});
+  std::vector<std::string> flags = SmallLearnerRunFlags();
+  flags.insert(flags.end(), {"--budget", "100000000", "--queue", "1"});
+  auto learner = StartLearner(port, flags);
   Process actor({RISTRETTO_ACTOR_BINARY, "--learner",
                  absl::StrCat("127.0.0.1:", port), "--envs", "8", "--actor-id",
                  "streaming", "--cache-dir", dir_ + "/cache"},
