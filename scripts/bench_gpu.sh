@@ -88,10 +88,11 @@ echo "runs: 2 MLPs $HIDDEN, $ENVS envs x 128 steps per chunk and per update," \
 
 now() { date +%s.%N; }
 # GET http://ADDR/metrics to stdout: curl when there is one, else bash's
-# /dev/tcp (CUDA images often have no curl).
+# /dev/tcp (CUDA images often have no curl). A sandbox's http_proxy must
+# not catch a loopback address: curl is told to use none.
 fetch_metrics() {
   if command -v curl >/dev/null 2>&1; then
-    curl -sf --max-time 5 "http://$1/metrics"
+    curl -sSf --noproxy '*' --max-time 5 "http://$1/metrics"
     return
   fi
   local host=${1%:*} port=${1##*:}
@@ -154,7 +155,7 @@ for n in $RUNS; do
   # benchmark stops rather than wait for a budget that never comes.
   stall_s=${STALL_S:-120}
   while kill -0 "$learner" 2>/dev/null; do
-    if [ -n "$maddr" ] && fetch_metrics "$maddr" >"$dir/scrape.tmp" 2>/dev/null &&
+    if [ -n "$maddr" ] && fetch_metrics "$maddr" >"$dir/scrape.tmp" 2>"$dir/scrape.err" &&
       [ -s "$dir/scrape.tmp" ]; then
       mv "$dir/scrape.tmp" "$dir/scrape.txt"
     fi
@@ -203,6 +204,10 @@ for n in $RUNS; do
       printf "%-5d %-6d %10.0f %12.0f %8.1f%% %10s %14s\n", n, m, tr / w, se / w,
         (rc_ > 0 ? 100 * dr / rc_ : 0), upd, g
     }'
+  if [ ! -s "$dir/scrape.txt" ]; then
+    echo "N=$n: the learner's metrics at ${maddr:-(no address)} were never read:" \
+      "$(tail -1 "$dir/scrape.err" 2>/dev/null | cut -c1-300)" >&2
+  fi
   if [ "$rc" != 0 ] || [ "$finished" != "$n" ] || [ "$trained" -lt $((n * BUDGET)) ]; then
     echo "N=$n: learner exit $rc, $finished of $n runs finished, $trained env steps trained" >&2
     tail -5 "$dir/learner.err" >&2

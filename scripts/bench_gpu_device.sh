@@ -73,7 +73,8 @@ ldd "$B/learner/ristretto-learner" | grep -E "not found|torch_cuda" || true
 
 # One benchmark per configuration in BENCH_CONFIGS (';'-separated
 # variable assignments for bench_gpu.sh, e.g. 'RUNS="1 4 16";RUNS=16
-# ENVS=32'); the default is bench_gpu.sh's own. Each gets the time left
+# ENVS=32'; DEVICE=cpu in one runs the same binaries' CPU learner, the
+# baseline); the default is bench_gpu.sh's own. Each gets the time left
 # before DEADLINE seconds from the start (default 560), at most
 # CONFIG_LIMIT seconds (default 600); one with less than 60 s left is
 # skipped. Processes a stopped benchmark left behind are ended.
@@ -87,7 +88,7 @@ for cfg in "${configs[@]}"; do
   if [ "$left" -lt 60 ]; then phase "benchmark $k ($cfg) skipped: ${left} s left"; continue; fi
   [ "$left" -gt "${CONFIG_LIMIT:-600}" ] && left=${CONFIG_LIMIT:-600}
   phase "benchmark $k: ${cfg:-defaults} (limit $left s)"
-  eval "env $cfg KEEP=1 DEVICE=cuda BUILD_DIR=$B timeout $left scripts/bench_gpu.sh" 2>&1 |
+  eval "env DEVICE=cuda $cfg KEEP=1 BUILD_DIR=$B timeout $left scripts/bench_gpu.sh" 2>&1 |
     tee "$logs/bench-$k.txt" || rc=$?
   pkill -f "$B/(learner|actor)/ristretto-" 2>/dev/null || true
   kept=$(sed -n "s/^logs in //p" "$logs/bench-$k.txt" | tail -1)
