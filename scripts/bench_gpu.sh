@@ -88,10 +88,12 @@ echo "runs: 2 MLPs $HIDDEN, $ENVS envs x 128 steps per chunk and per update," \
 
 now() { date +%s.%N; }
 # GET http://ADDR/metrics to stdout: curl when there is one, else bash's
-# /dev/tcp (CUDA images often have no curl). A sandbox's http_proxy must
+# /dev/tcp (CUDA images often have no curl, and a curl that cannot load its
+# libraries, say under the dependency bundle's LD_LIBRARY_PATH, is none).
+# A sandbox's http_proxy must
 # not catch a loopback address: curl is told to use none.
 fetch_metrics() {
-  if command -v curl >/dev/null 2>&1; then
+  if curl --version >/dev/null 2>&1; then
     curl -sSf --noproxy '*' --max-time 5 "http://$1/metrics"
     return
   fi
