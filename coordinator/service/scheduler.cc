@@ -533,19 +533,19 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
   // never finish. Read from the database, so that a coordinator restart in
   // between does not hide the change.
   if (!incarnation.empty()) {
-    ASSIGN_OR_RETURN(std::vector<MemberRow> members,
-                     Db(DbOp::kListMembers)->ListMembers());
-    for (const MemberRow& m : members) {
-      if (m.id != request.member_id()) continue;
-      const std::string previous = IncarnationOf(m.capacity_json);
-      if (!previous.empty() && previous != incarnation) {
-        RLOG(WARNING) << "learner " << request.member_id()
-                      << " registered as a new process: the leases of its "
-                         "previous process go back to the queue";
-        RETURN_IF_ERROR(
-            Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id()));
-      }
-      break;
+    absl::StatusOr<MemberRow> known =
+        Db(DbOp::kGetMember)->GetMember(request.member_id());
+    if (!known.ok() && known.status().code() != absl::StatusCode::kNotFound) {
+      return known.status();
+    }
+    const std::string previous =
+        known.ok() ? IncarnationOf(known->capacity_json) : "";
+    if (!previous.empty() && previous != incarnation) {
+      RLOG(WARNING) << "learner " << request.member_id()
+                    << " registered as a new process: the leases of its "
+                       "previous process go back to the queue";
+      RETURN_IF_ERROR(
+          Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id()));
     }
   }
   MemberRow member;

@@ -761,4 +761,13 @@ absl::StatusOr<std::vector<MemberRow>> InMemoryStore::ListMembers() {
   return rows;
 }
 
+absl::StatusOr<MemberRow> InMemoryStore::GetMember(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  const auto it = members_.find(id);
+  if (it == members_.end()) {
+    return absl::NotFoundError(absl::StrCat("no member with id '", id, "'"));
+  }
+  return it->second;
+}
+
 }  // namespace ristretto::coordinator

@@ -122,6 +122,7 @@ class InMemoryStore final : public Store {
 
   absl::Status UpsertMember(const MemberRow& row) override;
   absl::StatusOr<std::vector<MemberRow>> ListMembers() override;
+  absl::StatusOr<MemberRow> GetMember(const std::string& id) override;
 
  private:
   struct StoredLockbox {

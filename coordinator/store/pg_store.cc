@@ -1624,4 +1624,19 @@ absl::StatusOr<std::vector<MemberRow>> PgStore::ListMembers() {
       });
 }
 
+absl::StatusOr<MemberRow> PgStore::GetMember(const std::string& id) {
+  return impl_->Transact<MemberRow>(
+      "GetMember", false, [&](pqxx::work& txn) -> absl::StatusOr<MemberRow> {
+        const pqxx::result r =
+            txn.exec_params(absl::StrCat("SELECT ", kMemberColumns,
+                                         " FROM members m WHERE m.id = $1"),
+                            id);
+        if (r.empty()) {
+          return absl::NotFoundError(
+              absl::StrCat("no member with id '", id, "'"));
+        }
+        return ParseMember(r[0]);
+      });
+}
+
 }  // namespace ristretto::coordinator

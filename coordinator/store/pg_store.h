@@ -108,6 +108,7 @@ class PgStore final : public Store {
       int64_t trial_id) override;
   absl::Status UpsertMember(const MemberRow& row) override;
   absl::StatusOr<std::vector<MemberRow>> ListMembers() override;
+  absl::StatusOr<MemberRow> GetMember(const std::string& id) override;
 
  private:
   class Impl;

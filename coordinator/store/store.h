@@ -356,6 +356,8 @@ class Store {
   virtual absl::Status UpsertMember(
       const MemberRow& row) = 0;  // sets last_seen = now
   virtual absl::StatusOr<std::vector<MemberRow>> ListMembers() = 0;
+  // The member `id` (learner or actor); kNotFound when none has that id.
+  virtual absl::StatusOr<MemberRow> GetMember(const std::string& id) = 0;
 
  protected:
   Store() = default;

@@ -810,6 +810,17 @@ TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   EXPECT_EQ(members[1].capacity_json, "{}");
   EXPECT_EQ(members[1].first_seen, first_seen);
   EXPECT_GE(members[1].last_seen, first_seen);
+  // One member by id: the row ListMembers has, whatever its kind.
+  ASSERT_OK_AND_ASSIGN(const MemberRow learner, store_->GetMember("learner-1"));
+  EXPECT_EQ(learner.kind, "learner");
+  EXPECT_EQ(learner.address, "host:2");
+  EXPECT_EQ(learner.capacity_json, "{}");
+  EXPECT_EQ(learner.first_seen, first_seen);
+  EXPECT_EQ(learner.last_seen, members[1].last_seen);
+  ASSERT_OK_AND_ASSIGN(const MemberRow actor, store_->GetMember("actor-1"));
+  EXPECT_EQ(actor.kind, "actor");
+  EXPECT_EQ(store_->GetMember("learner-2").status().code(),
+            absl::StatusCode::kNotFound);
 
   const StudyRow study = RunningStudy("s");
   ASSERT_OK_AND_ASSIGN(std::optional<std::string> result,
