@@ -164,7 +164,12 @@ absl::StatusOr<Principal> TokenRegistry::Authenticate(
     absl::string_view metadata_value) const {
   absl::StatusOr<std::string> secret = ParseBearer(metadata_value);
   if (!secret.ok()) return secret.status();
-  const std::string digest = DigestHex(*secret);
+  return AuthenticateSecret(*secret);
+}
+
+absl::StatusOr<Principal> TokenRegistry::AuthenticateSecret(
+    absl::string_view secret) const {
+  const std::string digest = DigestHex(secret);
   absl::MutexLock lock(&mu_);
   // Keyed by the digest, which a caller cannot steer towards a stored one:
   // the lookup's timing says nothing about the secret (see the header).

@@ -120,6 +120,10 @@ class TokenRegistry {
   // when absent, malformed or unknown.
   absl::StatusOr<Principal> Authenticate(absl::string_view metadata_value) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The principal of `secret`, already taken out of its metadata value
+  // (ParseBearer); kUnauthenticated when unknown.
+  absl::StatusOr<Principal> AuthenticateSecret(absl::string_view secret) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 

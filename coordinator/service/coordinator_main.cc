@@ -117,7 +117,7 @@ absl::Status Main() {
   // Before anything is created: a refused secret or a bad certificate
   // leaves nothing behind.
   ASSIGN_OR_RETURN(
-      options.token,
+      const std::string token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),
                    absl::GetFlag(FLAGS_token_file), std::getenv(kTokenEnv)));
   ASSIGN_OR_RETURN(const std::string actor_token,
@@ -125,13 +125,13 @@ absl::Status Main() {
                                 absl::GetFlag(FLAGS_actor_token_file),
                                 std::getenv("RISTRETTO_ACTOR_TOKEN"),
                                 "actor-token", "RISTRETTO_ACTOR_TOKEN"));
-  if (!actor_token.empty() && options.token.empty()) {
+  if (!actor_token.empty() && token.empty()) {
     return absl::InvalidArgumentError(
         "an actor token (--actor-token-file, $RISTRETTO_ACTOR_TOKEN) needs a "
         "cluster token (--token-file, $RISTRETTO_TOKEN): without one no call "
         "is authenticated");
   }
-  if (!actor_token.empty() && actor_token == options.token) {
+  if (!actor_token.empty() && actor_token == token) {
     return absl::InvalidArgumentError(
         "the actor token equals the cluster token: give actors a token of "
         "their own (scripts/compose_up.sh and `ristretto up` make one)");
@@ -146,7 +146,7 @@ absl::Status Main() {
   // the data directory or the database are touched.
   ASSIGN_OR_RETURN(const std::string exposure,
                    CheckExposure(address, !tls.cert_file.empty(),
-                                 !options.token.empty() || MutualTlsFromFlags(),
+                                 !token.empty() || MutualTlsFromFlags(),
                                  absl::GetFlag(FLAGS_allow_insecure_network)));
   RLOG(INFO) << "security: " << exposure;
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -176,8 +176,7 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn));
   RETURN_IF_ERROR(store->Migrate());
   Scheduler scheduler(std::move(store), options);
-  CoordinatorService service(&scheduler, options.token, metrics.get(),
-                             actor_token);
+  CoordinatorService service(&scheduler, token, metrics.get(), actor_token);
   if (!actor_token.empty()) {
     RLOG(INFO) << "actors authenticate with their own token (it finds "
                   "learners and fetches datasets only)";

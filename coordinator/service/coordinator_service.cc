@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -69,19 +70,34 @@ absl::StatusOr<auth::Principal> CoordinatorService::Caller(
       auth::ConstantTimeEquals(*secret, actor_token_)) {
     return auth::Principal{auth::Role::kActor, "actor"};
   }
-  return registry_.Authenticate(value);
+  return registry_.AuthenticateSecret(*secret);
 }
 
-absl::Status CoordinatorService::AuthorizeLearner(
+std::optional<grpc::Status> CoordinatorService::Refusal(
+    const char* method, const absl::Status& authorized) const {
+  if (authorized.ok()) return std::nullopt;
+  return Finish(method, authorized);
+}
+
+std::optional<grpc::Status> CoordinatorService::RefuseUnlessLearner(
     const grpc::ServerContext& context, const std::string& member_id,
-    bool operator_ok, const char* method) const {
-  if (!authenticating()) return absl::OkStatus();
+    const char* method, bool operator_ok) const {
+  if (!authenticating()) return std::nullopt;
   absl::StatusOr<auth::Principal> caller = Caller(context);
-  if (!caller.ok()) return caller.status();
+  if (!caller.ok()) return Refusal(method, caller.status());
   if (operator_ok && caller->role == auth::Role::kOperator) {
-    return absl::OkStatus();
+    return std::nullopt;
   }
-  return auth::RequireLearner(*caller, member_id, method);
+  return Refusal(method, auth::RequireLearner(*caller, member_id, method));
+}
+
+std::optional<grpc::Status> CoordinatorService::RefuseUnlessRole(
+    const grpc::ServerContext& context, std::initializer_list<auth::Role> roles,
+    const char* method) const {
+  if (!authenticating()) return std::nullopt;
+  absl::StatusOr<auth::Principal> caller = Caller(context);
+  if (!caller.ok()) return Refusal(method, caller.status());
+  return Refusal(method, auth::RequireRole(*caller, roles, method));
 }
 
 grpc::Status CoordinatorService::RegisterLearner(
@@ -120,10 +136,9 @@ grpc::Status CoordinatorService::LeaseRun(grpc::ServerContext* context,
                                           const v1::LeaseRunRequest* request,
                                           v1::LeaseRunResponse* response) {
   constexpr char kMethod[] = "LeaseRun";
-  if (absl::Status s =
-          AuthorizeLearner(*context, request->member_id(), false, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
   }
   return Reply(kMethod, scheduler_->LeaseRun(*request), response);
 }
@@ -132,10 +147,9 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* context,
                                            const v1::HeartbeatRequest* request,
                                            v1::HeartbeatResponse* response) {
   constexpr char kMethod[] = "Heartbeat";
-  if (absl::Status s =
-          AuthorizeLearner(*context, request->member_id(), false, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
   }
   return Reply(kMethod, scheduler_->Heartbeat(*request), response);
 }
@@ -144,10 +158,9 @@ grpc::Status CoordinatorService::ReportEvaluation(
     grpc::ServerContext* context, const v1::ReportEvaluationRequest* request,
     v1::ReportEvaluationResponse* response) {
   constexpr char kMethod[] = "ReportEvaluation";
-  if (absl::Status s =
-          AuthorizeLearner(*context, request->member_id(), false, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
   }
   return Reply(kMethod, scheduler_->ReportEvaluation(*request), response);
 }
@@ -156,10 +169,9 @@ grpc::Status CoordinatorService::CompleteRun(
     grpc::ServerContext* context, const v1::CompleteRunRequest* request,
     v1::CompleteRunResponse* /*response*/) {
   constexpr char kMethod[] = "CompleteRun";
-  if (absl::Status s =
-          AuthorizeLearner(*context, request->member_id(), false, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
   }
   return Finish(kMethod, scheduler_->CompleteRun(*request));
 }
@@ -168,10 +180,9 @@ grpc::Status CoordinatorService::FailRun(grpc::ServerContext* context,
                                          const v1::FailRunRequest* request,
                                          v1::FailRunResponse* /*response*/) {
   constexpr char kMethod[] = "FailRun";
-  if (absl::Status s =
-          AuthorizeLearner(*context, request->member_id(), false, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
   }
   return Finish(kMethod, scheduler_->FailRun(*request));
 }
@@ -180,10 +191,10 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
                                          const v1::ReleaseRequest* request,
                                          v1::ReleaseResponse* /*response*/) {
   constexpr char kMethod[] = "Release";
-  if (absl::Status s = AuthorizeLearner(*context, request->member_id(),
-                                        /*operator_ok=*/true, kMethod);
-      !s.ok()) {
-    return Finish(kMethod, s);
+  if (std::optional<grpc::Status> refused =
+          RefuseUnlessLearner(*context, request->member_id(), kMethod,
+                              /*operator_ok=*/true)) {
+    return *refused;
   }
   const absl::Status released = scheduler_->Release(*request);
   if (released.ok() && authenticating()) {
@@ -200,14 +211,11 @@ grpc::Status CoordinatorService::FindLearner(
     grpc::ServerContext* context, const v1::FindLearnerRequest* request,
     v1::FindLearnerResponse* response) {
   constexpr char kMethod[] = "FindLearner";
+  if (std::optional<grpc::Status> refused = RefuseUnlessRole(
+          *context, {auth::Role::kOperator, auth::Role::kActor}, kMethod)) {
+    return *refused;
+  }
   if (authenticating()) {
-    absl::StatusOr<auth::Principal> caller = Caller(*context);
-    absl::Status s = caller.status();
-    if (s.ok()) {
-      s = auth::RequireRole(
-          *caller, {auth::Role::kOperator, auth::Role::kActor}, kMethod);
-    }
-    if (!s.ok()) return Finish(kMethod, s);
     // The ticket names the actor: an id it cannot carry is refused before
     // anything is recorded.
     if (request->actor_id().size() > auth::kMaxTicketIdBytes) {
@@ -253,12 +261,14 @@ grpc::Status CoordinatorService::FetchDataset(
     grpc::ServerContext* context, const v1::FetchDatasetRequest* request,
     grpc::ServerWriter<v1::DatasetPiece>* writer) {
   constexpr char kMethod[] = "FetchDataset";
-  if (authenticating()) {
-    // Any authenticated caller (operators with the cluster token, actors
-    // with it or the actor token, learners with their session secret), but
-    // only for a dataset a running study trains on.
-    absl::StatusOr<auth::Principal> caller = Caller(*context);
-    if (!caller.ok()) return Finish(kMethod, caller.status());
+  // Any authenticated caller (operators with the cluster token, actors
+  // with it or the actor token, learners with their session secret), but
+  // only for a dataset a running study trains on.
+  if (std::optional<grpc::Status> refused = RefuseUnlessRole(
+          *context,
+          {auth::Role::kOperator, auth::Role::kActor, auth::Role::kLearner},
+          kMethod)) {
+    return *refused;
   }
   absl::StatusOr<std::string> path = scheduler_->DatasetPath(
       request->dataset_id(), /*running_studies_only=*/authenticating());

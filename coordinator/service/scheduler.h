@@ -36,11 +36,6 @@ namespace ristretto::coordinator {
 struct SchedulerOptions {
   std::string data_dir;  // datasets/<id>.rds, runs/<study>/trial-N/fold-K
   absl::Duration lease_ttl = absl::Seconds(30);
-  // Learners must present it to register (empty = none); compared in
-  // constant time. Calls after registration are authenticated by
-  // CoordinatorService (session secrets); the scheduler checks that a
-  // run-level call concerns a run leased to the request's member.
-  std::string token;
   // Prometheus series (not owned; must outlive the scheduler); null: none.
   // With metrics, every Tick also counts each study's trials by state.
   CoordinatorMetrics* metrics = nullptr;
@@ -80,6 +75,8 @@ class Scheduler {
   absl::Status Tick();
 
   // --- learner RPCs ---
+  // Callers are authenticated by CoordinatorService (the registration
+  // token, then session secrets), not here.
   // ReportEvaluation, CompleteRun and FailRun refuse a run leased to
   // another member than request.member_id with kPermissionDenied, and one
   // leased to nobody with kFailedPrecondition, before anything is stored;

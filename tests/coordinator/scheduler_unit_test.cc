@@ -88,7 +88,9 @@ class SchedulerUnitTest : public ::testing::Test {
     std::filesystem::remove_all(data_dir_, ec);
   }
 
-  // Creates the running study and a scheduler with a registered learner.
+  // Creates the running study and a scheduler with a registered learner
+  // (none with a `token`: the test registers through a CoordinatorService
+  // holding it).
   void Start(const std::string& study_text,
              absl::Duration lease_ttl = absl::Seconds(30),
              const std::string& token = "") {
@@ -100,7 +102,6 @@ class SchedulerUnitTest : public ::testing::Test {
     SchedulerOptions options;
     options.data_dir = data_dir_;
     options.lease_ttl = lease_ttl;
-    options.token = token;
     options.clock = clock_;
     scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
                                              std::move(options));
@@ -964,6 +965,40 @@ TEST_F(SchedulerUnitTest, WithoutATokenTheServiceAuthenticatesNothing) {
   v1::FindLearnerRequest find;
   v1::FindLearnerResponse found;
   EXPECT_TRUE(service.FindLearner(anonymous.get(), &find, &found).ok());
+}
+
+// The ids a refusal names come from the caller: escaped (no newline, no
+// control byte reaches a log line) and capped (common/text_util.h), as
+// every other message of the tree renders untrusted text.
+TEST_F(SchedulerUnitTest, RefusalsEscapeAndCapTheIdsTheyName) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  Tick();
+  const v1::LeaseRunResponse lease = Lease();
+  ASSERT_TRUE(lease.has_run());
+  // Another member's id (206 bytes, a newline and a quote in it) on
+  // kMember's run.
+  v1::FailRunRequest fail;
+  fail.set_member_id("evil\n'" + std::string(200, 'x'));
+  fail.set_run_id(lease.lease().run_id());
+  const absl::Status refused = scheduler_->FailRun(fail);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(refused.message(),
+            absl::StrCat("FailRun: run ", lease.lease().run_id(),
+                         " is not leased to learner 'evil\\x0a'",
+                         std::string(71, 'x'), "...(206 bytes)'"));
+  // A registered dataset that no running study trains on, under an id of
+  // 104 bytes with a control byte.
+  DatasetRow odd;
+  odd.id = "odd\x01" + std::string(100, 'd');
+  odd.path = data_dir_ + "/odd.rds";
+  ASSERT_TRUE(store_->PutDataset(odd).ok());
+  const absl::StatusOr<std::string> path =
+      scheduler_->DatasetPath(odd.id, /*running_studies_only=*/true);
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(path.status().message(),
+            absl::StrCat("dataset odd\\x01", std::string(73, 'd'),
+                         "...(104 bytes) is not the dataset of a running "
+                         "study"));
 }
 
 }  // namespace
