@@ -150,26 +150,9 @@ RunHost::~RunHost() { Stop(); }
 
 absl::Status RunHost::Ingest(TrajectoryChunk chunk,
                              std::function<void()> on_space) {
-  std::vector<Listener> to_stop;
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    status = IngestLocked(std::move(chunk), std::move(on_space));
-    // Queued or parked: the run may now hold enough for its budget.
-    if (status.ok() || absl::IsUnavailable(status)) {
-      to_stop = StopActorsIfCovered();
-    }
-  }
-  // Outside mu_: a listener may call back into the run (budget_reached).
-  for (const Listener& l : to_stop) l(nullptr);
-  return status;
-}
-
-absl::Status RunHost::IngestLocked(TrajectoryChunk chunk,
-                                   std::function<void()> on_space) {
+  absl::MutexLock lock(&mu_);
   if (counters_.finished || stopping_ || budget_reached_) {
-    // Well-formed steps that arrive after the end, or once the run holds
-    // enough for its budget, are received and dropped.
+    // Well-formed steps that arrive after the end are received and dropped.
     counters_.env_steps_received += chunk.num_samples();
     counters_.env_steps_dropped += chunk.num_samples();
     if (metrics_ != nullptr) {
@@ -213,38 +196,6 @@ absl::Status RunHost::IngestLocked(TrajectoryChunk chunk,
   parked_.emplace_back(std::move(chunk), std::move(on_space));
   ExportQueueDepth();
   return absl::UnavailableError("ingest queue full; chunk parked");
-}
-
-bool RunHost::HeldDataCoversBudget() const {
-  // The training thread takes the batch in assembly (or in training), then
-  // the queue, then the parked chunks, and trains a batch once it holds
-  // samples_per_update steps: replay that to see which of the held steps
-  // complete an update. A partial batch at the end trains nothing until
-  // more chunks come, so it does not count.
-  int64_t covered = counters_.env_steps_trained;
-  int64_t batch = 0;
-  auto take = [&](int64_t samples) {
-    batch += samples;
-    if (batch >= spec_.samples_per_update) {
-      covered += batch;
-      batch = 0;
-    }
-  };
-  take(batch_samples_);
-  for (const TrajectoryChunk& c : queue_) take(c.num_samples());
-  for (const auto& [c, cb] : parked_) take(c.num_samples());
-  return covered >= spec_.trainer.budget_env_steps;
-}
-
-std::vector<RunHost::Listener> RunHost::StopActorsIfCovered() {
-  std::vector<Listener> to_stop;
-  if (budget_reached_ || stopping_ || counters_.finished ||
-      !HeldDataCoversBudget()) {
-    return to_stop;
-  }
-  budget_reached_ = true;
-  for (const auto& [id, l] : listeners_) to_stop.push_back(l);
-  return to_stop;
 }
 
 void RunHost::ExportQueueDepth() {
@@ -401,6 +352,7 @@ absl::Status RunHost::KeepIfBest(const EvaluationResult& eval) {
 void RunHost::TrainLoop() {
   const TrainerOptions& o = spec_.trainer;
   std::vector<TrajectoryChunk> batch;
+  int64_t batch_samples = 0;
   int diverged_in_a_row = 0;  // consecutive rolled-back updates
   // Runs under mu_ (absl::Condition evaluates it with the lock held).
   auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -415,7 +367,6 @@ void RunHost::TrainLoop() {
       // so a stop costs at most one minibatch and a checkpoint.
       if (counters_.finished || stopping_) break;
       if (queue_.empty()) continue;
-      batch_samples_ += queue_.front().num_samples();
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
       if (!parked_.empty()) {
@@ -426,25 +377,28 @@ void RunHost::TrainLoop() {
       ExportQueueDepth();
     }
     if (resumed) resumed();
-    int64_t batch_samples = 0;
-    // The actors are told to stop as soon as the steps trained plus the
-    // complete updates the run holds (this batch, the queue, the parked
-    // chunks) reach the budget — normally already by the Ingest that
-    // queued the last chunk needed, so they do not make chunks that only
-    // the end could drop. Each update still trains exactly one update's
-    // worth, like `ristretto train` (parity): what is left queued or
-    // parked at the end is dropped, counted. (Folding it into the last
-    // update made it 2-3 times the others and changed what the distributed
-    // learning test learned.) Should the run fall short after all (stale
-    // chunks, a rolled-back update), it accepts actors again below.
+    batch_samples += batch.back().num_samples();
+    if (batch_samples < spec_.samples_per_update) continue;
+
+    // The update that reaches the budget is the run's last: the actors are
+    // told to stop before it starts rather than after, so they do not make
+    // chunks during it that only the end could drop. It trains exactly one
+    // update's worth, like every other update and like `ristretto train`
+    // (parity): what is still queued or parked is dropped at the end,
+    // counted. (Folding it into this update made the last update 2-3 times
+    // the others and changed what the distributed learning test learned.)
+    // Should it fall short of the budget after all (stale chunks, a
+    // rolled-back update), the run accepts actors again below.
     std::vector<Listener> stop_early;
     {
       absl::MutexLock lock(&mu_);
-      batch_samples = batch_samples_;
-      stop_early = StopActorsIfCovered();
+      if (counters_.env_steps_trained + batch_samples >= o.budget_env_steps &&
+          !budget_reached_) {
+        budget_reached_ = true;
+        for (const auto& [id, l] : listeners_) stop_early.push_back(l);
+      }
     }
     for (const Listener& l : stop_early) l(nullptr);
-    if (batch_samples < spec_.samples_per_update) continue;
 
     const auto started = std::chrono::steady_clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
@@ -473,23 +427,21 @@ void RunHost::TrainLoop() {
                  << " env steps dropped)";
     }
     batch.clear();
+    batch_samples = 0;
     bool finished = false;
     std::vector<Listener> to_stop;
     {
       absl::MutexLock lock(&mu_);
       counters_.env_steps_trained += trained;
       counters_.env_steps_dropped += dropped;
-      batch_samples_ = 0;
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
-      if (!finished && budget_reached_ &&
-          (stopping_ || !HeldDataCoversBudget())) {
-        // This update fell short (stale chunks, rolled back) and what the
-        // run still holds no longer covers the budget, or a stop cancelled
-        // it. Unless stopping, the run needs more data: its actors were
-        // told it had finished; they ask for work again and are assigned
-        // to it once more.
+      if (!finished && budget_reached_) {
+        // The last update fell short (see above), or a stop cancelled it:
+        // the run has not reached its budget. Unless stopping, it needs
+        // more data: its actors were told it had finished; they ask for
+        // work again and are assigned to it once more.
         budget_reached_ = false;
         if (!stopping_) {
           RLOG(INFO) << "run " << spec_.run_id << ": at "
@@ -579,8 +531,7 @@ void RunHost::TrainLoop() {
   std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);
-    int64_t left = batch_samples_;
-    batch_samples_ = 0;
+    int64_t left = batch_samples;
     for (const TrajectoryChunk& c : queue_) left += c.num_samples();
     for (const auto& [c, cb] : parked_) {
       left += c.num_samples();

@@ -142,12 +142,9 @@ class RunHost {
   // kUnavailable: the queue is full; the chunk is parked and `on_space` is
   // called (from the training thread) once it has been queued — the caller
   // must not send more until then. kFailedPrecondition: the run has
-  // finished or already holds enough for its budget (budget_reached), or
-  // the chunk is older than max_policy_lag versions (either way its steps
-  // are counted as received and dropped). kInvalidArgument: version from
-  // the future (rejected). When the chunk accepted completes the data the
-  // budget needs, the listeners are told the run ended (nullptr) before
-  // Ingest returns, from the calling thread.
+  // finished, or the chunk is older than max_policy_lag versions (either
+  // way its steps are counted as received and dropped). kInvalidArgument:
+  // version from the future (rejected).
   absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
 
   // A published weight version as the LearnerMessage every stream sends,
@@ -183,14 +180,9 @@ class RunHost {
   }
   // False once the run has finished or is stopping: no chunk can be trained.
   bool accepting() const;
-  // True once the steps trained plus the complete updates the run holds
-  // (the batch in assembly or training, the queue, the parked chunks)
-  // reach the budget: no more chunks are needed, the remaining updates and
-  // the final evaluation and checkpoint may still be running (then
-  // `finished` follows). Actors are told to stop at this point. Falls back
-  // to false if an update then trains less than it held (stale chunks, a
-  // rolled-back update) so that the run no longer covers its budget: it
-  // accepts actors again.
+  // True once training has reached the budget: the final evaluation and
+  // checkpoint may still be running (then `finished` follows). Actors are
+  // told to stop at this point, not after the evaluation.
   bool budget_reached() const;
   // The newest evaluation (nullopt before the first one).
   std::optional<EvaluationResult> last_evaluation() const;
@@ -238,19 +230,6 @@ class RunHost {
   absl::Status KeepIfBest(const EvaluationResult& eval);
   // Queue depth for the metrics (queued + parked chunks).
   void ExportQueueDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ingest under mu_.
-  absl::Status IngestLocked(TrajectoryChunk chunk,
-                            std::function<void()> on_space)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether env_steps_trained plus the updates that the held chunks
-  // complete (taken in the training thread's order: batch_samples_, queue,
-  // parked; a trailing partial batch does not count) reach the budget.
-  bool HeldDataCoversBudget() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The first time the held data covers the budget (not stopping or
-  // finished): sets budget_reached_ and returns the listeners to tell the
-  // run ended, to be called after mu_ is released. Otherwise empty.
-  std::vector<Listener> StopActorsIfCovered()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RunSpec spec_;
   // Null when spec_.metrics is; otherwise set by Create before any thread.
@@ -268,9 +247,6 @@ class RunHost {
   std::deque<TrajectoryChunk> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<TrajectoryChunk, std::function<void()>>> parked_
       ABSL_GUARDED_BY(mu_);
-  // Env steps of the chunks the training thread has taken from the queue
-  // into the batch it assembles or trains (0 after each update).
-  int64_t batch_samples_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedWeights> weights_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;

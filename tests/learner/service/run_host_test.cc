@@ -5,7 +5,6 @@
 #include "learner/service/run_host.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,12 +12,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/learner/service/run_test_util.h"
 
@@ -320,9 +316,9 @@ TEST(RunHostTest, AnUnsubscribedListenerHearsNothingMore) {
   EXPECT_TRUE(dropped.versions().empty());
 }
 
-// The update that reaches the budget trains one update's worth like the
-// others; the run stops accepting chunks once it holds enough for the
-// budget, and every chunk beyond that is dropped, counted.
+// The update that reaches the budget also trains what is queued and
+// parked behind it, so every chunk the run accepted is trained: only the
+// chunks it refuses (after the budget) count as dropped.
 TEST(RunHostTest, TheLastUpdateTrainsOneUpdatesWorthAndCountsTheRestDropped) {
   VersionLog log;
   RunSpec spec = SmallSpec("run-0", /*budget=*/32);
@@ -355,157 +351,6 @@ TEST(RunHostTest, TheLastUpdateTrainsOneUpdatesWorthAndCountsTheRestDropped) {
     const std::vector<int64_t> heard = log.versions();
     return std::find(heard.begin(), heard.end(), -1) != heard.end();
   }));
-}
-
-// Holds the training thread inside its first evaluation (on_evaluation
-// runs on it) until opened, so that chunks pile up in the queue
-// deterministically; later evaluations pass.
-class EvaluationGate {
- public:
-  void Pass() {
-    absl::MutexLock lock(&mu_);
-    entered_ = true;
-    mu_.Await(absl::Condition(&open_));
-  }
-  bool entered() {
-    absl::MutexLock lock(&mu_);
-    return entered_;
-  }
-  void Open() {
-    absl::MutexLock lock(&mu_);
-    open_ = true;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool entered_ ABSL_GUARDED_BY(mu_) = false;
-  bool open_ ABSL_GUARDED_BY(mu_) = false;
-};
-
-// Opens the gate when it goes out of scope: declared after the RunHost, it
-// lets the training thread go before the host's destructor joins it, even
-// when an assertion ends the test early.
-struct OpenOnExit {
-  EvaluationGate* gate;
-  ~OpenOnExit() { gate->Open(); }
-};
-
-// A run of budget 64 in updates of 16 (one chunk each) that evaluates
-// after every update, its first evaluation held by `gate`.
-RunSpec GatedSpec(EvaluationGate* gate) {
-  RunSpec spec = SmallSpec("run-0", /*budget=*/64);
-  const int64_t rows = SmallMarket()->num_rows;
-  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
-  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
-  spec.trainer.eval_every_env_steps = 16;
-  spec.on_evaluation = [gate](const EvaluationResult&) { gate->Pass(); };
-  return spec;
-}
-
-// The actors are told to stop by the Ingest whose chunk makes the trained
-// steps plus the complete updates held (queued, parked) reach the budget —
-// while three updates are still to be trained, not when the last one
-// starts — so no chunk is queued only to be dropped at the end.
-TEST(RunHostTest, ActorsStopWhenTheHeldChunksFirstCoverTheBudget) {
-  VersionLog log;
-  EvaluationGate gate;
-  std::atomic<bool> parked_queued{false};
-  std::unique_ptr<RunHost> host = MustCreate(GatedSpec(&gate));
-  ASSERT_NE(host, nullptr);
-  OpenOnExit open{&gate};
-  host->Subscribe(log.Listener());
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 1), [] {}).ok());
-  // Update 1 trained 16 steps; the training thread waits in its evaluation.
-  ASSERT_TRUE(WaitFor([&] { return gate.entered(); }));
-  EXPECT_EQ(host->counters().env_steps_trained, 16);
-  // 16 trained + 32 queued: not yet the budget.
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 2), [] {}).ok());
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 3), [] {}).ok());
-  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1}));
-  EXPECT_TRUE(host->accepting());
-  EXPECT_FALSE(host->budget_reached());
-  // The queue (capacity 2) is full: parked. 16 + 32 + 16 = 64 covers the
-  // budget, so the subscribers hear the end before Ingest returns.
-  const absl::Status parked =
-      host->Ingest(SmallChunk("run-0", 1, 4), [&] { parked_queued = true; });
-  EXPECT_TRUE(absl::IsUnavailable(parked)) << parked;
-  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1, -1}));
-  EXPECT_FALSE(host->accepting());
-  EXPECT_TRUE(host->budget_reached());
-  EXPECT_EQ(host->counters().env_steps_trained, 16);
-  // A chunk sent after the stop is refused and dropped.
-  const absl::Status late = host->Ingest(SmallChunk("run-0", 1, 5), [] {});
-  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
-
-  gate.Open();
-  ASSERT_TRUE(host->WaitFinished(5000));
-  const RunCounters c = host->counters();
-  EXPECT_TRUE(c.finished);
-  EXPECT_EQ(c.updates, 4);  // one chunk each: no update trained more
-  EXPECT_EQ(c.env_steps_trained, 64);
-  EXPECT_EQ(c.env_steps_received, 80);
-  EXPECT_EQ(c.env_steps_dropped, 16);  // only the refused chunk
-  EXPECT_TRUE(parked_queued.load());
-  EXPECT_TRUE(host->failure().ok()) << host->failure();
-}
-
-// The held chunks covered the budget and the actors were stopped, but one
-// of those updates diverges and is rolled back: the run no longer covers
-// its budget, accepts actors again, and stops them again once it does.
-TEST(RunHostTest, ARolledBackUpdateAfterTheStopAcceptsActorsAgain) {
-  // Counts the stops heard on this thread, i.e. from inside Ingest (the
-  // training thread announces the end of the run too).
-  const std::thread::id test_thread = std::this_thread::get_id();
-  std::mutex mu;
-  int stops_from_ingest = 0;
-  EvaluationGate gate;
-  std::unique_ptr<RunHost> host = MustCreate(GatedSpec(&gate));
-  ASSERT_NE(host, nullptr);
-  OpenOnExit open{&gate};
-  host->Subscribe(
-      [&](const std::shared_ptr<const RunHost::PublishedWeights>& w) {
-        if (w != nullptr || std::this_thread::get_id() != test_thread) return;
-        std::lock_guard<std::mutex> lock(mu);
-        ++stops_from_ingest;
-      });
-  auto stops = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return stops_from_ingest;
-  };
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 1), [] {}).ok());
-  ASSERT_TRUE(WaitFor([&] { return gate.entered(); }));
-  TrajectoryChunk poisoned = SmallChunk("run-0", 1, 2);
-  for (float& r : poisoned.rewards) r = 3e38f;  // the update diverges
-  ASSERT_TRUE(host->Ingest(std::move(poisoned), [] {}).ok());
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 3), [] {}).ok());
-  EXPECT_TRUE(
-      absl::IsUnavailable(host->Ingest(SmallChunk("run-0", 1, 4), [] {})));
-  EXPECT_TRUE(host->budget_reached());
-  EXPECT_FALSE(host->accepting());
-  EXPECT_EQ(stops(), 1);
-
-  gate.Open();
-  // Update 2 is rolled back: 16 trained + 32 held < 64.
-  ASSERT_TRUE(
-      WaitFor([&] { return host->counters().updates_rolled_back == 1; }));
-  ASSERT_TRUE(WaitFor([&] { return host->accepting(); }));
-  EXPECT_FALSE(host->budget_reached());
-  ASSERT_TRUE(WaitFor([&] { return host->counters().updates == 3; }));
-  EXPECT_FALSE(host->counters().finished);
-  EXPECT_TRUE(host->accepting());  // 48 trained, nothing held
-  // One more chunk covers the budget: the actors are stopped again.
-  const int64_t version = host->counters().policy_version;
-  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", version, 6), [] {}).ok());
-  EXPECT_FALSE(host->accepting());
-  EXPECT_EQ(stops(), 2);
-  ASSERT_TRUE(host->WaitFinished(5000));
-  const RunCounters c = host->counters();
-  EXPECT_EQ(c.env_steps_trained, 64);
-  EXPECT_EQ(c.updates, 4);
-  EXPECT_EQ(c.updates_rolled_back, 1);
-  EXPECT_EQ(c.env_steps_dropped, 16);  // the rolled-back batch
-  EXPECT_EQ(c.env_steps_received, 80);
-  EXPECT_TRUE(host->failure().ok()) << host->failure();
 }
 
 TEST(RunHostTest, PolicyLagAbsorbsActorsWhoseChunksArriveWithinTheLag) {
