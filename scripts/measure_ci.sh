@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Measures a whole `.ci/run` as CI runs it: a clean clone of this
 # repository's committed HEAD with ../shared beside it, an empty compiler
-# cache and, unless --keep-images, none of the compose test's Docker images
-# (debian:12, the stand-ins, ristretto-cpu) so that they are made from
-# scratch. Packages already installed stay installed (apt-get finds nothing
-# to do): time a fresh install separately with --apt, which installs
+# cache and, unless --keep-images, no debian:12 and no ristretto-* image
+# (the compose test's base, stand-ins and CPU image, and any other
+# ristretto image) so that the compose test makes them from scratch.
+# Packages already installed stay installed (apt-get finds nothing to
+# do): time a fresh install separately with --apt, which installs
 # scripts/install_deps.sh's packages into a new debian:12 container.
 #
 #   scripts/measure_ci.sh [--dir DIR (/tmp/ristretto-ci)] [--keep-images]
