@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --dir) dir=$2; shift 2 ;;
     --keep-images) keep_images=1; shift ;;
     --apt) apt=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "measure_ci.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
