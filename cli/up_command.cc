@@ -465,15 +465,18 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   }
 
   // Fresh tokens per run as mode-600 files, never in argv, where every
-  // local user could read them (ps): the cluster token for the coordinator
-  // and the learner (it registers the learner), and the actors' own token,
-  // which only finds the learner (with a ticket for it) and fetches
-  // datasets at the coordinator. The private cluster's
-  // DSN carries no password (PgCluster runs initdb -A trust), so --db shows
-  // only where the server is.
+  // local user could read them (ps): the cluster token (the operators'),
+  // which only the coordinator gets; the learners' token, which only
+  // registers the learner; and the actors' token, which only finds the
+  // learner (with a ticket for it). The private cluster's DSN carries no
+  // password (PgCluster runs initdb -A trust), so --db shows only where the
+  // server is.
   ASSIGN_OR_RETURN(const std::string token, GenerateToken());
   const std::string token_file = data_dir + "/token";
   RETURN_IF_ERROR(WriteSecretFile(token_file, token));
+  ASSIGN_OR_RETURN(const std::string learner_token, GenerateToken());
+  const std::string learner_token_file = data_dir + "/learner-token";
+  RETURN_IF_ERROR(WriteSecretFile(learner_token_file, learner_token));
   ASSIGN_OR_RETURN(const std::string actor_token, GenerateToken());
   const std::string actor_token_file = data_dir + "/actor-token";
   RETURN_IF_ERROR(WriteSecretFile(actor_token_file, actor_token));
@@ -513,7 +516,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   Subprocess coordinator_process(
       with({coordinator_bin, "--db", pg->dsn(), "--port", "0", "--data-dir",
             data_dir + "/coordinator", "--token-file", token_file,
-            "--actor-token-file", actor_token_file},
+            "--actor-token-file", actor_token_file, "--learner-token-file",
+            learner_token_file},
            {&server_tls}),
       logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
@@ -521,7 +525,7 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   Subprocess learner_process(
       with({learner_bin, "--coordinator", coordinator_address, "--port", "0",
             "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner",
-            "--token-file", token_file},
+            "--token-file", learner_token_file},
            {&server_tls, &learner_client_tls}),
       logs + "/learner.log");
   ASSIGN_OR_RETURN(std::string learner_address,
@@ -620,11 +624,11 @@ int RunUpCommand(int argc, char** argv, int first) {
       "run the\nstudy to the end; prints the leaderboard and exports the "
       "best policy. With\n--csv-dir (imported as `dataset import`) or "
       "--dataset the study runs on that\ndata (`dataset: given`; without "
-      "--study a built-in one). The processes\nauthenticate with a fresh "
-      "token and talk mutual TLS (certificates made per run\nin DATA-DIR/tls; "
-      "--insecure: plaintext, for debugging). Ctrl-C stops\neverything in "
-      "order; running "
-      "`up` again resumes.\n",
+      "--study a built-in one). The processes\nauthenticate with fresh "
+      "tokens (operators', learners', actors') and talk\nmutual TLS "
+      "(certificates made per run in DATA-DIR/tls; --insecure:\nplaintext, "
+      "for debugging). Ctrl-C stops everything in order; running `up`\n"
+      "again resumes.\n",
       AnyOf(
           {FlagsDefinedIn({"cli/up_command.cc"}), CsvImportFlags(),
            FlagsOf(FLAGS_study, FLAGS_data_dir, FLAGS_export, FLAGS_dataset)})};

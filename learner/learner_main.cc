@@ -16,12 +16,14 @@
 //
 // The token comes from --token-file (mode 600) or $RISTRETTO_TOKEN, never
 // from argv (every local user reads it with ps): --token VALUE is refused.
-// With --coordinator it is the cluster token (registration); in both modes
-// it is what operators (GetStatus) and, stand-alone, actors present as
-// "authorization: Bearer <token>"; coordinated actors present the tickets
-// the coordinator minted (LearnerService, docs/security.md). Without a
-// token (and without mutual TLS) the learner binds only to loopback unless
-// --allow-insecure-network.
+// With --coordinator it is what the learner registers with (the learners'
+// token when the coordinator has one, else the cluster token) and, as
+// "authorization: Bearer <token>", it reads GetStatus only: coordinated
+// actors present the tickets the coordinator minted, and the token, which
+// every learner holds, admits no Act or FetchDataset (LearnerService,
+// docs/security.md). Stand-alone, actors and operators present the token
+// for every call. Without a token (and without mutual TLS) the learner
+// binds only to loopback unless --allow-insecure-network.
 //
 // TLS (common/grpc_security.h): --tls-cert/--tls-key make the server TLS,
 // and --tls-ca adds mutual TLS (actors must present a certificate it
@@ -106,8 +108,9 @@ ABSL_FLAG(std::string, advertise, "",
 ABSL_FLAG(std::string, cache_dir, "",
           "dataset cache directory (empty: RUN_DIR/datasets)");
 ABSL_FLAG(std::string, token_file, "",
-          "file (mode 600) holding the registration token (or "
-          "$RISTRETTO_TOKEN)");
+          "file (mode 600) holding the token (or $RISTRETTO_TOKEN): with "
+          "--coordinator the one it registers with (the learners' token), "
+          "then only GetStatus here; stand-alone, what actors present");
 ABSL_FLAG(std::optional<std::string>, token, std::nullopt,
           "refused: a token in argv is readable with ps; use --token-file or "
           "$RISTRETTO_TOKEN");
@@ -272,6 +275,10 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   service_options.max_actors_per_run =
       static_cast<int>(absl::GetFlag(FLAGS_max_actors_per_run));
   service_options.token = token;
+  // Every learner registers with this token: it is no actor credential
+  // here (actors present tickets), or one learner's host could stream into
+  // every other learner's runs.
+  service_options.token_admits_actors = false;
   LearnerService service({}, service_options);
   ASSIGN_OR_RETURN(Listening listening,
                    Listen(&service, max_message_bytes, security.server));

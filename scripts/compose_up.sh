@@ -2,8 +2,9 @@
 # The compose stack in one command, first run included:
 #
 #   1. writes deploy/.env from deploy/.env.example once, with random
-#      passwords, a random RISTRETTO_TOKEN and RISTRETTO_ACTOR_TOKEN (mode
-#      600; an existing file is never changed, except that a secret a newer
+#      passwords, a random RISTRETTO_TOKEN, RISTRETTO_ACTOR_TOKEN and
+#      RISTRETTO_LEARNER_TOKEN (mode 600; an existing file is never
+#      changed, except that a secret a newer
 #      version needs and it lacks is appended, with a message) and
 #      COMPOSE_PROFILES=gpu when nvidia-smi sees a GPU, cpu otherwise;
 #   2. makes development TLS certificates once with scripts/make_dev_certs.sh
@@ -65,6 +66,7 @@ if [ ! -e "$env_file" ]; then
         line="${line%%=*}=$(random_hex 16)" ;;
       RISTRETTO_TOKEN=*) line="RISTRETTO_TOKEN=$(random_hex 32)" ;;
       RISTRETTO_ACTOR_TOKEN=*) line="RISTRETTO_ACTOR_TOKEN=$(random_hex 32)" ;;
+      RISTRETTO_LEARNER_TOKEN=*) line="RISTRETTO_LEARNER_TOKEN=$(random_hex 32)" ;;
       COMPOSE_PROFILES=*) line="COMPOSE_PROFILES=$profile" ;;
     esac
     printf '%s\n' "$line"
@@ -84,6 +86,11 @@ fi
 if [ -e "$env_file" ] && ! grep -q '^RISTRETTO_ACTOR_TOKEN=' "$env_file"; then
   printf 'RISTRETTO_ACTOR_TOKEN=%s\n' "$(random_hex 32)" >> "$env_file"
   echo "compose_up: added a random RISTRETTO_ACTOR_TOKEN to $env_file (actors now hold their own token)"
+fi
+# And before learners had one.
+if [ -e "$env_file" ] && ! grep -q '^RISTRETTO_LEARNER_TOKEN=' "$env_file"; then
+  printf 'RISTRETTO_LEARNER_TOKEN=%s\n' "$(random_hex 32)" >> "$env_file"
+  echo "compose_up: added a random RISTRETTO_LEARNER_TOKEN to $env_file (learners now hold their own token)"
 fi
 
 # Step 2: development certificates, once (make_dev_certs.sh keeps its CA).

@@ -3,7 +3,7 @@
 //
 //   ristretto-coordinator --db DSN [--port P] [--address A] [--data-dir D]
 //       [--lease-ttl-s 30] [--tick-ms 500] [--token-file FILE]
-//       [--actor-token-file FILE]
+//       [--actor-token-file FILE] [--learner-token-file FILE]
 //       [--metrics-port P|auto (0: off)] [--metrics-address 0.0.0.0]
 //       [--tls-cert FILE --tls-key FILE [--tls-ca FILE]]
 //       [--allow-insecure-network]
@@ -19,8 +19,11 @@
 // --token-file (mode 600) or $RISTRETTO_TOKEN, and a --db DSN that carries a
 // password is refused (libpq reads ~/.pgpass, $PGPASSFILE or $PGPASSWORD).
 // The actors' token (--actor-token-file or $RISTRETTO_ACTOR_TOKEN) lets
-// actor machines find learners and fetch datasets without holding the
-// cluster token, which also registers learners and evicts them.
+// actor machines find learners without holding the cluster token, which
+// also evicts learners and fetches datasets. The learners' token
+// (--learner-token-file or $RISTRETTO_LEARNER_TOKEN) is then the only one
+// that registers learners, and does nothing else: learner machines do not
+// hold the operators' cluster token.
 // With --metrics-port it serves Prometheus metrics (docs/metrics.md) and
 // prints "metrics on HOST:PORT". Logs "listening on HOST:PORT" once
 // serving; on SIGTERM/SIGINT it stops scheduling, finishes the calls in
@@ -76,6 +79,14 @@ ABSL_FLAG(std::string, actor_token_file, "",
 ABSL_FLAG(std::optional<std::string>, actor_token, std::nullopt,
           "refused: a token in argv is readable with ps; use "
           "--actor-token-file or $RISTRETTO_ACTOR_TOKEN");
+ABSL_FLAG(std::string, learner_token_file, "",
+          "file (mode 600) holding the learners' token (or "
+          "$RISTRETTO_LEARNER_TOKEN): then the only token that registers "
+          "learners, and it does nothing else; needs a cluster token and "
+          "must differ from it and from the actors' token");
+ABSL_FLAG(std::optional<std::string>, learner_token, std::nullopt,
+          "refused: a token in argv is readable with ps; use "
+          "--learner-token-file or $RISTRETTO_LEARNER_TOKEN");
 ABSL_FLAG(bool, allow_insecure_network, false,
           "serve on a non-loopback --address with no token and no mutual "
           "TLS: anyone who reaches the port may call (development only)");
@@ -94,6 +105,7 @@ constexpr char kUsage[] =
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--actor-token-file FILE (mode 600; or $RISTRETTO_ACTOR_TOKEN)]\n"
+    "    [--learner-token-file FILE (mode 600; or $RISTRETTO_LEARNER_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
     "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n"
     "    [--allow-insecure-network (no token, no mTLS, not loopback)]\n";
@@ -136,6 +148,25 @@ absl::Status Main() {
         "the actor token equals the cluster token: give actors a token of "
         "their own (scripts/compose_up.sh and `ristretto up` make one)");
   }
+  ASSIGN_OR_RETURN(const std::string learner_token,
+                   ResolveToken(absl::GetFlag(FLAGS_learner_token).has_value(),
+                                absl::GetFlag(FLAGS_learner_token_file),
+                                std::getenv("RISTRETTO_LEARNER_TOKEN"),
+                                "learner-token", "RISTRETTO_LEARNER_TOKEN"));
+  if (!learner_token.empty() && token.empty()) {
+    return absl::InvalidArgumentError(
+        "a learners' token (--learner-token-file, $RISTRETTO_LEARNER_TOKEN) "
+        "needs a cluster token (--token-file, $RISTRETTO_TOKEN): without one "
+        "no call is authenticated");
+  }
+  if (!learner_token.empty() &&
+      (learner_token == token || learner_token == actor_token)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the learners' token equals the ",
+                     learner_token == token ? "cluster" : "actors'",
+                     " token: give learners a token of their own "
+                     "(scripts/compose_up.sh and `ristretto up` make one)"));
+  }
   const TlsFiles tls = TlsFilesFromFlags();
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(tls));
@@ -176,10 +207,15 @@ absl::Status Main() {
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Connect(dsn));
   RETURN_IF_ERROR(store->Migrate());
   Scheduler scheduler(std::move(store), options);
-  CoordinatorService service(&scheduler, token, metrics.get(), actor_token);
+  CoordinatorService service(&scheduler, token, metrics.get(), actor_token,
+                             learner_token);
   if (!actor_token.empty()) {
     RLOG(INFO) << "actors authenticate with their own token (it finds "
-                  "learners and fetches datasets only)";
+                  "learners only)";
+  }
+  if (!learner_token.empty()) {
+    RLOG(INFO) << "learners register with their own token (the cluster "
+                  "token no longer registers them)";
   }
   if (!service.authenticating()) {
     RLOG(WARNING) << "no token (--token-file, $RISTRETTO_TOKEN): calls are "

@@ -66,6 +66,16 @@ absl::StatusOr<auth::Principal> CoordinatorService::Caller(
   if (auth::ConstantTimeEquals(*secret, token_)) {
     return auth::Principal{auth::Role::kOperator, "operator"};
   }
+  if (!learner_token_.empty() &&
+      auth::ConstantTimeEquals(*secret, learner_token_)) {
+    // Held by every learner host: it registers (RegisterLearner's token
+    // field) and acts for no one, so one compromised learner cannot evict,
+    // find or fetch for the others.
+    return absl::PermissionDeniedError(
+        "the learners' token only registers learners (in "
+        "RegisterLearnerRequest.token); calls present the session secret "
+        "the registration returned");
+  }
   if (!actor_token_.empty() &&
       auth::ConstantTimeEquals(*secret, actor_token_)) {
     return auth::Principal{auth::Role::kActor, "actor"};
@@ -104,7 +114,12 @@ grpc::Status CoordinatorService::RegisterLearner(
     grpc::ServerContext* /*context*/, const v1::RegisterLearnerRequest* request,
     v1::RegisterLearnerResponse* response) {
   constexpr char kMethod[] = "RegisterLearner";
-  if (authenticating() && !auth::ConstantTimeEquals(request->token(), token_)) {
+  // The learners' token when there is one (the cluster token then no longer
+  // registers: operators do not pose as learners), else the cluster token.
+  const std::string& registration_token =
+      learner_token_.empty() ? token_ : learner_token_;
+  if (authenticating() &&
+      !auth::ConstantTimeEquals(request->token(), registration_token)) {
     return Finish(kMethod,
                   absl::UnauthenticatedError("wrong registration token"));
   }
@@ -261,17 +276,32 @@ grpc::Status CoordinatorService::FetchDataset(
     grpc::ServerContext* context, const v1::FetchDatasetRequest* request,
     grpc::ServerWriter<v1::DatasetPiece>* writer) {
   constexpr char kMethod[] = "FetchDataset";
-  // Any authenticated caller (operators with the cluster token, actors
-  // with it or the actor token, learners with their session secret), but
-  // only for a dataset a running study trains on.
-  if (std::optional<grpc::Status> refused = RefuseUnlessRole(
-          *context,
-          {auth::Role::kOperator, auth::Role::kActor, auth::Role::kLearner},
-          kMethod)) {
-    return *refused;
+  // Operators (the cluster token): a dataset a running study trains on.
+  // A learner (its session secret): only the dataset of a run leased to
+  // it. Actors fetch from their learner (Learner.FetchDataset, with their
+  // ticket), never here: the actors' token is refused.
+  absl::StatusOr<std::string> path;
+  if (!authenticating()) {
+    path = scheduler_->DatasetPath(request->dataset_id());
+  } else {
+    absl::StatusOr<auth::Principal> caller = Caller(*context);
+    if (!caller.ok()) return Finish(kMethod, caller.status());
+    switch (caller->role) {
+      case auth::Role::kOperator:
+        path = scheduler_->DatasetPath(request->dataset_id(),
+                                       /*running_studies_only=*/true);
+        break;
+      case auth::Role::kLearner:
+        path = scheduler_->DatasetPathForLearner(request->dataset_id(),
+                                                 caller->id);
+        break;
+      case auth::Role::kActor:
+        path = absl::PermissionDeniedError(
+            "actors fetch datasets from their learner (Learner.FetchDataset "
+            "with their ticket), not from the coordinator");
+        break;
+    }
   }
-  absl::StatusOr<std::string> path = scheduler_->DatasetPath(
-      request->dataset_id(), /*running_studies_only=*/authenticating());
   if (!path.ok()) return Finish(kMethod, path.status());
   std::ifstream in(*path, std::ios::binary | std::ios::ate);
   if (!in) {

@@ -4,9 +4,10 @@
 // away, so clients retry).
 //
 // Authentication (docs/security.md), when constructed with a token (the
-// cluster token: --token-file / $RISTRETTO_TOKEN):
-//   RegisterLearner  request.token must equal the token (constant-time);
-//                    the reply carries a fresh session secret bound to the
+// cluster token: --token-file / $RISTRETTO_TOKEN, held by operators):
+//   RegisterLearner  request.token must equal the learners' token, or the
+//                    cluster token when there is none (constant-time); the
+//                    reply carries a fresh session secret bound to the
 //                    member id (the member's older secrets are revoked).
 //   LeaseRun, Heartbeat, ReportEvaluation, CompleteRun, FailRun
 //                    "authorization: Bearer <session secret>" of the learner
@@ -20,13 +21,21 @@
 //                    the learner named, MACed with that learner's ticket key
 //                    (a random key per registration, handed to the learner
 //                    in RegisterLearnerResponse.ticket_key; common/auth.h).
-//   FetchDataset     the cluster token, the actor token or a learner's
-//                    session secret, and only datasets of running studies.
+//   FetchDataset     the cluster token: datasets of running studies; a
+//                    learner's session secret: only the dataset of a run
+//                    leased to that learner. Actors fetch from their
+//                    learner: the actor token is PERMISSION_DENIED.
 // The actor token (optional, --actor-token-file / $RISTRETTO_ACTOR_TOKEN)
 // is what actor machines hold instead of the cluster token: it finds
-// learners and fetches datasets, and nothing else (it cannot register a
-// learner, lease, report or release: UNAUTHENTICATED / PERMISSION_DENIED),
-// so a compromised actor host cannot pose as a learner or an operator.
+// learners, and nothing else (it cannot register a learner, lease, report,
+// release or fetch: UNAUTHENTICATED / PERMISSION_DENIED), so a compromised
+// actor host cannot pose as a learner or an operator.
+// The learners' token (optional, --learner-token-file /
+// $RISTRETTO_LEARNER_TOKEN) is what learner machines hold instead of the
+// cluster token: it registers learners and nothing else (as a Bearer on any
+// other call: PERMISSION_DENIED), and the cluster token no longer registers,
+// so a compromised learner host can neither evict, find nor fetch for the
+// other learners, nor pose as an operator.
 // No or an unknown credential, or a wrong registration token: UNAUTHENTICATED;
 // a known caller acting as another member, on another member's run or
 // outside its role: PERMISSION_DENIED. Both are counted
@@ -62,12 +71,16 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // authenticated). `metrics` (may be null, not owned) counts denials.
   // `actor_token`: the actors' token (empty: actors use the cluster token;
   // ignored without a cluster token; must differ from it).
+  // `learner_token`: the learners' token (empty: learners register with the
+  // cluster token; ignored without a cluster token; must differ from both).
   explicit CoordinatorService(Scheduler* scheduler, std::string token = "",
                               CoordinatorMetrics* metrics = nullptr,
-                              std::string actor_token = "")
+                              std::string actor_token = "",
+                              std::string learner_token = "")
       : scheduler_(scheduler),
         token_(std::move(token)),
         actor_token_(std::move(actor_token)),
+        learner_token_(std::move(learner_token)),
         metrics_(metrics) {}
 
   // True when calls are authenticated (a token was given).
@@ -104,8 +117,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
  private:
   // The caller named by the call's "authorization" metadata: the operator
   // for the cluster token, an actor for the actor token, else the
-  // registry's principal. kUnauthenticated
-  // when absent, repeated, malformed or unknown.
+  // registry's principal. kUnauthenticated when absent, repeated, malformed
+  // or unknown; kPermissionDenied for the learners' token (it only
+  // registers).
   absl::StatusOr<auth::Principal> Caller(
       const grpc::ServerContext& context) const;
   // The authorization every call but RegisterLearner starts with: nullopt
@@ -133,6 +147,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
   Scheduler* const scheduler_;
   const std::string token_;
   const std::string actor_token_;
+  const std::string learner_token_;
   CoordinatorMetrics* const metrics_;
   // Learners' session secrets.
   auth::TokenRegistry registry_;

@@ -25,6 +25,22 @@ namespace {
 // The longest incarnation a learner may send (RegisterLearnerRequest).
 constexpr size_t kMaxIncarnationLength = 64;
 
+// Run ids remembered per member for DatasetPathForLearner (a learner holds
+// --slots leases at once; older ones are found by the scan).
+constexpr size_t kMaxRememberedLeases = 256;
+
+// True when `run` is leased to `member_id` and trains on dataset `id`.
+bool LeasedRunUses(const RunRow& run, const std::string& member_id,
+                   const std::string& id) {
+  if (run.state != RunState::kLeased || run.member_id != member_id) {
+    return false;
+  }
+  // The dataset the lease named (LeaseRun: the run's own options).
+  absl::StatusOr<learner::TrainerOptions> options =
+      learner::TrainerOptionsFromConfigJson(run.config_json);
+  return options.ok() && options->dataset_id == id;
+}
+
 // The incarnation recorded in a learner's capacity_json by
 // RegisterLearner ("" when none: an older learner, or another kind).
 // Incarnations are hex digits only, so the text between the quotes is it.
@@ -597,6 +613,11 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   lease->set_checkpoint_dir(run->checkpoint_dir);
   lease->set_attempt(run->attempts);
   response.set_has_run(true);
+  std::set<int64_t>& remembered = leased_runs_[request.member_id()];
+  remembered.insert(run->id);
+  if (remembered.size() > kMaxRememberedLeases) {
+    remembered.erase(remembered.begin());
+  }
   ++counters_.runs_leased;
   if (options_.metrics != nullptr) options_.metrics->CountRunLeased();
   RLOG(INFO) << "leased " << lease->run_name() << " to " << request.member_id()
@@ -761,6 +782,7 @@ absl::StatusOr<int> Scheduler::MaxAttempts(int64_t study_id) {
 absl::Status Scheduler::Release(const v1::ReleaseRequest& request) {
   absl::MutexLock lock(&mu_);
   learners_.erase(request.member_id());
+  leased_runs_.erase(request.member_id());
   return Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id());
 }
 
@@ -801,6 +823,54 @@ absl::StatusOr<std::string> Scheduler::DatasetPath(const std::string& id,
   return absl::PermissionDeniedError(
       absl::StrCat("dataset ", EscapeForMessage(id),
                    " is not the dataset of a running study"));
+}
+
+absl::StatusOr<std::string> Scheduler::DatasetPathForLearner(
+    const std::string& id, const std::string& member_id) {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(DatasetRow row, Db(DbOp::kGetDataset)->GetDataset(id));
+  // First the runs this process leased to the member, each as the store
+  // has it now (a lease expired, released or re-leased since is dropped).
+  if (auto it = leased_runs_.find(member_id); it != leased_runs_.end()) {
+    std::set<int64_t>& remembered = it->second;
+    for (auto run_id = remembered.begin(); run_id != remembered.end();) {
+      ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(*run_id));
+      if (LeasedRunUses(run, member_id, id)) return row.path;
+      if (run.state != RunState::kLeased || run.member_id != member_id) {
+        run_id = remembered.erase(run_id);
+      } else {
+        ++run_id;
+      }
+    }
+  }
+  // Then every open run of the running studies: leases granted before this
+  // coordinator started. Leases go only to runs of running studies whose
+  // trial runs (or is complete, for its final run).
+  ASSIGN_OR_RETURN(std::vector<StudyRow> studies,
+                   Db(DbOp::kListStudies)->ListStudies());
+  for (const StudyRow& study : studies) {
+    if (study.state != StudyState::kRunning) continue;
+    ASSIGN_OR_RETURN(std::vector<TrialRow> trials,
+                     Db(DbOp::kListTrials)->ListTrials(study.id));
+    for (const TrialRow& trial : trials) {
+      if (trial.state != TrialState::kRunning &&
+          trial.state != TrialState::kComplete) {
+        continue;
+      }
+      ASSIGN_OR_RETURN(std::vector<RunRow> runs,
+                       Db(DbOp::kListRuns)->ListRuns(trial.id));
+      for (const RunRow& run : runs) {
+        if (LeasedRunUses(run, member_id, id)) {
+          leased_runs_[member_id].insert(run.id);
+          return row.path;
+        }
+      }
+    }
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("dataset ", EscapeForMessage(id),
+                   " is not the dataset of a run leased to learner '",
+                   EscapeForMessage(member_id), "'"));
 }
 
 }  // namespace ristretto::coordinator

@@ -103,6 +103,15 @@ class Scheduler {
   // on it (authenticated callers get only what the work in progress needs).
   absl::StatusOr<std::string> DatasetPath(const std::string& id,
                                           bool running_studies_only = false);
+  // The dataset file for `id` when a run leased to learner `member_id` now
+  // trains on it: kNotFound if the dataset is unknown, kPermissionDenied
+  // when none of the member's leased runs uses it (a learner fetches only
+  // what its own runs need). Read from the store: a lease granted by
+  // LeaseRun is visible here as soon as LeaseRun has returned, and so are
+  // leases granted before a coordinator restart (a slower scan of the
+  // running studies' open trials finds them).
+  absl::StatusOr<std::string> DatasetPathForLearner(
+      const std::string& id, const std::string& member_id);
 
   SchedulerCounters counters() const;
 
@@ -201,6 +210,10 @@ class Scheduler {
   std::map<int64_t, int> max_attempts_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> learners_
       ABSL_GUARDED_BY(mu_);  // id → address
+  // Member id → ids of runs LeaseRun granted it (newest kMaxRememberedLeases
+  // per member): where DatasetPathForLearner looks first. Only a hint: each
+  // is checked against the store, and a miss falls back to a scan.
+  std::map<std::string, std::set<int64_t>> leased_runs_ ABSL_GUARDED_BY(mu_);
   int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;
   SchedulerCounters counters_ ABSL_GUARDED_BY(mu_);
   // Done studies whose final trial counts have been exported.

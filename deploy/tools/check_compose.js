@@ -159,25 +159,39 @@ for (const [name, flags] of Object.entries(tlsFlags)) {
   const dep = (s.depends_on || {})['tls-init'];
   if (!dep || dep.condition !== 'service_completed_successfully') report.error(`service ${name}: does not wait for tls-init to complete`);
 }
-// The cluster token for the coordinator and both learners, the actors'
-// own token for the actors (and the coordinator, which checks it), both
-// required: ${VAR:?...}.
+// Each process holds its role's token as RISTRETTO_TOKEN, all required
+// (${VAR:?...}): the cluster token (the operators') the coordinator only,
+// the learners' token both learners, the actors' token the actors; the
+// coordinator also reads the actors' and the learners' tokens, which it
+// checks.
 // (From the file as written: the normalised config has the values filled in.)
 const rawServices = YAML.parse(raw).services || {};
 const envOf = (name) => ((rawServices[name] || {}).environment) || {};
+const TOKEN_OF = {
+  actor: ['RISTRETTO_ACTOR_TOKEN', "actors hold their own token, not the cluster token"],
+  learner: ['RISTRETTO_LEARNER_TOKEN', "learners hold their own token, not the cluster token"],
+  'learner-cpu': ['RISTRETTO_LEARNER_TOKEN', "learners hold their own token, not the cluster token"],
+};
 for (const name of Object.keys(rawServices)) {
   const env = envOf(name);
   if (!('RISTRETTO_TOKEN' in env)) continue;
-  const want = name === 'actor' ? '${RISTRETTO_ACTOR_TOKEN:?' : '${RISTRETTO_TOKEN:?';
+  const [variable, why] = TOKEN_OF[name] || ['RISTRETTO_TOKEN', 'the cluster token, required'];
+  const want = '${' + variable + ':?';
   if (!String(env.RISTRETTO_TOKEN).startsWith(want)) {
-    report.error(`service ${name}: RISTRETTO_TOKEN must be ${want}...} (${name === 'actor' ? 'actors hold their own token, not the cluster token' : 'the cluster token, required'})`);
+    report.error(`service ${name}: RISTRETTO_TOKEN must be ${want}...} (${why})`);
+  }
+  // The cluster token goes to the coordinator alone.
+  if (name !== 'coordinator' && Object.values(env).some((v) => String(v).includes('${RISTRETTO_TOKEN'))) {
+    report.error(`service ${name}: holds the cluster token (only the coordinator may)`);
   }
 }
 for (const name of ['coordinator', 'learner', 'learner-cpu', 'actor']) {
   if (!('RISTRETTO_TOKEN' in envOf(name))) report.error(`service ${name}: no RISTRETTO_TOKEN`);
 }
-if (!String(envOf('coordinator').RISTRETTO_ACTOR_TOKEN || '').startsWith('${RISTRETTO_ACTOR_TOKEN:?')) {
-  report.error('service coordinator: RISTRETTO_ACTOR_TOKEN must be required (${RISTRETTO_ACTOR_TOKEN:?...})');
+for (const variable of ['RISTRETTO_ACTOR_TOKEN', 'RISTRETTO_LEARNER_TOKEN']) {
+  if (!String(envOf('coordinator')[variable] || '').startsWith('${' + variable + ':?')) {
+    report.error(`service coordinator: ${variable} must be required (\${${variable}:?...})`);
+  }
 }
 
 report.finish(`${Object.keys(services).length} services`);

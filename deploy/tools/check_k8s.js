@@ -33,6 +33,7 @@ const EXTERNAL_SECRETS = {
   'ristretto-grafana': new Set(['admin-password']),
   'ristretto-token': new Set(['token']),
   'ristretto-actor-token': new Set(['token']),
+  'ristretto-learner-token': new Set(['token']),
   'ristretto-tls': new Set(['ca.pem', 'server.pem', 'server.key', 'client.pem', 'client.key']),
 };
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PersistentVolume', 'StorageClass']);
@@ -416,18 +417,42 @@ function crossCheck(rootName, objects) {
       for (const f of flags[name]) {
         if (!args.some((a) => a.startsWith(f))) report.error(`${rootName}: ${name} has no ${f}... argument`);
       }
-      // Actors hold the actors' token, never the cluster token; the
-      // coordinator reads both.
+      // Each pod holds its role's token: actors the actors' token,
+      // learners the learners' token, the coordinator the cluster token
+      // (the operators') and the other two, which it checks.
       const fromSecret = (variable, secret) => {
         const e = (c.env || []).find((x) => x.name === variable);
         if (!e || !e.valueFrom || !e.valueFrom.secretKeyRef || e.valueFrom.secretKeyRef.name !== secret) {
           report.error(`${rootName}: ${name} does not read ${variable} from Secret ${secret}`);
         }
       };
-      fromSecret('RISTRETTO_TOKEN', name === 'actor' ? 'ristretto-actor-token' : 'ristretto-token');
-      if (name === 'coordinator') fromSecret('RISTRETTO_ACTOR_TOKEN', 'ristretto-actor-token');
+      fromSecret('RISTRETTO_TOKEN', { actor: 'ristretto-actor-token', learner: 'ristretto-learner-token' }[name] || 'ristretto-token');
+      if (name === 'coordinator') {
+        fromSecret('RISTRETTO_ACTOR_TOKEN', 'ristretto-actor-token');
+        fromSecret('RISTRETTO_LEARNER_TOKEN', 'ristretto-learner-token');
+      }
       if (!(podSpecOf(w.obj).initContainers || []).some((i) => (i.args || []).includes('ristretto-install-tls'))) {
         report.error(`${rootName}: ${name} has no init container installing the TLS files (ristretto-install-tls)`);
+      }
+    }
+    // A token Secret reaches only the pods of its roles (and the
+    // coordinator): a compromised learner or actor pod holds no other
+    // role's token.
+    const MAY_MOUNT = {
+      'ristretto-token': ['coordinator'],
+      'ristretto-learner-token': ['coordinator', 'learner'],
+      'ristretto-actor-token': ['coordinator', 'actor'],
+    };
+    const roles = new Map([[coordinator, 'coordinator'], [learner, 'learner'], [actor, 'actor']]);
+    for (const doc of objects) {
+      const spec = podSpecOf(doc.obj);
+      if (!spec) continue;
+      const role = roles.get(doc);
+      for (const secret of secretNamesIn(spec)) {
+        const allowed = MAY_MOUNT[secret];
+        if (allowed && !allowed.includes(role)) {
+          report.error(`${rootName}: ${doc.obj.kind} ${doc.obj.metadata.name} reads Secret ${secret} (only ${allowed.join(', ')} may)`);
+        }
       }
     }
     const headless = named('Service', 'learner');
@@ -460,7 +485,24 @@ function checkSecretRef(where, name, key, optional) {
   }
   // Every ristretto process presents the cluster token and uses TLS: a
   // missing Secret must stop the pod, not start it unauthenticated.
-  if (['ristretto-token', 'ristretto-actor-token', 'ristretto-tls'].includes(name) && optional) report.error(`${where}: ${name} must not be optional`);
+  if (['ristretto-token', 'ristretto-actor-token', 'ristretto-learner-token', 'ristretto-tls'].includes(name) && optional) report.error(`${where}: ${name} must not be optional`);
+}
+
+// Every Secret a pod spec names: env (secretKeyRef), envFrom (secretRef)
+// and volumes (secret.secretName, projected sources).
+function secretNamesIn(value, out = new Set()) {
+  if (Array.isArray(value)) {
+    for (const v of value) secretNamesIn(v, out);
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if ((k === 'secretKeyRef' || k === 'secretRef' || k === 'secret') && v && typeof v === 'object') {
+        if (typeof v.name === 'string') out.add(v.name);
+        if (typeof v.secretName === 'string') out.add(v.secretName);
+      }
+      secretNamesIn(v, out);
+    }
+  }
+  return out;
 }
 
 // --------------------------------------------------------------------- main

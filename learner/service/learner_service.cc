@@ -543,6 +543,21 @@ void LearnerService::NoteAssignment(const std::string& actor_id,
   actor_runs_[actor_id].insert(run_id);
 }
 
+absl::Status LearnerService::MayActAsActor(const auth::Principal& caller,
+                                           absl::string_view method) const {
+  // Development mode (no token, no key) also answers the operator: no
+  // credential is checked there.
+  if (caller.role != auth::Role::kOperator || options_.token_admits_actors ||
+      options_.token.empty()) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      method,
+      ": this learner is coordinated, its token (the one learners register "
+      "with) is no actor credential; actors present the ticket the "
+      "coordinator's FindLearner gave them"));
+}
+
 absl::Status LearnerService::MayFetch(const auth::Principal& caller,
                                       const std::string& dataset_id) const {
   if (caller.role == auth::Role::kOperator) return absl::OkStatus();
@@ -566,8 +581,10 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LearnerService::Act(grpc::CallbackServerContext* context) {
   absl::StatusOr<auth::Principal> caller =
       Authenticate(context->client_metadata());
-  if (!caller.ok()) {
-    return new DeniedActReactor(Deny("Act", caller.status()));
+  absl::Status allowed = caller.status();
+  if (allowed.ok()) allowed = MayActAsActor(*caller, "Act");
+  if (!allowed.ok()) {
+    return new DeniedActReactor(Deny("Act", allowed));
   }
   return new ActorReactor(this, *std::move(caller));
 }
@@ -578,6 +595,7 @@ grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
   absl::StatusOr<auth::Principal> caller =
       Authenticate(context->client_metadata());
   absl::Status allowed = caller.status();
+  if (allowed.ok()) allowed = MayActAsActor(*caller, "FetchDataset");
   if (allowed.ok()) allowed = MayFetch(*caller, request->dataset_id());
   if (!allowed.ok()) {
     return new DeniedDatasetReactor(Deny("FetchDataset", allowed));

@@ -11,8 +11,13 @@
 // Authentication (docs/security.md), when options.token is set or a ticket
 // key was given (SetTicketKey; coordinated mode with a token): every call
 // carries "authorization: Bearer <credential>", where the credential is
-//   options.token   an operator (and, stand-alone, every actor): any actor
-//                   id, any served dataset, GetStatus;
+//   options.token   an operator: GetStatus; and, when
+//                   options.token_admits_actors (stand-alone), every actor:
+//                   any actor id, any served dataset. Coordinated, the
+//                   token is the one every learner registers with, so it
+//                   does not admit Act or FetchDataset (PERMISSION_DENIED):
+//                   another learner's host holding it cannot stream into
+//                   this learner's runs;
 //   an actor ticket minted by the coordinator (auth::VerifyActorTicket,
 //                   checked here against the current and previous key, no
 //                   call to the coordinator): Act only with the ticket's
@@ -71,9 +76,16 @@ struct LearnerServiceOptions {
   // must outlive the service). Null: no metrics.
   LearnerMetrics* metrics = nullptr;
   // The credential of operators and, in stand-alone mode, of actors
-  // (--token-file / $RISTRETTO_TOKEN: the cluster token with --coordinator).
-  // Empty, and no ticket key given: calls are not authenticated.
+  // (--token-file / $RISTRETTO_TOKEN: with --coordinator the token the
+  // learner registers with). Empty, and no ticket key given: calls are not
+  // authenticated.
   std::string token;
+  // Whether `token` may also act as any actor (Act with any actor id,
+  // FetchDataset of any served dataset). True stand-alone, where actors
+  // present the token; false with --coordinator, where the token is what
+  // every learner registers with (the learners' token): actors present a
+  // ticket, and the token reads GetStatus only.
+  bool token_admits_actors = true;
 };
 
 // A server-streaming reactor sending the file at `path` in 1 MiB pieces
@@ -126,6 +138,11 @@ class LearnerService final : public LearnerServiceBase {
   // kOk when `caller` may download `dataset_id`, else kPermissionDenied.
   absl::Status MayFetch(const auth::Principal& caller,
                         const std::string& dataset_id) const;
+  // kOk when `caller` may call `method` (Act, FetchDataset) as an actor:
+  // a ticket holder, or the operator unless options.token_admits_actors
+  // is false and calls are authenticated (kPermissionDenied).
+  absl::Status MayActAsActor(const auth::Principal& caller,
+                             absl::string_view method) const;
 
   void AddRun(std::shared_ptr<RunHost> run);
   void RemoveRun(const std::string& run_id);

@@ -927,6 +927,59 @@ TEST_F(AuthServiceTest, ActorsNeedTheClusterToken) {
   EXPECT_FALSE(found.learner_address().empty());
 }
 
+// With a learners' token, learners register with it alone (the cluster
+// token no longer does) and it is no credential on any other call.
+TEST_F(AuthServiceTest, TheLearnersTokenOnlyRegisters) {
+  constexpr char kLearnerToken[] = "sesame-learners-token";
+  Start(StudyText("concurrency: 1\nmax_trials: 1"), absl::Seconds(30), kToken);
+  metrics_ = std::make_unique<CoordinatorMetrics>(registry_);
+  service_ = std::make_unique<CoordinatorService>(
+      scheduler_.get(), kToken, metrics_.get(), /*actor_token=*/"",
+      kLearnerToken);
+  const auto register_with = [&](const std::string& token,
+                                 v1::RegisterLearnerResponse* response) {
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id(kA);
+    reg.set_address("127.0.0.1:9");
+    reg.set_slots(1);
+    reg.set_token(token);
+    CallContext call;
+    return service_->RegisterLearner(call.get(), &reg, response);
+  };
+  v1::RegisterLearnerResponse refused;
+  EXPECT_EQ(register_with(kToken, &refused).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(refused.session_token().empty());
+  EXPECT_EQ(DeniedCount("RegisterLearner", "unauthenticated"), 1);
+  v1::RegisterLearnerResponse registered;
+  ASSERT_TRUE(register_with(kLearnerToken, &registered).ok());
+  ASSERT_FALSE(registered.session_token().empty());
+  // As a Bearer: refused on every call, the learner's own included.
+  const std::string bearer = auth::BearerValue(kLearnerToken);
+  v1::LeaseRunResponse lease;
+  EXPECT_EQ(LeaseAs(bearer, kA, &lease).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-1");
+  v1::FindLearnerResponse found;
+  CallContext find_call(bearer);
+  EXPECT_EQ(service_->FindLearner(find_call.get(), &find, &found).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  CallContext release_call(bearer);
+  EXPECT_EQ(
+      service_->Release(release_call.get(), &release, &released).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(DeniedCount("LeaseRun", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("FindLearner", "permission_denied"), 1);
+  EXPECT_EQ(DeniedCount("Release", "permission_denied"), 1);
+  // The session secret it got is the learner's credential.
+  EXPECT_TRUE(
+      LeaseAs(auth::BearerValue(registered.session_token()), kA, &lease).ok());
+}
+
 TEST_F(AuthServiceTest, DatasetsOnlyOfRunningStudiesWhenAuthenticating) {
   StartService();
   Tick();
@@ -941,6 +994,51 @@ TEST_F(AuthServiceTest, DatasetsOnlyOfRunningStudiesWhenAuthenticating) {
   EXPECT_EQ(scheduler_->DatasetPath(id, true).status().code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(scheduler_->DatasetPath(id, false).ok());  // no token
+}
+
+// A learner fetches only the dataset of a run leased to it: found among
+// the runs this scheduler leased it, or (a lease granted before a restart,
+// which this process never saw) by scanning the store; another member, and
+// the same member once released, is refused.
+TEST_F(SchedulerUnitTest, LearnersFetchOnlyTheDatasetsOfTheirLeasedRuns) {
+  Start(StudyText("concurrency: 2\nmax_trials: 2"));
+  constexpr char kOther[] = "learner-other";
+  v1::RegisterLearnerRequest reg;
+  reg.set_member_id(kOther);
+  reg.set_address("127.0.0.1:2");
+  reg.set_slots(1);
+  ASSERT_TRUE(scheduler_->RegisterLearner(reg).ok());
+  Tick();
+  const v1::LeaseRunResponse lease = Lease();
+  ASSERT_TRUE(lease.has_run());
+  const std::string id = lease.lease().dataset_id();
+  ASSERT_FALSE(id.empty());
+  const absl::StatusOr<std::string> own =
+      scheduler_->DatasetPathForLearner(id, kMember);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_TRUE(std::filesystem::exists(*own)) << *own;
+  // The other learner holds no run of it; an unknown dataset is unknown.
+  const absl::Status stranger =
+      scheduler_->DatasetPathForLearner(id, kOther).status();
+  EXPECT_EQ(stranger.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(stranger.message(), HasSubstr(kOther));
+  EXPECT_EQ(scheduler_->DatasetPathForLearner("no-such-dataset", kMember)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  // A lease this scheduler did not grant (as before a coordinator restart).
+  absl::StatusOr<std::optional<RunRow>> direct =
+      store_->LeaseRun(kOther, absl::Seconds(30));
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  ASSERT_TRUE(direct->has_value());
+  EXPECT_TRUE(scheduler_->DatasetPathForLearner(id, kOther).ok());
+  // Released: kMember's run is queued again and its dataset refused to it.
+  v1::ReleaseRequest release;
+  release.set_member_id(kMember);
+  ASSERT_TRUE(scheduler_->Release(release).ok());
+  EXPECT_EQ(scheduler_->DatasetPathForLearner(id, kMember).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(scheduler_->DatasetPathForLearner(id, kOther).ok());
 }
 
 TEST_F(SchedulerUnitTest, WithoutATokenTheServiceAuthenticatesNothing) {

@@ -147,7 +147,7 @@ tree_of() {
 # key `up` wrote (DATA_DIR/tls/*.key), PEM text, "--token" or "password" to
 # OUT.leaks.
 watch_argv() {
-  local up_pid=$1 data=$2 out=$3 token="" actor_token="" keys="" roots pm pid cmd name line
+  local up_pid=$1 data=$2 out=$3 token="" actor_token="" learner_token="" keys="" roots pm pid cmd name line
   : > "$out.names"
   : > "$out.argv"
   : > "$out.leaks"
@@ -155,6 +155,9 @@ watch_argv() {
     if [ -z "$token" ] && [ -s "$data/token" ]; then token=$(cat "$data/token"); fi
     if [ -z "$actor_token" ] && [ -s "$data/actor-token" ]; then
       actor_token=$(cat "$data/actor-token")
+    fi
+    if [ -z "$learner_token" ] && [ -s "$data/learner-token" ]; then
+      learner_token=$(cat "$data/learner-token")
     fi
     if [ -z "$keys" ] && [ -s "$data/tls/client.key" ]; then
       # The base64 lines of every key (not the BEGIN/END lines).
@@ -172,6 +175,7 @@ watch_argv() {
       grep -qxF -- "$cmd" "$out.argv" || echo "$cmd" >> "$out.argv"
       if { [ -n "$token" ] && [[ $cmd == *"$token"* ]]; } ||
          { [ -n "$actor_token" ] && [[ $cmd == *"$actor_token"* ]]; } ||
+         { [ -n "$learner_token" ] && [[ $cmd == *"$learner_token"* ]]; } ||
          grep -qiE -- '--token([ =]|$)|password|-----BEGIN|PRIVATE KEY' <<< "$cmd"; then
         echo "$cmd" >> "$out.leaks"
       fi
@@ -252,6 +256,19 @@ if [[ $parts == all || $parts == up ]]; then
     fail "the actor does not find its learner through the coordinator (argv:$actor_argv)"
   [[ " $(argv_of ristretto-coordinator) " == *" --actor-token-file $work/data/actor-token "* ]] ||
     fail "the coordinator does not know the actor token"
+  # The learner holds the learners' token, not the cluster token (the
+  # operators'): it registers and does nothing else at the coordinator.
+  [ "$(stat -c %a "$work/data/learner-token")" = 600 ] ||
+    fail "$work/data/learner-token is not mode 600"
+  grep -qxE '[0-9a-f]{64}' "$work/data/learner-token" || fail "the learners' token is not 32 bytes of hex"
+  cmp -s "$work/data/token" "$work/data/learner-token" && fail "the learners' token is the cluster token"
+  cmp -s "$work/data/actor-token" "$work/data/learner-token" && fail "the learners' token is the actors' token"
+  learner_argv=" $(argv_of ristretto-learner) "
+  [[ $learner_argv == *" --token-file $work/data/learner-token "* ]] ||
+    fail "the learner does not use the learners' token (argv:$learner_argv)"
+  [[ $learner_argv != *"$work/data/token "* ]] || fail "the learner holds the cluster token (argv:$learner_argv)"
+  [[ " $(argv_of ristretto-coordinator) " == *" --learner-token-file $work/data/learner-token "* ]] ||
+    fail "the coordinator does not know the learners' token"
   # The import report: holes filled per asset, one split at the outage.
   grep -q '^import report (forward-fill gaps of up to 3 bars)' "$log" ||
     fail "no import report"

@@ -60,6 +60,11 @@ std::string Logged(Process& p, const std::string& what) {
 
 class CoordinatorAuthTest : public testing::PgDatabaseTest {
  protected:
+  // `with_learner_token`: the coordinator also gets --learner-token-file
+  // (learners then register with it, not with the cluster token).
+  explicit CoordinatorAuthTest(bool with_learner_token = false)
+      : with_learner_token_(with_learner_token) {}
+
   void SetUp() override {
     PgDatabaseTest::SetUp();
     if (HasFatalFailure()) return;
@@ -82,13 +87,21 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     ASSERT_TRUE(actor_token.ok()) << actor_token.status();
     actor_token_ = *actor_token;
     ASSERT_TRUE(WriteSecretFile(dir_ + "/actor-token", actor_token_).ok());
+    absl::StatusOr<std::string> learner_token = GenerateToken();
+    ASSERT_TRUE(learner_token.ok()) << learner_token.status();
+    learner_token_ = *learner_token;
+    ASSERT_TRUE(WriteSecretFile(dir_ + "/learner-token", learner_token_).ok());
+    std::vector<std::string> flags = {
+        "--token-file",        dir_ + "/token",  "--actor-token-file",
+        dir_ + "/actor-token", "--metrics-port", "auto",
+        "--metrics-address",   "127.0.0.1"};
+    if (with_learner_token_) {
+      flags.insert(flags.end(),
+                   {"--learner-token-file", dir_ + "/learner-token"});
+    }
     coordinator_ = std::make_unique<Process>(
         CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
-                        dir_ + "/coordinator",
-                        {"--token-file", dir_ + "/token", "--actor-token-file",
-                         dir_ + "/actor-token", "--metrics-port", "auto",
-                         "--metrics-address", "127.0.0.1"},
-                        "0", "100"),
+                        dir_ + "/coordinator", flags, "0", "100"),
         dir_ + "/coordinator.log");
     const std::string address = Logged(*coordinator_, "listening on ");
     ASSERT_FALSE(address.empty()) << coordinator_->Log();
@@ -124,10 +137,15 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     return stub_->RegisterLearner(Context("").get(), request, response);
   }
 
+  // The token learners register with.
+  const std::string& RegistrationToken() const {
+    return with_learner_token_ ? learner_token_ : token_;
+  }
+
   // Registers `member` with the right token; its session secret.
   std::string Session(const std::string& member) {
     v1::RegisterLearnerResponse response;
-    const grpc::Status s = Register(member, token_, &response);
+    const grpc::Status s = Register(member, RegistrationToken(), &response);
     EXPECT_TRUE(s.ok()) << s.error_message();
     EXPECT_FALSE(response.session_token().empty());
     return response.session_token();
@@ -192,9 +210,11 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     return run.ok() ? *run : RunRow();
   }
 
+  const bool with_learner_token_;
   std::string dir_;
   std::string token_;
   std::string actor_token_;
+  std::string learner_token_;
   std::string secret_a_;
   int64_t study_id_ = 0;
   int metrics_port_ = 0;
@@ -402,9 +422,10 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
   EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
 }
 
-// The actors' token finds learners (with a ticket) and fetches datasets,
-// and is refused everywhere a learner or an operator acts: an actor host
-// cannot register a learner, lease its runs, report on them or evict it.
+// The actors' token finds learners (with a ticket), and is refused
+// everywhere a learner or an operator acts: an actor host cannot register a
+// learner, lease its runs, report on them, evict it or download datasets
+// (actors fetch from their learner).
 TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
   const v1::RunLease lease = LeaseForA();
   ASSERT_FALSE(lease.dataset_id().empty());
@@ -418,10 +439,14 @@ TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
   EXPECT_EQ(found.learner_address(), "127.0.0.1:9");
   EXPECT_EQ(found.learner_member_id(), kA);
   EXPECT_FALSE(found.actor_ticket().empty());
+  // Actors fetch datasets from their learner, never here.
   int64_t bytes = 0;
   const grpc::Status fetched = Fetch(actor, lease.dataset_id(), &bytes);
-  EXPECT_TRUE(fetched.ok()) << fetched.error_message();
-  EXPECT_GT(bytes, 0);
+  EXPECT_EQ(fetched.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(fetched.error_message().find("from their learner"),
+            std::string::npos)
+      << fetched.error_message();
+  EXPECT_EQ(bytes, 0);
 
   // Not a registration token.
   v1::RegisterLearnerResponse registered;
@@ -457,6 +482,7 @@ TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
   EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
   EXPECT_EQ(Denied("FailRun", "permission_denied"), 1);
   EXPECT_EQ(Denied("Release", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
   // kA still holds its run, untouched: leased to it, not failed.
   const RunRow run = Run(lease.run_id());
   EXPECT_EQ(run.state, RunState::kLeased);
@@ -467,6 +493,113 @@ TEST_F(CoordinatorAuthTest, ActorTokenFindsLearnersAndNothingMore) {
   EXPECT_TRUE(stub_
                   ->Heartbeat(Context(auth::BearerValue(secret_a_)).get(),
                               heartbeat, &own)
+                  .ok());
+}
+
+// A learner's session secret fetches only the dataset of a run leased to
+// it: a learner holding no run of it is refused, the holder is served, and
+// once the holder released its leases it is refused too.
+TEST_F(CoordinatorAuthTest, ALearnerFetchesOnlyTheDatasetsOfItsLeasedRuns) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_FALSE(lease.dataset_id().empty());
+  const std::string secret_b = Session(kB);  // registered, no run
+  int64_t bytes = 0;
+  const grpc::Status stranger =
+      Fetch(auth::BearerValue(secret_b), lease.dataset_id(), &bytes);
+  EXPECT_EQ(stranger.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << stranger.error_message();
+  EXPECT_EQ(bytes, 0);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+  const grpc::Status holder =
+      Fetch(auth::BearerValue(secret_a_), lease.dataset_id(), &bytes);
+  EXPECT_TRUE(holder.ok()) << holder.error_message();
+  EXPECT_GT(bytes, 0);
+  // The operator (cluster token) fetches any running study's dataset.
+  const grpc::Status operator_fetch =
+      Fetch(auth::BearerValue(token_), lease.dataset_id(), &bytes);
+  EXPECT_TRUE(operator_fetch.ok()) << operator_fetch.error_message();
+  // A's leases handed back (by an operator): its secret is revoked with
+  // them, and a fresh registration holds no run of the dataset.
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  ASSERT_TRUE(stub_
+                  ->Release(Context(auth::BearerValue(token_)).get(), release,
+                            &released)
+                  .ok());
+  const std::string again = Session(kA);
+  EXPECT_EQ(
+      Fetch(auth::BearerValue(again), lease.dataset_id(), &bytes).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 2);
+}
+
+// With a learners' token (--learner-token-file) learners register with it
+// and with nothing else: the cluster token no longer registers, and the
+// learners' token is no credential on any other call, so a compromised
+// learner host cannot evict, find or fetch for the other learners.
+class CoordinatorLearnerTokenTest : public CoordinatorAuthTest {
+ protected:
+  CoordinatorLearnerTokenTest() : CoordinatorAuthTest(true) {}
+};
+
+TEST_F(CoordinatorLearnerTokenTest, TheClusterTokenNoLongerRegistersLearners) {
+  v1::RegisterLearnerResponse response;
+  EXPECT_EQ(Register(kA, token_, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Register(kA, actor_token_, &response).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(response.session_token().empty());
+  EXPECT_EQ(Denied("RegisterLearner", "unauthenticated"), 2);
+  absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_TRUE(members->empty());  // nothing registered
+  const grpc::Status registered = Register(kA, learner_token_, &response);
+  ASSERT_TRUE(registered.ok()) << registered.error_message();
+  EXPECT_FALSE(response.session_token().empty());
+  EXPECT_FALSE(response.ticket_key().empty());
+}
+
+TEST_F(CoordinatorLearnerTokenTest, TheLearnersTokenRegistersAndNothingMore) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  const std::string learners = auth::BearerValue(learner_token_);
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  EXPECT_EQ(
+      stub_->Release(Context(learners).get(), release, &released).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-x");
+  v1::FindLearnerResponse found;
+  EXPECT_EQ(
+      stub_->FindLearner(Context(learners).get(), find, &found).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(found.actor_ticket().empty());
+  int64_t bytes = 0;
+  EXPECT_EQ(Fetch(learners, lease.dataset_id(), &bytes).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(bytes, 0);
+  v1::LeaseRunResponse leased;
+  EXPECT_EQ(Lease(learners, kA, &leased).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("Release", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+  EXPECT_EQ(Denied("LeaseRun", "permission_denied"), 1);
+  // A still holds its run; the operators' token still finds and releases.
+  const RunRow run = Run(lease.run_id());
+  EXPECT_EQ(run.state, RunState::kLeased);
+  EXPECT_EQ(run.member_id, kA);
+  EXPECT_EQ(run.attempts, 1);
+  const grpc::Status as_operator = stub_->FindLearner(
+      Context(auth::BearerValue(token_)).get(), find, &found);
+  EXPECT_TRUE(as_operator.ok()) << as_operator.error_message();
+  EXPECT_FALSE(found.actor_ticket().empty());
+  EXPECT_TRUE(stub_
+                  ->Release(Context(auth::BearerValue(token_)).get(), release,
+                            &released)
                   .ok());
 }
 

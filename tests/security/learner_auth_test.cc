@@ -97,6 +97,9 @@ class LearnerAuthTest : public ::testing::Test {
     options.dataset_path = dataset_path_;
     options.metrics = metrics_.get();
     options.token = token;
+    // As ristretto-learner: coordinated (a ticket key), the token is the
+    // one every learner registers with and admits no actor.
+    options.token_admits_actors = key.empty();
     service_ = std::make_unique<LearnerService>(hosts, options);
     service_->AddDataset("other-market", dataset_path_);
     if (!key.empty()) service_->SetTicketKey(kMember, key);
@@ -307,12 +310,33 @@ TEST_F(LearnerAuthTest, ATicketFetchesOnlyTheDatasetOfItsAssignedRun) {
     call->Cancel();
     (void)call->Finish();
   }
-  // The operator's token fetches any served dataset.
-  EXPECT_EQ(Fetch(kToken, "other-market"), grpc::StatusCode::OK);
+  // Coordinated, the learner's token fetches nothing (it is no actor).
+  EXPECT_EQ(Fetch(kToken, "other-market"), grpc::StatusCode::PERMISSION_DENIED);
   // Once the run is no longer hosted, its actors lose its dataset.
   service_->RemoveRun("run-0");
   EXPECT_EQ(Fetch(ticket, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 4);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 5);
+}
+
+// Coordinated, the token is the one every learner registers with (the
+// learners' token): another learner's host holds it, so it must not stream
+// into this learner's runs as any actor nor download its datasets. It
+// still reads GetStatus.
+TEST_F(LearnerAuthTest, ACoordinatedLearnersTokenIsNoActorCredential) {
+  Serve(kToken, kKey0);
+  const ActResult act = Hello(kToken, "any-actor");
+  EXPECT_FALSE(act.first.has_value() && act.first->has_assignment());
+  EXPECT_EQ(act.status.code(), absl::StatusCode::kPermissionDenied)
+      << act.status;
+  EXPECT_NE(act.status.message().find("ticket"), absl::string_view::npos)
+      << act.status;
+  EXPECT_EQ(Fetch(kToken, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(service_->ActorsOn("run-0") + service_->ActorsOn("run-1"), 0);
+  EXPECT_TRUE(Client(kToken)->GetStatus().ok());
+  EXPECT_EQ(Denied("Act", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+  // The ticket still works.
+  EXPECT_TRUE(Hello(Ticket("a1", kKey0), "a1").first.has_value());
 }
 
 TEST_F(LearnerAuthTest, GetStatusIsTheOperators) {

@@ -4,7 +4,9 @@
 // never streams a step, while an actor with the same --token-file trains
 // the run to its budget. And servers without credentials stay on loopback:
 // a learner or coordinator told to bind 0.0.0.0 with neither a token nor
-// mutual TLS refuses to start unless --allow-insecure-network.
+// mutual TLS refuses to start unless --allow-insecure-network. A
+// coordinated learner's token (the one every learner registers with) is no
+// actor credential at its port: Act and FetchDataset need a ticket.
 #include <signal.h>
 
 #include <chrono>
@@ -15,9 +17,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth.h"
 #include "common/secret_file.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/ristretto.grpc.pb.h"
 #include "tests/common/log_lines.h"
 #include "tests/common/metrics_scrape.h"
 #include "tests/common/temp_dir.h"
@@ -110,6 +115,67 @@ TEST(LearnerTokenProcessTest, OnlyActorsWithTheTokenStreamIntoTheRun) {
   EXPECT_EQ(Field(learner.Log(), "learner: run run-0", "received"),
             Field(actor.Log(), "env_steps_sent=", "env_steps_sent"))
       << learner.Log();
+}
+
+// A coordinated ristretto-learner: its --token-file is what it registers
+// with (the learners' token, which every learner host holds), so at its own
+// port the token reads GetStatus but joins no run as any actor and
+// downloads nothing: actors present the coordinator's tickets. No
+// coordinator answers at --coordinator: the learner serves while it retries
+// registering.
+TEST(LearnerTokenProcessTest, ACoordinatedLearnersTokenIsNoActorCredential) {
+  tests::TempDir dir("ristretto_learner_coordinated_token_");
+  absl::StatusOr<std::string> token = GenerateToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  const std::string token_file = dir.Path("token");
+  ASSERT_TRUE(WriteSecretFile(token_file, *token).ok());
+  Process learner(
+      {RISTRETTO_LEARNER_BINARY, "--coordinator", "127.0.0.1:1", "--port", "0",
+       "--run-dir", dir.Path("runs"), "--token-file", token_file},
+      dir.Path("learner.log"));
+  const std::string address = tests::WaitForListeningAddress(learner, 60s);
+  ASSERT_FALSE(address.empty()) << learner.Log();
+  const std::unique_ptr<v1::Learner::Stub> stub = v1::Learner::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  const auto with_token = [&] {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + 10s);
+    context->AddMetadata(auth::kMetadataKey, auth::BearerValue(*token));
+    return context;
+  };
+  {
+    const std::unique_ptr<grpc::ClientContext> context = with_token();
+    const auto call = stub->Act(context.get());
+    v1::ActorMessage hello;
+    hello.mutable_hello()->set_actor_id("any-actor");
+    hello.mutable_hello()->set_env_copies(1);
+    (void)call->Write(hello);  // the server may have answered already
+    (void)call->WritesDone();
+    v1::LearnerMessage message;
+    while (call->Read(&message)) {
+    }
+    const grpc::Status act = call->Finish();
+    EXPECT_EQ(act.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << act.error_message();
+    EXPECT_THAT(act.error_message(), HasSubstr("ticket"));
+  }
+  {
+    const std::unique_ptr<grpc::ClientContext> context = with_token();
+    v1::FetchDatasetRequest request;
+    request.set_dataset_id(std::string(64, 'a'));
+    const auto reader = stub->FetchDataset(context.get(), request);
+    v1::DatasetPiece piece;
+    while (reader->Read(&piece)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  v1::LearnerStatus status;
+  const grpc::Status read =
+      stub->GetStatus(with_token().get(), v1::StatusRequest(), &status);
+  EXPECT_TRUE(read.ok()) << read.error_message();
+  learner.Signal(SIGTERM);
+  EXPECT_TRUE(learner.Wait(60s).has_value()) << learner.Log();
 }
 
 TEST(LoopbackOnlyTest, ServersWithoutCredentialsRefuseANetworkAddress) {
