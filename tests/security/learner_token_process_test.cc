@@ -178,6 +178,41 @@ TEST(LearnerTokenProcessTest, ACoordinatedLearnersTokenIsNoActorCredential) {
   EXPECT_TRUE(learner.Wait(60s).has_value()) << learner.Log();
 }
 
+#ifdef RISTRETTO_COORDINATOR_BINARY
+// The coordinator's learners' token follows the secret-file rules and must
+// be a token of its own, beside a cluster token: each misuse exits 2 with
+// one line, before the database is touched (this DSN is never dialled).
+TEST(CoordinatorTokenFlagsTest, ALearnersTokenMustBeATokenOfItsOwn) {
+  tests::TempDir dir("ristretto_learner_token_flags_");
+  absl::StatusOr<std::string> cluster = GenerateToken();
+  absl::StatusOr<std::string> learners = GenerateToken();
+  ASSERT_TRUE(cluster.ok() && learners.ok());
+  ASSERT_TRUE(WriteSecretFile(dir.Path("token"), *cluster).ok());
+  ASSERT_TRUE(WriteSecretFile(dir.Path("learner-token"), *learners).ok());
+  const auto refused = [&](const std::vector<std::string>& flags,
+                           const std::string& says) {
+    std::vector<std::string> argv = {RISTRETTO_COORDINATOR_BINARY, "--db",
+                                     "host=/nonexistent dbname=none",
+                                     "--data-dir", dir.Path("coordinator")};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    Process coordinator(argv, dir.Path("coordinator.log"));
+    EXPECT_EQ(coordinator.Wait(60s), 2) << coordinator.Log();
+    EXPECT_THAT(coordinator.Log(), HasSubstr(says));
+    EXPECT_THAT(coordinator.Log(), ::testing::Not(HasSubstr(*learners)));
+  };
+  refused({"--learner-token", *learners}, "--learner-token VALUE is refused");
+  refused({"--learner-token-file", dir.Path("learner-token")},
+          "needs a cluster token");
+  refused({"--token-file", dir.Path("token"), "--learner-token-file",
+           dir.Path("token")},
+          "the learners' token equals the cluster token");
+  refused({"--token-file", dir.Path("token"), "--actor-token-file",
+           dir.Path("learner-token"), "--learner-token-file",
+           dir.Path("learner-token")},
+          "the learners' token equals the actors' token");
+}
+#endif  // RISTRETTO_COORDINATOR_BINARY
+
 TEST(LoopbackOnlyTest, ServersWithoutCredentialsRefuseANetworkAddress) {
   tests::TempDir dir("ristretto_loopback_");
   Process learner({RISTRETTO_LEARNER_BINARY, "--address", "0.0.0.0", "--port",
