@@ -375,6 +375,14 @@ absl::Status Actor::Run() {
         // The learner connected to (the coordinator's choice, if any).
         RLOG(WARNING) << "actor " << id << ": stream to " << LearnerAddress()
                       << " ended: " << final_status.ToString();
+        if (options_.exit_when_idle && !assigned) {
+          // It had said a run of its own was unfinished, and now does not
+          // answer (it exited once that run finished): idle from here.
+          absl::MutexLock lock(&mu_);
+          if (awaiting_finish_ && !idle_since_.has_value()) {
+            idle_since_ = absl::Now();
+          }
+        }
         break;
     }
     if (retry_now) continue;
@@ -560,6 +568,7 @@ void Actor::HandleAssignment(const v1::RunAssignment& a) {
   ++assignment_gen_;
   session_assigned_ = true;
   idle_since_.reset();
+  awaiting_finish_ = false;
   cv_.SignalAll();
 }
 
@@ -653,8 +662,18 @@ void Actor::HandleStop(const v1::Stop& stop) {
   learner_stop_ = stop;
   if (stop.run_finished()) {
     if (!idle_since_.has_value()) idle_since_ = absl::Now();
+    awaiting_finish_ = false;
     pending_policy_.reset();
     have_version_ = -1;
+  } else if (idle_since_.has_value()) {
+    // Asked for work after our run finished, the learner says it still has
+    // a run that has not: one that stopped its actors early trains the
+    // chunks it holds and may need more (a rolled-back update), or it is
+    // shutting down to restart. Not idle while it keeps saying so: the
+    // idle clock waits for "finished" again, or for the learner to stop
+    // answering (Run), and the next Hello asks for the run we worked on.
+    idle_since_.reset();
+    awaiting_finish_ = true;
   }
   if (session_end_ == SessionEnd::kNone)
     session_end_ = SessionEnd::kLearnerStop;

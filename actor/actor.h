@@ -82,6 +82,10 @@ struct ActorOptions {
   int max_inflight = 4;
   // When the learner says the run finished: return from Run() (OK) if no
   // new assignment arrives within `idle_timeout`; otherwise wait forever.
+  // A learner that answers "not finished" meanwhile (a Stop without
+  // run_finished: a run that stopped its actors early may still need more
+  // data, or it is shutting down to restart) stops that clock until it
+  // says "finished" again or stops answering.
   bool exit_when_idle = false;
   absl::Duration idle_timeout = absl::Seconds(2);
   // After the learner's Stop: how long to wait for the chunks written
@@ -260,8 +264,12 @@ class Actor {
   // thread (it writes no more) as they exit.
   bool reader_done_ ABSL_GUARDED_BY(mu_) = false;
   bool rollout_done_ ABSL_GUARDED_BY(mu_) = false;
-  // Set when the learner finished our run; cleared by a new assignment.
+  // Set when the learner finished our run; cleared by a new assignment and
+  // by a Stop without run_finished while set (the learner has an unfinished
+  // run), which sets awaiting_finish_: the clock then starts again at
+  // "finished" or once the learner stops answering.
   std::optional<absl::Time> idle_since_ ABSL_GUARDED_BY(mu_);
+  bool awaiting_finish_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int, int64_t> rejected_by_code_ ABSL_GUARDED_BY(mu_);
   // Version that caused the last resync (-2 = none): one per version.
   int64_t last_resync_version_ ABSL_GUARDED_BY(mu_) = -2;

@@ -344,12 +344,17 @@ void ActorStream::HandleHello() {
     // down (to restart from its checkpoint): not "finished", or an actor
     // with --exit-when-idle quits before the learner is back, as
     // OnWeights tells the actors already connected.
-    bool shutting_down = false;
+    // Likewise while a run still trains the chunks it stopped its actors
+    // on (RunHost::may_reopen): it may need more data yet.
+    bool shutting_down = false, may_reopen = false;
     for (const std::shared_ptr<RunHost>& run : service_->runs()) {
       if (!run->accepting() && !run->budget_reached()) shutting_down = true;
+      if (run->may_reopen()) may_reopen = true;
     }
-    if (shutting_down) {
-      Send(StopMessage("learner shutting down", false));
+    if (shutting_down || may_reopen) {
+      Send(StopMessage(shutting_down ? "learner shutting down"
+                                     : "a run is training its last chunks",
+                       false));
       FinishWhenDrained(grpc::Status::OK);
       return;
     }

@@ -150,9 +150,26 @@ RunHost::~RunHost() { Stop(); }
 
 absl::Status RunHost::Ingest(TrajectoryChunk chunk,
                              std::function<void()> on_space) {
-  absl::MutexLock lock(&mu_);
+  std::vector<Listener> to_stop;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = IngestLocked(std::move(chunk), std::move(on_space));
+    // Queued or parked: the run may now hold enough for its budget.
+    if (status.ok() || absl::IsUnavailable(status)) {
+      to_stop = StopActorsIfCovered();
+    }
+  }
+  // Outside mu_: a listener may call back into the run (budget_reached).
+  for (const Listener& l : to_stop) l(nullptr);
+  return status;
+}
+
+absl::Status RunHost::IngestLocked(TrajectoryChunk chunk,
+                                   std::function<void()> on_space) {
   if (counters_.finished || stopping_ || budget_reached_) {
-    // Well-formed steps that arrive after the end are received and dropped.
+    // Well-formed steps that arrive after the end, or once the run holds
+    // enough for its budget, are received and dropped.
     counters_.env_steps_received += chunk.num_samples();
     counters_.env_steps_dropped += chunk.num_samples();
     if (metrics_ != nullptr) {
@@ -196,6 +213,58 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
   parked_.emplace_back(std::move(chunk), std::move(on_space));
   ExportQueueDepth();
   return absl::UnavailableError("ingest queue full; chunk parked");
+}
+
+int64_t HeldUpdatesFreshSteps(const std::vector<HeldChunk>& held,
+                              int64_t policy_version, int max_policy_lag,
+                              int64_t samples_per_update) {
+  int64_t covered = 0;
+  int64_t version = policy_version;
+  int64_t batch = 0, fresh = 0;
+  for (const HeldChunk& c : held) {
+    batch += c.samples;
+    // PpoLearner::Update's rule, at the version this batch is trained at.
+    if (version - c.policy_version <= max_policy_lag) fresh += c.samples;
+    if (batch < samples_per_update) continue;
+    covered += fresh;
+    if (fresh > 0) ++version;  // an update of stale chunks only fails
+    batch = 0;
+    fresh = 0;
+  }
+  return covered;
+}
+
+bool RunHost::HeldDataCoversBudget() const {
+  const int64_t budget = spec_.trainer.budget_env_steps;
+  const int64_t trained = counters_.env_steps_trained;
+  // Cheap bound first: everything held, stale or not, complete or not.
+  int64_t all = batch_samples_;
+  for (const TrajectoryChunk& c : queue_) all += c.num_samples();
+  for (const auto& [c, cb] : parked_) all += c.num_samples();
+  if (trained + all < budget) return false;
+  std::vector<HeldChunk> held = batch_chunks_;
+  held.reserve(held.size() + queue_.size() + parked_.size());
+  for (const TrajectoryChunk& c : queue_) {
+    held.push_back({c.policy_version, c.num_samples()});
+  }
+  for (const auto& [c, cb] : parked_) {
+    held.push_back({c.policy_version, c.num_samples()});
+  }
+  return trained + HeldUpdatesFreshSteps(held, counters_.policy_version,
+                                         spec_.trainer.ppo.max_policy_lag,
+                                         spec_.samples_per_update) >=
+         budget;
+}
+
+std::vector<RunHost::Listener> RunHost::StopActorsIfCovered() {
+  std::vector<Listener> to_stop;
+  if (budget_reached_ || stopping_ || counters_.finished ||
+      !HeldDataCoversBudget()) {
+    return to_stop;
+  }
+  budget_reached_ = true;
+  for (const auto& [id, l] : listeners_) to_stop.push_back(l);
+  return to_stop;
 }
 
 void RunHost::ExportQueueDepth() {
@@ -367,6 +436,9 @@ void RunHost::TrainLoop() {
       // so a stop costs at most one minibatch and a checkpoint.
       if (counters_.finished || stopping_) break;
       if (queue_.empty()) continue;
+      batch_chunks_.push_back(
+          {queue_.front().policy_version, queue_.front().num_samples()});
+      batch_samples_ += queue_.front().num_samples();
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
       if (!parked_.empty()) {
@@ -380,25 +452,18 @@ void RunHost::TrainLoop() {
     batch_samples += batch.back().num_samples();
     if (batch_samples < spec_.samples_per_update) continue;
 
-    // The update that reaches the budget is the run's last: the actors are
-    // told to stop before it starts rather than after, so they do not make
-    // chunks during it that only the end could drop. It trains exactly one
-    // update's worth, like every other update and like `ristretto train`
-    // (parity): what is still queued or parked is dropped at the end,
-    // counted. (Folding it into this update made the last update 2-3 times
-    // the others and changed what the distributed learning test learned.)
-    // Should it fall short of the budget after all (stale chunks, a
-    // rolled-back update), the run accepts actors again below.
-    std::vector<Listener> stop_early;
-    {
-      absl::MutexLock lock(&mu_);
-      if (counters_.env_steps_trained + batch_samples >= o.budget_env_steps &&
-          !budget_reached_) {
-        budget_reached_ = true;
-        for (const auto& [id, l] : listeners_) stop_early.push_back(l);
-      }
-    }
-    for (const Listener& l : stop_early) l(nullptr);
+    // The actors were told to stop as soon as the steps trained plus the
+    // fresh steps of the complete updates the run holds (this batch, the
+    // queue, the parked chunks) reached the budget — by the Ingest that
+    // queued the last chunk needed (StopActorsIfCovered) — so they do not
+    // make chunks that only the end could drop. Only chunks still within
+    // max_policy_lag when their update comes count there, so the held data
+    // cannot fall short through staleness. Each update still trains
+    // exactly one update's worth, like `ristretto train` (parity): what is
+    // left queued or parked at the end is dropped, counted. (Folding it
+    // into the last update made it 2-3 times the others and changed what
+    // the distributed learning test learned.) Should the run fall short
+    // after all (a rolled-back update), it accepts actors again below.
 
     const auto started = std::chrono::steady_clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
@@ -434,14 +499,18 @@ void RunHost::TrainLoop() {
       absl::MutexLock lock(&mu_);
       counters_.env_steps_trained += trained;
       counters_.env_steps_dropped += dropped;
+      batch_chunks_.clear();
+      batch_samples_ = 0;
       if (stats.ok()) ++counters_.updates;
       counters_.policy_version = learner_->version();
       finished = counters_.env_steps_trained >= o.budget_env_steps;
-      if (!finished && budget_reached_) {
-        // The last update fell short (see above), or a stop cancelled it:
-        // the run has not reached its budget. Unless stopping, it needs
-        // more data: its actors were told it had finished; they ask for
-        // work again and are assigned to it once more.
+      if (!finished && budget_reached_ &&
+          (stopping_ || !HeldDataCoversBudget())) {
+        // This update was rolled back and what the run still holds no
+        // longer covers the budget, or a stop cancelled it. Unless
+        // stopping, the run needs more data: its actors were told it had
+        // finished; they ask for work again (an actor is told to ask again
+        // while may_reopen) and are assigned to it once more.
         budget_reached_ = false;
         if (!stopping_) {
           RLOG(INFO) << "run " << spec_.run_id << ": at "
@@ -531,7 +600,9 @@ void RunHost::TrainLoop() {
   std::vector<Listener> listeners;
   {
     absl::MutexLock lock(&mu_);
-    int64_t left = batch_samples;
+    int64_t left = batch_samples_;
+    batch_chunks_.clear();
+    batch_samples_ = 0;
     for (const TrajectoryChunk& c : queue_) left += c.num_samples();
     for (const auto& [c, cb] : parked_) {
       left += c.num_samples();
@@ -622,6 +693,12 @@ bool RunHost::accepting() const {
 bool RunHost::budget_reached() const {
   absl::MutexLock lock(&mu_);
   return budget_reached_ || counters_.finished;
+}
+
+bool RunHost::may_reopen() const {
+  absl::MutexLock lock(&mu_);
+  return budget_reached_ && !stopping_ && !counters_.finished &&
+         counters_.env_steps_trained < spec_.trainer.budget_env_steps;
 }
 
 absl::StatusOr<EvaluationResult> RunHost::EvaluateNow() {

@@ -96,6 +96,27 @@ bool PolicyLagAbsorbs(int max_policy_lag, int64_t samples_per_update,
                       int queue_capacity, int64_t chunk_steps,
                       int64_t actor_steps);
 
+// A chunk a run holds (in its batch in assembly, its ingest queue or
+// parked), as HeldUpdatesFreshSteps sees it.
+struct HeldChunk {
+  int64_t policy_version = 0;
+  int64_t samples = 0;
+};
+
+// Env steps the held chunks will train, counting only the complete updates
+// they form and only the chunks still within the lag when trained. The
+// training thread takes the chunks in this order (FIFO) into a batch and
+// updates once the batch holds `samples_per_update` steps; the update made
+// at version v trains the chunks acted at v - max_policy_lag or later,
+// drops the older ones (stale), and makes version v + 1 — or none when
+// every chunk was stale. `policy_version` is the version the first of
+// these updates starts at. A trailing batch short of samples_per_update
+// trains nothing until more chunks come and is not counted. Exact unless
+// an update is rolled back (diverged) or cancelled.
+int64_t HeldUpdatesFreshSteps(const std::vector<HeldChunk>& held,
+                              int64_t policy_version, int max_policy_lag,
+                              int64_t samples_per_update);
+
 // Counters of one run; env steps are counted per env copy.
 struct RunCounters {
   int64_t policy_version = 0;
@@ -142,9 +163,12 @@ class RunHost {
   // kUnavailable: the queue is full; the chunk is parked and `on_space` is
   // called (from the training thread) once it has been queued — the caller
   // must not send more until then. kFailedPrecondition: the run has
-  // finished, or the chunk is older than max_policy_lag versions (either
-  // way its steps are counted as received and dropped). kInvalidArgument:
-  // version from the future (rejected).
+  // finished or already holds enough for its budget (budget_reached), or
+  // the chunk is older than max_policy_lag versions (either way its steps
+  // are counted as received and dropped). kInvalidArgument: version from
+  // the future (rejected). When the chunk accepted completes the data the
+  // budget needs (HeldDataCoversBudget), the listeners are told the run
+  // ended (nullptr) before Ingest returns, from the calling thread.
   absl::Status Ingest(TrajectoryChunk chunk, std::function<void()> on_space);
 
   // A published weight version as the LearnerMessage every stream sends,
@@ -180,10 +204,21 @@ class RunHost {
   }
   // False once the run has finished or is stopping: no chunk can be trained.
   bool accepting() const;
-  // True once training has reached the budget: the final evaluation and
-  // checkpoint may still be running (then `finished` follows). Actors are
-  // told to stop at this point, not after the evaluation.
+  // True once the steps trained plus the fresh steps of the complete
+  // updates the run holds (HeldUpdatesFreshSteps over the batch in
+  // assembly or training, the queue and the parked chunks) reach the
+  // budget: no more chunks are needed; the remaining updates and the final
+  // evaluation and checkpoint may still be running (then `finished`
+  // follows). Actors are told to stop at this point. Only chunks that
+  // cannot turn stale before they are trained count, so this falls back to
+  // false only when an update is rolled back (diverged): then the run
+  // accepts actors again.
   bool budget_reached() const;
+  // True while the run has stopped its actors (budget_reached) but has not
+  // trained its budget yet and is not stopping: it may still fall short
+  // and accept actors again. A learner asked for work meanwhile tells the
+  // actor to ask again rather than that its runs have finished.
+  bool may_reopen() const;
   // The newest evaluation (nullopt before the first one).
   std::optional<EvaluationResult> last_evaluation() const;
   // The evaluation with the best score so far (the study objective; the
@@ -230,6 +265,18 @@ class RunHost {
   absl::Status KeepIfBest(const EvaluationResult& eval);
   // Queue depth for the metrics (queued + parked chunks).
   void ExportQueueDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ingest under mu_.
+  absl::Status IngestLocked(TrajectoryChunk chunk,
+                            std::function<void()> on_space)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether env_steps_trained plus HeldUpdatesFreshSteps of the chunks
+  // held (batch_chunks_, queue, parked, in that order) reach the budget.
+  bool HeldDataCoversBudget() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first time the held data covers the budget (not stopping or
+  // finished): sets budget_reached_ and returns the listeners to tell the
+  // run ended, to be called after mu_ is released. Otherwise empty.
+  std::vector<Listener> StopActorsIfCovered()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RunSpec spec_;
   // Null when spec_.metrics is; otherwise set by Create before any thread.
@@ -247,6 +294,11 @@ class RunHost {
   std::deque<TrajectoryChunk> queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<TrajectoryChunk, std::function<void()>>> parked_
       ABSL_GUARDED_BY(mu_);
+  // Policy version and env steps of each chunk the training thread has
+  // taken from the queue into the batch it assembles or trains (cleared
+  // after each update), and their total.
+  std::vector<HeldChunk> batch_chunks_ ABSL_GUARDED_BY(mu_);
+  int64_t batch_samples_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedWeights> weights_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -604,6 +606,97 @@ TEST_F(ActorUnitTest, ExitsWhenIdleAfterTheRunFinishes) {
   first->Send(StopMessage("run finished", true));
   EXPECT_TRUE(WaitForRun(absl::Milliseconds(800)).ok());
   EXPECT_GE(learner_.num_calls(), 2u);
+}
+
+// A run that stopped its actors early (the chunks it holds cover its
+// budget) can still fall short — a rolled-back update — and accept actors
+// again. Until it has finished the learner answers "ask again"
+// (run_finished false): an actor with exit_when_idle keeps asking instead
+// of leaving idle_timeout after the stop, works on the run again when it
+// re-opens, and leaves only once the learner says its runs finished.
+TEST_F(ActorUnitTest, ExitWhenIdleWaitsWhileTheLearnersRunMayReopen) {
+  options_.exit_when_idle = true;
+  options_.idle_timeout = absl::Milliseconds(50);
+  struct Learner {
+    absl::Mutex mu;
+    int sessions = 0;  // all three under mu
+    // When the learner first said "ask again"; the session that re-opened.
+    std::optional<absl::Time> first_pending;
+    int reopened = -1;
+  };
+  auto state = std::make_shared<Learner>();
+  learner_.set_on_hello([state](FakeActCall& call, const v1::Hello&) {
+    absl::MutexLock lock(&state->mu);
+    const int n = state->sessions++;
+    if (n == 0) {
+      call.Send(Assignment(kRun, 4));
+      call.Send(Weights(kRun, 1));
+    } else if (state->reopened >= 0) {
+      call.Send(StopMessage("no run is accepting actors", true));
+    } else {
+      // The run still trains what it holds: "ask again" until the actor
+      // has kept asking for four idle timeouts, then it re-opens.
+      const absl::Time now = absl::Now();
+      if (!state->first_pending.has_value()) state->first_pending = now;
+      if (now < *state->first_pending + absl::Milliseconds(200)) {
+        call.Send(StopMessage("a run is training its last chunks", false));
+      } else {
+        state->reopened = n;
+        call.Send(Assignment(kRun, 4));
+        call.Send(Weights(kRun, 2));
+      }
+    }
+  });
+  auto reopened = [state] {
+    absl::MutexLock lock(&state->mu);
+    return state->reopened;
+  };
+  Start();
+  std::shared_ptr<FakeActCall> first = Call(0);
+  ASSERT_TRUE(first->WaitForChunks(1, kWait));
+  first->Send(StopMessage("run finished", true));
+  // Still asking 200 ms (4 idle timeouts) after the stop: fed again.
+  const absl::Time deadline = absl::Now() + kWait;
+  while (reopened() < 0 && absl::Now() < deadline &&
+         !run_done_.HasBeenNotified()) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_FALSE(run_done_.HasBeenNotified())
+      << "the actor left while the run could re-open";
+  ASSERT_GE(reopened(), 2);
+  std::shared_ptr<FakeActCall> again = Call(static_cast<size_t>(reopened()));
+  ASSERT_TRUE(again->WaitForChunks(1, kWait));
+  EXPECT_EQ(again->hello()->want_run_id(), kRun);
+  EXPECT_EQ(again->chunks().back().chunk->policy_version, 2);
+  // The run finishes for real: "no run" with run_finished, then it leaves.
+  again->Send(StopMessage("run finished", true));
+  EXPECT_TRUE(WaitForRun(kWait).ok());
+}
+
+// The learner said "ask again" (a run of its own unfinished), then exited
+// once that run finished: the actor stops hearing from it and leaves
+// idle_timeout later rather than waiting for it forever.
+TEST_F(ActorUnitTest, ExitWhenIdleLeavesOnceTheAskAgainLearnerIsGone) {
+  options_.exit_when_idle = true;
+  options_.idle_timeout = absl::Milliseconds(50);
+  auto sessions = std::make_shared<std::atomic<int>>(0);
+  learner_.set_on_hello([sessions](FakeActCall& call, const v1::Hello&) {
+    const int n = (*sessions)++;
+    if (n == 0) {
+      call.Send(Assignment(kRun, 4));
+      call.Send(Weights(kRun, 1));
+    } else if (n == 1) {
+      call.Send(StopMessage("a run is training its last chunks", false));
+    } else {
+      call.End(absl::UnavailableError("connection refused"));
+    }
+  });
+  Start();
+  std::shared_ptr<FakeActCall> first = Call(0);
+  ASSERT_TRUE(first->WaitForChunks(1, kWait));
+  first->Send(StopMessage("run finished", true));
+  EXPECT_TRUE(WaitForRun(kWait).ok());
+  EXPECT_GE(sessions->load(), 3);
 }
 
 TEST_F(ActorUnitTest, FindsItsLearnerThroughTheCoordinator) {

@@ -19,7 +19,9 @@
 namespace ristretto::learner {
 namespace {
 
+using testing::EvaluationGate;
 using testing::InProcessActor;
+using testing::OpenOnExit;
 using testing::SmallChunk;
 using testing::SmallMarket;
 using testing::SmallSpec;
@@ -337,6 +339,65 @@ TEST_F(LearnerServiceTest, AFinishedRunStopsItsActorsAsFinished) {
   EXPECT_TRUE(stop.stop().run_finished());
   ASSERT_TRUE(service_->FindRun("run-0")->WaitFinished(5000));
   auto late = Actor("a1");
+  ASSERT_EQ(late->messages().size(), 1u);
+  EXPECT_EQ(late->messages()[0].stop().reason(), "no run is accepting actors");
+  EXPECT_TRUE(late->messages()[0].stop().run_finished());
+}
+
+// A run that stopped its actors because the chunks it holds cover its
+// budget has not finished yet: an actor asking meanwhile is told to ask
+// again, not that the runs finished (which lets an --exit-when-idle actor
+// leave). An update of those chunks is rolled back: the run re-opens, the
+// next actor is assigned to it and feeds it to its budget.
+TEST_F(LearnerServiceTest, ARunThatMayReopenTellsActorsToAskAgainAndIsFed) {
+  auto gate = std::make_shared<EvaluationGate>();
+  RunSpec spec = SmallSpec("", /*budget=*/32);
+  const int64_t rows = SmallMarket()->num_rows;
+  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
+  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
+  spec.trainer.eval_every_env_steps = 16;
+  // Holds the training thread in its first evaluation, after update 1.
+  spec.on_evaluation = [gate](const EvaluationResult&) { gate->Pass(); };
+  Serve(1, spec);
+  OpenOnExit open{gate.get()};
+  const std::shared_ptr<RunHost> run = service_->FindRun("run-0");
+  ASSERT_NE(run, nullptr);
+  auto worker = Actor("a0");
+  worker->Chunk(SmallChunk("run-0", 0), 0);
+  ASSERT_TRUE(WaitFor([&] { return gate->entered(); }));
+  ASSERT_EQ(run->counters().env_steps_trained, 16);
+  // 16 trained + 16 held cover the budget: the worker is stopped. The
+  // held chunk's update will diverge (its values are beyond the ones the
+  // stream admits, so it is ingested directly).
+  TrajectoryChunk poisoned = SmallChunk("run-0", 1, 2);
+  for (float& r : poisoned.rewards) r = 3e38f;
+  ASSERT_TRUE(run->Ingest(std::move(poisoned), [] {}).ok());
+  ASSERT_TRUE(worker->WaitForMessage(
+      [](const v1::LearnerMessage& m) { return m.has_stop(); }));
+  EXPECT_TRUE(worker->messages().back().stop().run_finished());
+  EXPECT_TRUE(run->may_reopen());
+  auto asking = Actor("a1");
+  ASSERT_EQ(asking->messages().size(), 1u);
+  EXPECT_EQ(asking->messages()[0].stop().reason(),
+            "a run is training its last chunks");
+  EXPECT_FALSE(asking->messages()[0].stop().run_finished());
+
+  gate->Open();
+  ASSERT_TRUE(WaitFor([&] { return run->accepting(); }));
+  EXPECT_EQ(run->counters().updates_rolled_back, 1);
+  auto fed = Actor("a2", "run-0");
+  ASSERT_FALSE(fed->messages().empty());
+  ASSERT_TRUE(fed->messages()[0].has_assignment());
+  EXPECT_EQ(fed->messages()[0].assignment().run_id(), "run-0");
+  fed->Chunk(SmallChunk("run-0", 1, 3), 0);
+  ASSERT_TRUE(fed->AckOf(0).has_value());
+  EXPECT_EQ(fed->AckOf(0)->code(), static_cast<int>(absl::StatusCode::kOk));
+  ASSERT_TRUE(run->WaitFinished(5000));
+  const RunCounters c = run->counters();
+  EXPECT_EQ(c.env_steps_trained, 32);
+  EXPECT_EQ(c.updates_rolled_back, 1);
+  EXPECT_FALSE(run->may_reopen());
+  auto late = Actor("a3");
   ASSERT_EQ(late->messages().size(), 1u);
   EXPECT_EQ(late->messages()[0].stop().reason(), "no run is accepting actors");
   EXPECT_TRUE(late->messages()[0].stop().run_finished());

@@ -5,6 +5,7 @@
 #include "learner/service/run_host.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,6 +23,8 @@
 namespace ristretto::learner {
 namespace {
 
+using testing::EvaluationGate;
+using testing::OpenOnExit;
 using testing::SmallChunk;
 using testing::SmallMarket;
 using testing::SmallSpec;
@@ -316,9 +320,9 @@ TEST(RunHostTest, AnUnsubscribedListenerHearsNothingMore) {
   EXPECT_TRUE(dropped.versions().empty());
 }
 
-// The update that reaches the budget also trains what is queued and
-// parked behind it, so every chunk the run accepted is trained: only the
-// chunks it refuses (after the budget) count as dropped.
+// The update that reaches the budget trains one update's worth like the
+// others; the run stops accepting chunks once it holds enough for the
+// budget, and every chunk beyond that is dropped, counted.
 TEST(RunHostTest, TheLastUpdateTrainsOneUpdatesWorthAndCountsTheRestDropped) {
   VersionLog log;
   RunSpec spec = SmallSpec("run-0", /*budget=*/32);
@@ -351,6 +355,206 @@ TEST(RunHostTest, TheLastUpdateTrainsOneUpdatesWorthAndCountsTheRestDropped) {
     const std::vector<int64_t> heard = log.versions();
     return std::find(heard.begin(), heard.end(), -1) != heard.end();
   }));
+}
+
+// A run of budget 64 in updates of 16 (one chunk each) that evaluates
+// after every update, its first evaluation held by `gate`.
+RunSpec GatedSpec(EvaluationGate* gate, int max_policy_lag = 4) {
+  RunSpec spec = SmallSpec("run-0", /*budget=*/64);
+  const int64_t rows = SmallMarket()->num_rows;
+  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
+  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
+  spec.trainer.eval_every_env_steps = 16;
+  spec.trainer.ppo.max_policy_lag = max_policy_lag;
+  spec.on_evaluation = [gate](const EvaluationResult&) { gate->Pass(); };
+  return spec;
+}
+
+TEST(RunHostTest, HeldUpdatesFreshStepsCountsCompleteUpdatesOfFreshChunks) {
+  // Updates of 16 steps, lag 2, next update at version 5.
+  auto fresh = [](const std::vector<HeldChunk>& held) {
+    return HeldUpdatesFreshSteps(held, 5, 2, 16);
+  };
+  EXPECT_EQ(fresh({}), 0);
+  // A partial batch trains nothing yet.
+  EXPECT_EQ(fresh({{5, 8}}), 0);
+  EXPECT_EQ(fresh({{5, 8}, {5, 8}}), 16);
+  // Chunks of version 4 are fresh at versions 5 and 6 (lag 2): the first
+  // two updates train them; the third is at version 7, where they are
+  // stale. One of version 3 is fresh for the first update only.
+  EXPECT_EQ(fresh({{4, 16}, {4, 16}}), 32);
+  EXPECT_EQ(fresh({{4, 16}, {4, 16}, {4, 16}}), 32);
+  EXPECT_EQ(fresh({{3, 16}, {3, 16}}), 16);
+  // A batch of one fresh and one stale chunk trains the fresh one only,
+  // and still makes a version.
+  EXPECT_EQ(fresh({{5, 8}, {2, 8}, {6, 16}}), 8 + 16);
+  // An update of stale chunks only fails and makes no version: the
+  // version-5 chunk behind it is still trained at 5.
+  EXPECT_EQ(fresh({{2, 16}, {3, 16}}), 16);
+  // Overshooting chunks make a bigger batch, not a second update.
+  EXPECT_EQ(fresh({{5, 12}, {5, 12}, {5, 4}}), 24);
+}
+
+// The actors are told to stop by the Ingest whose chunk makes the trained
+// steps plus the complete updates held (queued, parked) reach the budget —
+// while three updates are still to be trained, not when the last one
+// starts — so no chunk is queued only to be dropped at the end.
+TEST(RunHostTest, ActorsStopWhenTheHeldChunksFirstCoverTheBudget) {
+  VersionLog log;
+  EvaluationGate gate;
+  std::atomic<bool> parked_queued{false};
+  std::unique_ptr<RunHost> host = MustCreate(GatedSpec(&gate));
+  ASSERT_NE(host, nullptr);
+  OpenOnExit open{&gate};
+  host->Subscribe(log.Listener());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 1), [] {}).ok());
+  // Update 1 trained 16 steps; the training thread waits in its evaluation.
+  ASSERT_TRUE(WaitFor([&] { return gate.entered(); }));
+  EXPECT_EQ(host->counters().env_steps_trained, 16);
+  // 16 trained + 32 queued: not yet the budget.
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 2), [] {}).ok());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 3), [] {}).ok());
+  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(host->accepting());
+  EXPECT_FALSE(host->budget_reached());
+  EXPECT_FALSE(host->may_reopen());
+  // The queue (capacity 2) is full: parked. 16 + 32 + 16 = 64 covers the
+  // budget, so the subscribers hear the end before Ingest returns.
+  const absl::Status parked =
+      host->Ingest(SmallChunk("run-0", 1, 4), [&] { parked_queued = true; });
+  EXPECT_TRUE(absl::IsUnavailable(parked)) << parked;
+  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1, -1}));
+  EXPECT_FALSE(host->accepting());
+  EXPECT_TRUE(host->budget_reached());
+  EXPECT_TRUE(host->may_reopen());  // 16 of 64 trained
+  EXPECT_EQ(host->counters().env_steps_trained, 16);
+  // A chunk sent after the stop is refused and dropped.
+  const absl::Status late = host->Ingest(SmallChunk("run-0", 1, 5), [] {});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+
+  gate.Open();
+  ASSERT_TRUE(host->WaitFinished(5000));
+  const RunCounters c = host->counters();
+  EXPECT_TRUE(c.finished);
+  EXPECT_FALSE(host->may_reopen());
+  EXPECT_EQ(c.updates, 4);  // one chunk each: no update trained more
+  EXPECT_EQ(c.env_steps_trained, 64);
+  EXPECT_EQ(c.env_steps_received, 80);
+  EXPECT_EQ(c.env_steps_dropped, 16);  // only the refused chunk
+  EXPECT_TRUE(parked_queued.load());
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+}
+
+// The hang of the first early stop: chunks that are fresh when queued but
+// stale by the time their update comes do not count toward the budget. With
+// lag 1, chunks of version 1 are trained at versions 1 and 2 only: of the
+// three held, the third would be stale at version 3, so the actors are not
+// stopped until a chunk of the newest version completes the budget.
+TEST(RunHostTest, ChunksThatTurnStaleBeforeTheirUpdateDoNotStopTheActors) {
+  VersionLog log;
+  EvaluationGate gate;
+  std::unique_ptr<RunHost> host =
+      MustCreate(GatedSpec(&gate, /*max_policy_lag=*/1));
+  ASSERT_NE(host, nullptr);
+  OpenOnExit open{&gate};
+  host->Subscribe(log.Listener());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 1), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return gate.entered(); }));
+  ASSERT_EQ(host->counters().policy_version, 1);
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 2), [] {}).ok());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 3), [] {}).ok());
+  // 16 trained + 48 held, but only 32 of them fresh when trained.
+  EXPECT_TRUE(
+      absl::IsUnavailable(host->Ingest(SmallChunk("run-0", 1, 4), [] {})));
+  EXPECT_TRUE(host->accepting());
+  EXPECT_FALSE(host->budget_reached());
+  EXPECT_EQ(log.versions(), (std::vector<int64_t>{1}));
+
+  gate.Open();
+  // Updates 2 and 3 train the first two; the third (version 1 at version
+  // 3) is dropped as stale by update 4's attempt, which fails.
+  ASSERT_TRUE(WaitFor([&] { return host->counters().updates == 3; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return host->counters().env_steps_dropped == 16; }));
+  EXPECT_TRUE(host->accepting());
+  EXPECT_FALSE(host->counters().finished);
+  // A chunk of the newest version completes the budget: stop now.
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 3, 5), [] {}).ok());
+  EXPECT_FALSE(host->accepting());
+  ASSERT_TRUE(host->WaitFinished(5000));
+  const RunCounters c = host->counters();
+  EXPECT_EQ(c.env_steps_trained, 64);
+  EXPECT_EQ(c.updates, 4);
+  EXPECT_EQ(c.updates_rolled_back, 0);
+  EXPECT_EQ(c.env_steps_received, 80);
+  EXPECT_EQ(c.env_steps_dropped, 16);  // the chunk that went stale
+  // The actors were told to stop once, when the budget was covered.
+  const std::vector<int64_t> heard = log.versions();
+  ASSERT_GE(heard.size(), 4u);
+  EXPECT_EQ(std::vector<int64_t>(heard.begin(), heard.begin() + 4),
+            (std::vector<int64_t>{1, 2, 3, -1}));
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+}
+
+// The held chunks covered the budget and the actors were stopped, but one
+// of those updates diverges and is rolled back: the run no longer covers
+// its budget, accepts actors again, and stops them again once it does.
+TEST(RunHostTest, ARolledBackUpdateAfterTheStopAcceptsActorsAgain) {
+  // Counts the stops heard on this thread, i.e. from inside Ingest (the
+  // training thread announces the end of the run too).
+  const std::thread::id test_thread = std::this_thread::get_id();
+  std::mutex mu;
+  int stops_from_ingest = 0;
+  EvaluationGate gate;
+  std::unique_ptr<RunHost> host = MustCreate(GatedSpec(&gate));
+  ASSERT_NE(host, nullptr);
+  OpenOnExit open{&gate};
+  host->Subscribe(
+      [&](const std::shared_ptr<const RunHost::PublishedWeights>& w) {
+        if (w != nullptr || std::this_thread::get_id() != test_thread) return;
+        std::lock_guard<std::mutex> lock(mu);
+        ++stops_from_ingest;
+      });
+  auto stops = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return stops_from_ingest;
+  };
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 0, 1), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return gate.entered(); }));
+  TrajectoryChunk poisoned = SmallChunk("run-0", 1, 2);
+  for (float& r : poisoned.rewards) r = 3e38f;  // the update diverges
+  ASSERT_TRUE(host->Ingest(std::move(poisoned), [] {}).ok());
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", 1, 3), [] {}).ok());
+  EXPECT_TRUE(
+      absl::IsUnavailable(host->Ingest(SmallChunk("run-0", 1, 4), [] {})));
+  EXPECT_TRUE(host->budget_reached());
+  EXPECT_TRUE(host->may_reopen());
+  EXPECT_FALSE(host->accepting());
+  EXPECT_EQ(stops(), 1);
+
+  gate.Open();
+  // Update 2 is rolled back: 16 trained + 32 held < 64.
+  ASSERT_TRUE(
+      WaitFor([&] { return host->counters().updates_rolled_back == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return host->accepting(); }));
+  EXPECT_FALSE(host->budget_reached());
+  EXPECT_FALSE(host->may_reopen());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().updates == 3; }));
+  EXPECT_FALSE(host->counters().finished);
+  EXPECT_TRUE(host->accepting());  // 48 trained, nothing held
+  // One more chunk covers the budget: the actors are stopped again.
+  const int64_t version = host->counters().policy_version;
+  ASSERT_TRUE(host->Ingest(SmallChunk("run-0", version, 6), [] {}).ok());
+  EXPECT_FALSE(host->accepting());
+  EXPECT_EQ(stops(), 2);
+  ASSERT_TRUE(host->WaitFinished(5000));
+  const RunCounters c = host->counters();
+  EXPECT_EQ(c.env_steps_trained, 64);
+  EXPECT_EQ(c.updates, 4);
+  EXPECT_EQ(c.updates_rolled_back, 1);
+  EXPECT_EQ(c.env_steps_dropped, 16);  // the rolled-back batch
+  EXPECT_EQ(c.env_steps_received, 80);
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
 }
 
 TEST(RunHostTest, PolicyLagAbsorbsActorsWhoseChunksArriveWithinTheLag) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "env/market_data.h"
@@ -125,6 +126,39 @@ inline TrajectoryChunk SmallChunk(const std::string& run_id, int64_t version,
   }
   return c;
 }
+
+// Holds the training thread inside its first evaluation (on_evaluation
+// runs on it) until opened, so that chunks pile up in the queue
+// deterministically; later evaluations pass.
+class EvaluationGate {
+ public:
+  void Pass() {
+    absl::MutexLock lock(&mu_);
+    entered_ = true;
+    mu_.Await(absl::Condition(&open_));
+  }
+  bool entered() {
+    absl::MutexLock lock(&mu_);
+    return entered_;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool entered_ ABSL_GUARDED_BY(mu_) = false;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Opens the gate when it goes out of scope: declared after the RunHost, it
+// lets the training thread go before the host's destructor joins it, even
+// when an assertion ends the test early.
+struct OpenOnExit {
+  EvaluationGate* gate;
+  ~OpenOnExit() { gate->Open(); }
+};
 
 // Polls `done` every millisecond for up to `timeout_ms`.
 inline bool WaitFor(const std::function<bool()>& done,
