@@ -206,7 +206,7 @@ fi
 ############################ first run ############################
 # Without an env file compose refuses, naming what to run.
 : >"$WORK/empty.env"
-if env -u POSTGRES_PASSWORD -u GRAFANA_DB_PASSWORD -u GF_ADMIN_PASSWORD -u RISTRETTO_TOKEN -u RISTRETTO_ACTOR_TOKEN \
+if env -u POSTGRES_PASSWORD -u GRAFANA_DB_PASSWORD -u GF_ADMIN_PASSWORD -u RISTRETTO_TOKEN -u RISTRETTO_ACTOR_TOKEN -u RISTRETTO_LEARNER_TOKEN \
      "${COMPOSE[@]}" -f deploy/docker-compose.yml --env-file "$WORK/empty.env" config >/dev/null 2>"$WORK/noenv.err"; then
   bad "compose without an env file should fail"
 elif grep -q "run scripts/compose_up.sh" "$WORK/noenv.err"; then
@@ -226,11 +226,14 @@ fi
 value() { sed -n "s/^$1=//p" "$ENV_FILE" | tail -n 1; }
 TOKEN=$(value RISTRETTO_TOKEN)
 ACTOR_TOKEN=$(value RISTRETTO_ACTOR_TOKEN)
-SECRETS=("$TOKEN" "$ACTOR_TOKEN" "$(value POSTGRES_PASSWORD)" "$(value GRAFANA_DB_PASSWORD)" "$(value GF_ADMIN_PASSWORD)")
+LEARNER_TOKEN=$(value RISTRETTO_LEARNER_TOKEN)
+SECRETS=("$TOKEN" "$ACTOR_TOKEN" "$LEARNER_TOKEN" "$(value POSTGRES_PASSWORD)" "$(value GRAFANA_DB_PASSWORD)" "$(value GF_ADMIN_PASSWORD)")
 modes=$(stat -c '%a' "$ENV_FILE" "$TLS_DIR"/*.key 2>/dev/null | sort -u | tr '\n' ' ')
 if [ "$modes" = "600 " ] && [[ $TOKEN =~ ^[0-9a-f]{64}$ ]] && [[ $ACTOR_TOKEN =~ ^[0-9a-f]{64}$ ]] &&
-   [ "$TOKEN" != "$ACTOR_TOKEN" ] && ! grep -q change-me "$ENV_FILE"; then
-  ok "env file and keys mode 600, random tokens (cluster, actors') and passwords"
+   [[ $LEARNER_TOKEN =~ ^[0-9a-f]{64}$ ]] && [ "$TOKEN" != "$ACTOR_TOKEN" ] &&
+   [ "$TOKEN" != "$LEARNER_TOKEN" ] && [ "$ACTOR_TOKEN" != "$LEARNER_TOKEN" ] &&
+   ! grep -q change-me "$ENV_FILE"; then
+  ok "env file and keys mode 600, three distinct random tokens (cluster, actors', learners') and passwords"
 else
   bad "env file/keys: modes '$modes', token '${#TOKEN}' chars, placeholders left: $(grep -c change-me "$ENV_FILE")"
 fi
@@ -305,6 +308,15 @@ if [ -n "$actor_envs" ] && grep -qxF "RISTRETTO_TOKEN=$ACTOR_TOKEN" <<<"$actor_e
   ok "actors hold the actors' token, not the cluster token"
 else
   bad "actors' environment: the actors' token missing or the cluster token present"
+fi
+# Learners hold the learners' token (it only registers), never the
+# cluster (operators') token nor the actors' token.
+learner_envs=$(for c in $(dc ps -q learner-cpu); do "$DOCKER" inspect -f '{{range .Config.Env}}{{println .}}{{end}}' "$c"; done)
+if [ -n "$learner_envs" ] && grep -qxF "RISTRETTO_TOKEN=$LEARNER_TOKEN" <<<"$learner_envs" &&
+   ! grep -qF "$TOKEN" <<<"$learner_envs" && ! grep -qF "$ACTOR_TOKEN" <<<"$learner_envs"; then
+  ok "learners hold the learners' token, not the cluster or the actors' token"
+else
+  bad "learners' environment: the learners' token missing or another role's token present"
 fi
 procs=$(for c in $(dc ps -q coordinator learner-cpu actor); do "$DOCKER" top "$c" -eo pid,uid,args | awk '$3 ~ /^ristretto-(coordinator|learner|actor)$/ {print $2, $3}'; done)
 if [ "$(wc -l <<<"$procs")" -eq 4 ] && [ "$(awk '$1 == 10001' <<<"$procs" | wc -l)" -eq 4 ]; then
