@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
+#include "common/blas_thread_tuner.h"
 #include "common/runtime_policy.h"
 #include "common/status_macros.h"
 #include "env/cv_split.h"
@@ -177,6 +178,15 @@ absl::Status Train(const ParsedCommandLine& parsed) {
       result.eval_seconds,
       result.total_seconds - result.rollout_seconds - result.update_seconds -
           result.eval_seconds);
+  if (const BlasThreadTuner& blas = BlasThreadTuner::Process();
+      blas.active() && blas.steps() > 0) {
+    std::printf(
+        "blas: %lld of %lld gradient steps ran with 1 OpenBLAS thread, the "
+        "rest with %d (chosen per step by measuring; %s=off keeps %d)\n",
+        static_cast<long long>(blas.single_thread_steps()),
+        static_cast<long long>(blas.steps()), blas.max_threads(),
+        BlasThreadTuner::kEnv, blas.max_threads());
+  }
   if (!result.last_checkpoint.empty()) {
     std::printf("checkpoint: %s\n", result.last_checkpoint.c_str());
   }

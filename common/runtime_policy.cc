@@ -71,6 +71,13 @@ int OpenBlasThreads() {
   return get != nullptr ? get() : -1;
 }
 
+bool SetOpenBlasThreads(int threads) {
+  static const SetThreadsFn set = OpenBlasSetThreads();
+  if (set == nullptr) return false;
+  set(threads);
+  return true;
+}
+
 bool RuntimePolicyDisabled() {
   const char* value = std::getenv(kRuntimePolicyEnv);
   return value != nullptr && std::strcmp(value, "off") == 0;

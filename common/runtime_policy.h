@@ -90,6 +90,8 @@ bool SetAllocatorThresholds(int mmap_threshold_bytes, int trim_threshold_bytes);
 
 // OpenBLAS's current thread count, or -1 if the process has no OpenBLAS.
 int OpenBlasThreads();
+// Sets OpenBLAS's thread count; false if the process has no OpenBLAS.
+bool SetOpenBlasThreads(int threads);
 
 // One line for the log: the role and the values applied.
 std::string DescribeRuntimePolicy(const RuntimePolicy& policy,

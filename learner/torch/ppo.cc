@@ -13,8 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/blas_thread_tuner.h"
 #include "learner/gae.h"
 
 namespace ristretto::learner {
@@ -349,6 +353,12 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
   torch::Tensor kl_sum = policy_sum.clone(), clip_sum = policy_sum.clone();
   torch::Tensor grad_sum = policy_sum.clone();
   int64_t steps = 0, last_epoch_steps = 0;
+  BlasThreadTuner& blas = BlasThreadTuner::Process();
+  const bool tune_blas = device_.is_cpu() && blas.active();
+  // Back to one thread after the steps (also when a stop ends them early).
+  absl::Cleanup blas_idle = [&blas, tune_blas] {
+    if (tune_blas) blas.EndSteps();
+  };
   for (int epoch = 0; epoch < ppo_.epochs; ++epoch) {
     if (ppo_.sample_with_replacement) {
       for (int64_t& p : permutation_) {
@@ -368,7 +378,13 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
     for (int64_t start = 0; start < n; start += mb) {
       // A stop waits for one minibatch at most; Update rolls back.
       if (Cancelled()) return false;
-      const torch::Tensor idx = order.narrow(0, start, std::min(mb, n - start));
+      const int64_t rows = std::min(mb, n - start);
+      // On the CPU, OpenBLAS's thread count for this step is measured, not
+      // fixed (common/blas_thread_tuner.h: two threads win on a quiet
+      // machine and lose 2-5x on a loaded one).
+      const int blas_threads = tune_blas ? blas.BeginStep() : 0;
+      const absl::Time step_start = absl::Now();
+      const torch::Tensor idx = order.narrow(0, start, rows);
       const torch::Tensor obs = batch.obs.index_select(0, idx);
       const torch::Tensor u = batch.u.index_select(0, idx);
       ActorCriticImpl::Evaluation e;
@@ -406,6 +422,7 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
           ++last_epoch_steps;
         }
       }
+      if (tune_blas) blas.EndStep(blas_threads, absl::Now() - step_start, rows);
       ++steps;
     }
   }

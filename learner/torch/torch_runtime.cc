@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "common/blas_thread_tuner.h"
 #include "common/log.h"
 
 namespace ristretto::learner {
@@ -33,6 +34,20 @@ AppliedRuntimePolicy ApplyTorchRuntimePolicy(const RuntimePolicy& policy) {
   // LibTorch's set_num_threads may reset OpenBLAS's count on some builds:
   // read it again.
   applied.blas_threads = OpenBlasThreads();
+  // Roles that train: OpenBLAS's count is chosen per gradient step by
+  // measuring, and is 1 outside them (common/blas_thread_tuner.h).
+  if (policy.role == ProcessRole::kTrainer ||
+      policy.role == ProcessRole::kLearner) {
+    const BlasThreadTuner& blas = BlasThreadTuner::Process();
+    if (blas.active()) {
+      absl::StrAppend(
+          &applied.note,
+          "OpenBLAS 1 thread outside gradient "
+          "steps, ",
+          blas.max_threads(), " in the steps where measuring shows it faster (",
+          BlasThreadTuner::kEnv, "=off keeps ", blas.max_threads(), "); ");
+    }
+  }
   return applied;
 }
 
