@@ -54,7 +54,10 @@ absl::Status CheckTicketId(absl::string_view id, absl::string_view what) {
 }
 
 constexpr char kTicketVersion[] = "rt1";
+// rt2: one more field, the hex SHA-256 of the actor's client certificate.
+constexpr char kBoundTicketVersion[] = "rt2";
 constexpr size_t kMacHexChars = 64;
+constexpr size_t kCertHashHexChars = 64;
 
 }  // namespace
 
@@ -226,10 +229,20 @@ absl::StatusOr<std::string> MintActorTicket(const ActorTicket& ticket,
   if (ticket.expires_ms <= ticket.issued_ms) {
     return absl::InvalidArgumentError("a ticket must expire after its issue");
   }
-  const std::string body =
-      absl::StrCat(kTicketVersion, ".", absl::BytesToHexString(ticket.actor_id),
-                   ".", absl::BytesToHexString(ticket.learner_id), ".",
+  const bool bound = !ticket.cert_sha256.empty();
+  if (bound && (ticket.cert_sha256.size() != kCertHashHexChars ||
+                !IsLowerHex(ticket.cert_sha256))) {
+    return absl::InvalidArgumentError(
+        "a ticket's certificate hash must be 64 lower-case hex digits");
+  }
+  std::string body =
+      absl::StrCat(bound ? kBoundTicketVersion : kTicketVersion, ".",
+                   absl::BytesToHexString(ticket.actor_id), ".",
+                   absl::BytesToHexString(ticket.learner_id), ".",
                    ticket.issued_ms, ".", ticket.expires_ms);
+  // The certificate hash is covered by the MAC: changing it breaks the
+  // ticket.
+  if (bound) absl::StrAppend(&body, ".", ticket.cert_sha256);
   return absl::StrCat(body, ".", absl::BytesToHexString(HmacSha256(key, body)));
 }
 
@@ -246,9 +259,14 @@ absl::StatusOr<ActorTicket> VerifyActorTicket(
   ActorTicket ticket;
   // The MAC's length is public (always 64 hex characters): checking it
   // first leaks nothing.
-  if (fields.size() != 5 || fields[0] != kTicketVersion ||
-      mac.size() != kMacHexChars || !IsLowerHex(fields[1]) ||
-      !IsLowerHex(fields[2]) || fields[1].size() > 2 * kMaxTicketIdBytes ||
+  // rt1: five fields; rt2: a sixth, the certificate hash.
+  const bool bound = fields.size() == 6 && fields[0] == kBoundTicketVersion &&
+                     fields[5].size() == kCertHashHexChars &&
+                     IsLowerHex(fields[5]);
+  const bool unbound = fields.size() == 5 && fields[0] == kTicketVersion;
+  if ((!bound && !unbound) || mac.size() != kMacHexChars ||
+      !IsLowerHex(fields[1]) || !IsLowerHex(fields[2]) ||
+      fields[1].size() > 2 * kMaxTicketIdBytes ||
       fields[2].size() > 2 * kMaxTicketIdBytes ||
       !absl::SimpleAtoi(fields[3], &ticket.issued_ms) ||
       !absl::SimpleAtoi(fields[4], &ticket.expires_ms)) {
@@ -268,6 +286,7 @@ absl::StatusOr<ActorTicket> VerifyActorTicket(
   }
   ticket.actor_id = absl::HexStringToBytes(fields[1]);
   ticket.learner_id = absl::HexStringToBytes(fields[2]);
+  if (bound) ticket.cert_sha256 = std::string(fields[5]);
   if (ticket.learner_id != learner_id) {
     return absl::UnauthenticatedError(absl::StrCat(
         "ticket issued for learner '", EscapeForMessage(ticket.learner_id, 80),
@@ -286,6 +305,95 @@ absl::StatusOr<ActorTicket> VerifyActorTicket(
         "tolerated skew)");
   }
   return ticket;
+}
+
+absl::Status CheckTicketCertificate(
+    const ActorTicket& ticket,
+    const std::optional<std::string>& peer_cert_sha256) {
+  if (ticket.cert_sha256.empty()) return absl::OkStatus();
+  if (!peer_cert_sha256.has_value()) {
+    return absl::PermissionDeniedError(
+        "ticket bound to a client certificate, but this connection presented "
+        "none: the coordinator runs mutual TLS, so the learner must too "
+        "(--tls-ca) to check the binding");
+  }
+  if (!ConstantTimeEquals(ticket.cert_sha256, *peer_cert_sha256)) {
+    return absl::PermissionDeniedError(
+        "ticket bound to another client certificate (it was issued to another "
+        "actor host)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CertificateSha256(absl::string_view pem) {
+  constexpr absl::string_view kBegin = "-----BEGIN CERTIFICATE-----";
+  constexpr absl::string_view kEnd = "-----END CERTIFICATE-----";
+  const size_t begin = pem.find(kBegin);
+  const size_t end = begin == absl::string_view::npos
+                         ? absl::string_view::npos
+                         : pem.find(kEnd, begin + kBegin.size());
+  if (end == absl::string_view::npos) {
+    return absl::InvalidArgumentError("no PEM certificate block");
+  }
+  std::string base64;
+  for (const char c :
+       pem.substr(begin + kBegin.size(), end - begin - kBegin.size())) {
+    if (!absl::ascii_isspace(static_cast<unsigned char>(c))) base64 += c;
+  }
+  std::string der;
+  // A DER certificate is a SEQUENCE (tag 0x30).
+  if (!absl::Base64Unescape(base64, &der) || der.empty() ||
+      static_cast<unsigned char>(der[0]) != 0x30) {
+    return absl::InvalidArgumentError(
+        "the PEM certificate block is not base64 of a DER certificate");
+  }
+  return DigestHex(der);
+}
+
+absl::Status CertificateBindings::Bind(absl::string_view id,
+                                       absl::string_view cert_sha256,
+                                       absl::Time now, absl::string_view what) {
+  absl::MutexLock lock(&mu_);
+  auto it = by_id_.find(id);
+  if (it != by_id_.end()) {
+    Binding& binding = it->second;
+    if (binding.cert_sha256 != cert_sha256 &&
+        now - binding.last_used < lifetime_) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(what, " '", EscapeForMessage(id, 80),
+                       "' is in use by another client certificate"));
+    }
+    // The same certificate again, or a lapsed binding taken over.
+    binding.cert_sha256 = std::string(cert_sha256);
+    binding.last_used = now;
+    lru_.splice(lru_.begin(), lru_, binding.lru);
+    return absl::OkStatus();
+  }
+  lru_.emplace_front(id);
+  by_id_.emplace(std::string(id),
+                 Binding{std::string(cert_sha256), now, lru_.begin()});
+  // Lapsed bindings at the cold end go first, then, over capacity, the
+  // least recently used live one.
+  while (!lru_.empty() &&
+         (by_id_.size() > capacity_ ||
+          now - by_id_.find(lru_.back())->second.last_used >= lifetime_)) {
+    by_id_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return absl::OkStatus();
+}
+
+void CertificateBindings::Forget(absl::string_view id) {
+  absl::MutexLock lock(&mu_);
+  const auto it = by_id_.find(id);
+  if (it == by_id_.end()) return;
+  lru_.erase(it->second.lru);
+  by_id_.erase(it);
+}
+
+size_t CertificateBindings::size() const {
+  absl::MutexLock lock(&mu_);
+  return by_id_.size();
 }
 
 void TicketKeys::Rotate(absl::string_view learner_id, absl::string_view key) {

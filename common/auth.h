@@ -27,19 +27,26 @@
 // learner a random ticket key (RegisterLearnerResponse.ticket_key) and, when
 // an actor asks FindLearner, answers the learner's address plus a ticket:
 //   rt1.<hex actor id>.<hex learner member id>.<issued ms>.<expires ms>.<mac>
+// or, when the actor called over mutual TLS, one bound to its client
+// certificate (RFC 8705's certificate-bound tokens):
+//   rt2.<hex actor id>.<hex learner member id>.<issued ms>.<expires ms>.
+//       <hex SHA-256 of the client certificate (DER)>.<mac>
 // where mac is the hex HMAC-SHA256, keyed with that learner's ticket key, of
 // everything before the last '.'. The learner verifies it locally (no call to
 // the coordinator) against its current and previous key (a re-registration
 // rotates the key), in constant time, and the ticket names the only actor id
-// the caller may use. Hex fields make the text printable and unambiguous.
+// the caller may use; an rt2 ticket is good only on a connection that
+// presented that certificate (CheckTicketCertificate). Hex fields make the
+// text printable and unambiguous.
 //
-// Thread-safety: TokenRegistry and TicketKeys are thread-safe; the free
-// functions are pure.
+// Thread-safety: TokenRegistry, TicketKeys and CertificateBindings are
+// thread-safe; the free functions are pure.
 #ifndef RISTRETTO_COMMON_AUTH_H_
 #define RISTRETTO_COMMON_AUTH_H_
 
 #include <cstdint>
 #include <initializer_list>
+#include <list>
 #include <optional>
 #include <string>
 
@@ -142,6 +149,9 @@ struct ActorTicket {
   std::string learner_id;  // the learner's member id
   int64_t issued_ms = 0;   // Unix time
   int64_t expires_ms = 0;  // Unix time; refused after it (plus the skew)
+  // Lower-case hex SHA-256 of the DER client certificate the ticket is bound
+  // to (an rt2 ticket); empty: bound to none (rt1, minted without mutual TLS).
+  std::string cert_sha256;
 };
 
 // How long a ticket minted by the coordinator is valid. An actor asks
@@ -155,8 +165,10 @@ inline constexpr absl::Duration kTicketClockSkew = absl::Minutes(1);
 // Longest actor or learner id a ticket carries (bytes before hex).
 inline constexpr size_t kMaxTicketIdBytes = 256;
 
-// The ticket text for `ticket`, MACed with `key`. kInvalidArgument for an
-// empty key, an empty or over-long id, or expires_ms <= issued_ms.
+// The ticket text for `ticket`, MACed with `key`: rt2 when it carries a
+// certificate hash, else rt1. kInvalidArgument for an empty key, an empty or
+// over-long id, expires_ms <= issued_ms, or a cert_sha256 that is not 64
+// lower-case hex digits.
 absl::StatusOr<std::string> MintActorTicket(const ActorTicket& ticket,
                                             absl::string_view key);
 
@@ -168,6 +180,63 @@ absl::StatusOr<std::string> MintActorTicket(const ActorTicket& ticket,
 absl::StatusOr<ActorTicket> VerifyActorTicket(
     absl::string_view text, std::initializer_list<absl::string_view> keys,
     absl::string_view learner_id, absl::Time now);
+
+// kOk when `ticket` may be used on a connection whose verified client
+// certificate has SHA-256 `peer_cert_sha256` (hex; nullopt: the connection
+// presented none, e.g. the server does not run mutual TLS): always for an
+// unbound (rt1) ticket; for a bound one only with that very certificate.
+// kPermissionDenied otherwise (the ticket is genuine, used from the wrong
+// place).
+absl::Status CheckTicketCertificate(
+    const ActorTicket& ticket,
+    const std::optional<std::string>& peer_cert_sha256);
+
+// Lower-case hex SHA-256 of the certificate in `pem` (the first
+// "-----BEGIN CERTIFICATE-----" block), hashed as DER (the base64 between
+// the armour lines, decoded): the same bytes however the PEM text is
+// wrapped, and what `openssl x509 -outform DER | sha256sum` prints.
+// kInvalidArgument when there is no such block or it is not base64 of a DER
+// SEQUENCE.
+absl::StatusOr<std::string> CertificateSha256(absl::string_view pem);
+
+// Trust on first use of ids by client certificate: an id (an actor id, a
+// learner's member id) belongs to the first certificate that used it, for
+// as long as that certificate keeps using it (a binding not used for
+// `lifetime` lapses and the id is free again). At most `capacity` ids are
+// remembered; beyond that the least recently used binding is forgotten
+// (the id is then free: a caller able to use `capacity` fresh ids can
+// release others' — the bound is what keeps memory finite).
+class CertificateBindings {
+ public:
+  CertificateBindings(size_t capacity, absl::Duration lifetime)
+      : capacity_(capacity), lifetime_(lifetime) {}
+  CertificateBindings(const CertificateBindings&) = delete;
+  CertificateBindings& operator=(const CertificateBindings&) = delete;
+
+  // Binds `id` to `cert_sha256` (or refreshes its binding) at `now`.
+  // kPermissionDenied, naming `what` and the id (escaped, capped), when `id`
+  // is bound to another certificate and was used within `lifetime`.
+  absl::Status Bind(absl::string_view id, absl::string_view cert_sha256,
+                    absl::Time now, absl::string_view what)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets `id`'s binding (a learner released).
+  void Forget(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ids remembered (live or lapsed, not yet evicted).
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Binding {
+    std::string cert_sha256;
+    absl::Time last_used;
+    std::list<std::string>::iterator lru;  // its place in lru_
+  };
+  const size_t capacity_;
+  const absl::Duration lifetime_;
+  mutable absl::Mutex mu_;
+  // Ids, most recently used first.
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Binding> by_id_ ABSL_GUARDED_BY(mu_);
+};
 
 // A learner's ticket keys: the current one and the one before it (tickets
 // minted before a re-registration stay valid until they expire; older keys

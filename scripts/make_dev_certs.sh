@@ -2,9 +2,15 @@
 # Makes a development certificate authority and the certificates ristretto's
 # gRPC servers and clients use for TLS and mutual TLS (openssl only).
 #
-# Usage: scripts/make_dev_certs.sh DIR [NAME...]
+# Usage: scripts/make_dev_certs.sh DIR [--client FILE]... [NAME...]
 #   DIR   created if missing; existing files in it are kept (re-running
 #         does not replace a CA that certificates were already issued from)
+#   --client FILE
+#         also issue a client certificate FILE.pem/FILE.key (letters, digits,
+#         '-', '_'), CN "ristretto client FILE": one per actor host. Under
+#         mutual TLS the coordinator binds each actor id to the client
+#         certificate that first asked for it, so hosts with certificates of
+#         their own cannot take each other's ids (docs/security.md).
 #   NAME  extra DNS names or IP addresses the server certificate is valid for
 #         (compose service names, a host's address, a wildcard such as
 #         '*.learner.ristretto.svc' for Kubernetes learners); localhost and
@@ -18,23 +24,41 @@
 #   client.pem, client.key  for actors and tools under mutual TLS (clientAuth);
 #                           also usable as a learner's --coordinator-tls-cert/
 #                           --coordinator-tls-key
+#   FILE.pem, FILE.key      the same, for each --client FILE
 #
 # Not for production: one server certificate for every server, no
 # revocation, CA key on the same disk. (`ristretto up` needs none of this: it
 # makes a throw-away set per run in its data directory, common/dev_certs.h.)
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  echo "usage: $0 DIR [NAME...]" >&2
+  echo "usage: $0 DIR [--client FILE]... [NAME...]" >&2
   exit 2
 fi
 dir=$1
 shift
+clients=()
+names=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = --client ]; then
+    if [ $# -lt 2 ] || [[ ! $2 =~ ^[A-Za-z0-9_-]+$ ]] ||
+       [[ $2 =~ ^(ca|server|client)$ ]]; then
+      echo "make_dev_certs: --client needs a file name of letters, digits, '-'" \
+        "and '_' other than ca, server and client" >&2
+      exit 2
+    fi
+    clients+=("$2")
+    shift 2
+  else
+    names+=("$1")
+    shift
+  fi
+done
 command -v openssl >/dev/null || { echo "make_dev_certs: openssl not found" >&2; exit 1; }
 mkdir -p "$dir"
 umask 077
 
 san="DNS:localhost,IP:127.0.0.1"
-for name in "$@"; do
+for name in ${names[@]+"${names[@]}"}; do
   if [[ $name =~ ^[0-9.]+$ || $name == *:* ]]; then
     san+=",IP:$name"
   elif [[ $name =~ ^(\*\.)?[A-Za-z0-9.-]+$ ]]; then  # *.x.y: a wildcard (Kubernetes learners)
@@ -79,5 +103,13 @@ issue server "ristretto server" "serverAuth,clientAuth" "$san"
 issue client "ristretto client" "clientAuth"
 chmod 644 "$dir/ca.pem" "$dir/server.pem" "$dir/client.pem"
 chmod 600 "$dir/ca.key" "$dir/server.key" "$dir/client.key"
+for client in ${clients[@]+"${clients[@]}"}; do
+  issue "$client" "ristretto client $client" "clientAuth"
+  chmod 644 "$dir/$client.pem"
+  chmod 600 "$dir/$client.key"
+done
 rm -f "$dir/ca.srl"
 echo "make_dev_certs: wrote $dir/{ca,server,client}.{pem,key} (server names: $san)"
+if [ ${#clients[@]} -gt 0 ]; then
+  echo "make_dev_certs: and client certificates ${clients[*]/%/.pem}"
+fi

@@ -2,13 +2,17 @@
 
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/secret_file.h"
 #include "common/text_util.h"
+#include "grpc/grpc_security_constants.h"
+#include "grpcpp/security/auth_context.h"
 #include "wire/grpc_status.h"
 
 namespace ristretto::coordinator {
@@ -17,6 +21,27 @@ namespace {
 bool IsDenial(const absl::Status& s) {
   return s.code() == absl::StatusCode::kUnauthenticated ||
          s.code() == absl::StatusCode::kPermissionDenied;
+}
+
+// The hex SHA-256 (of the DER) of the client certificate the call came
+// with; nullopt without one. gRPC reports the peer's leaf certificate only
+// when it presented one, which under mutual TLS the handshake has verified
+// against --tls-ca (the server requires and verifies client certificates;
+// without --tls-ca it requests none).
+absl::StatusOr<std::optional<std::string>> PeerCertificateSha256(
+    const grpc::ServerContextBase& context) {
+  const std::shared_ptr<const grpc::AuthContext> peer = context.auth_context();
+  if (peer == nullptr) return std::nullopt;
+  const std::vector<grpc::string_ref> pem =
+      peer->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  if (pem.empty()) return std::nullopt;
+  absl::StatusOr<std::string> hash = auth::CertificateSha256(
+      absl::string_view(pem.front().data(), pem.front().size()));
+  if (!hash.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "cannot read the client certificate: ", hash.status().message()));
+  }
+  return std::optional<std::string>(*std::move(hash));
 }
 
 }  // namespace
@@ -230,14 +255,30 @@ grpc::Status CoordinatorService::FindLearner(
           *context, {auth::Role::kOperator, auth::Role::kActor}, kMethod)) {
     return *refused;
   }
-  if (authenticating()) {
-    // The ticket names the actor: an id it cannot carry is refused before
-    // anything is recorded.
+  // Under mutual TLS: the caller's client certificate.
+  absl::StatusOr<std::optional<std::string>> cert =
+      PeerCertificateSha256(*context);
+  if (!cert.ok()) return Finish(kMethod, cert.status());
+  const bool bind = cert->has_value() && !request->actor_id().empty();
+  if (authenticating() || bind) {
+    // The ticket (and the binding) names the actor: an id it cannot carry
+    // is refused before anything is recorded.
     if (request->actor_id().size() > auth::kMaxTicketIdBytes) {
       return Finish(kMethod,
                     absl::InvalidArgumentError(absl::StrCat(
                         "actor_id must be at most ", auth::kMaxTicketIdBytes,
                         " bytes, got ", request->actor_id().size())));
+    }
+  }
+  if (bind) {
+    // Trust on first use: the actor id belongs to the certificate that
+    // asked for it while its tickets may be live; another host's
+    // certificate cannot take it (nor stream into its runs, nor fetch its
+    // datasets) before then.
+    if (absl::Status bound = actor_certs_.Bind(request->actor_id(), **cert,
+                                               absl::Now(), "actor id");
+        !bound.ok()) {
+      return Finish(kMethod, bound);
     }
   }
   absl::StatusOr<v1::FindLearnerResponse> found =
@@ -266,6 +307,8 @@ grpc::Status CoordinatorService::FindLearner(
   const absl::Time now = absl::Now();
   ticket.issued_ms = absl::ToUnixMillis(now);
   ticket.expires_ms = absl::ToUnixMillis(now + auth::kActorTicketTtl);
+  // Bound to the certificate (rt2): good only on a connection from it.
+  if (cert->has_value()) ticket.cert_sha256 = **cert;
   absl::StatusOr<std::string> minted = auth::MintActorTicket(ticket, key);
   if (!minted.ok()) return Finish(kMethod, minted.status());
   found->set_actor_ticket(*std::move(minted));

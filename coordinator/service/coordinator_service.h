@@ -21,6 +21,12 @@
 //                    the learner named, MACed with that learner's ticket key
 //                    (a random key per registration, handed to the learner
 //                    in RegisterLearnerResponse.ticket_key; common/auth.h).
+//                    Under mutual TLS the actor id is bound to the caller's
+//                    client certificate (trust on first use, for as long as
+//                    its tickets may be live: another certificate asking for
+//                    it is PERMISSION_DENIED) and the ticket carries the
+//                    certificate's hash (rt2), so it works only from that
+//                    certificate.
 //   FetchDataset     the cluster token: datasets of running studies; a
 //                    learner's session secret: only the dataset of a run
 //                    leased to that learner. Actors fetch from their
@@ -157,6 +163,13 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // Member id -> the ticket key of its newest registration.
   absl::flat_hash_map<std::string, std::string> ticket_keys_
       ABSL_GUARDED_BY(register_mu_);
+  // Under mutual TLS: actor id -> the client certificate that uses it. A
+  // binding lapses a ticket lifetime plus the clock skew after its last
+  // FindLearner (no learner accepts its last ticket then); at most
+  // kMaxBoundActorIds are kept.
+  static constexpr size_t kMaxBoundActorIds = 100000;
+  auth::CertificateBindings actor_certs_{
+      kMaxBoundActorIds, auth::kActorTicketTtl + auth::kTicketClockSkew};
 };
 
 }  // namespace ristretto::coordinator

@@ -6,11 +6,15 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/text_util.h"
+#include "grpc/grpc_security_constants.h"
+#include "grpcpp/security/auth_context.h"
 #include "learner/service/learner_metrics.h"
 #include "wire/chunk_wire.h"
 #include "wire/grpc_status.h"
@@ -502,9 +506,10 @@ bool LearnerService::authenticating() const {
 }
 
 absl::StatusOr<auth::Principal> LearnerService::Authenticate(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+    const grpc::ServerContextBase& context) const {
   const auth::Principal kOperator{auth::Role::kOperator, "operator"};
   if (!authenticating()) return kOperator;
+  const auto& metadata = context.client_metadata();
   const auto [first, last] = metadata.equal_range(auth::kMetadataKey);
   if (first == last) {
     return absl::UnauthenticatedError(
@@ -528,6 +533,29 @@ absl::StatusOr<auth::Principal> LearnerService::Authenticate(
   absl::StatusOr<auth::ActorTicket> ticket =
       ticket_keys_.Verify(*secret, absl::Now());
   if (!ticket.ok()) return ticket.status();
+  // A ticket bound to the actor's client certificate works only from it
+  // (copied or sniffed, it is useless elsewhere). gRPC reports the peer's
+  // leaf certificate only when it presented one, which under mutual TLS the
+  // handshake verified against --tls-ca.
+  std::optional<std::string> peer_cert;
+  if (!ticket->cert_sha256.empty()) {
+    const std::shared_ptr<const grpc::AuthContext> peer =
+        context.auth_context();
+    const std::vector<grpc::string_ref> pem =
+        peer == nullptr
+            ? std::vector<grpc::string_ref>{}
+            : peer->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+    if (!pem.empty()) {
+      absl::StatusOr<std::string> hash = auth::CertificateSha256(
+          absl::string_view(pem.front().data(), pem.front().size()));
+      if (!hash.ok()) return hash.status();
+      peer_cert = *std::move(hash);
+    }
+  }
+  if (absl::Status bound = auth::CheckTicketCertificate(*ticket, peer_cert);
+      !bound.ok()) {
+    return bound;
+  }
   return auth::Principal{auth::Role::kActor, std::move(ticket->actor_id)};
 }
 
@@ -584,8 +612,7 @@ absl::Status LearnerService::MayFetch(const auth::Principal& caller,
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>*
 LearnerService::Act(grpc::CallbackServerContext* context) {
-  absl::StatusOr<auth::Principal> caller =
-      Authenticate(context->client_metadata());
+  absl::StatusOr<auth::Principal> caller = Authenticate(*context);
   absl::Status allowed = caller.status();
   if (allowed.ok()) allowed = MayActAsActor(*caller, "Act");
   if (!allowed.ok()) {
@@ -597,8 +624,7 @@ LearnerService::Act(grpc::CallbackServerContext* context) {
 grpc::ServerWriteReactor<v1::DatasetPiece>* LearnerService::FetchDataset(
     grpc::CallbackServerContext* context,
     const v1::FetchDatasetRequest* request) {
-  absl::StatusOr<auth::Principal> caller =
-      Authenticate(context->client_metadata());
+  absl::StatusOr<auth::Principal> caller = Authenticate(*context);
   absl::Status allowed = caller.status();
   if (allowed.ok()) allowed = MayActAsActor(*caller, "FetchDataset");
   if (allowed.ok()) allowed = MayFetch(*caller, request->dataset_id());
@@ -618,8 +644,7 @@ grpc::ServerUnaryReactor* LearnerService::GetStatus(
     grpc::CallbackServerContext* context, const v1::StatusRequest* /*request*/,
     v1::LearnerStatus* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<auth::Principal> caller =
-      Authenticate(context->client_metadata());
+  absl::StatusOr<auth::Principal> caller = Authenticate(*context);
   absl::Status allowed = caller.status();
   if (allowed.ok()) {
     allowed = auth::RequireRole(*caller, {auth::Role::kOperator}, "GetStatus");

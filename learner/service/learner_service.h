@@ -23,7 +23,10 @@
 //                   call to the coordinator): Act only with the ticket's
 //                   actor id in Hello, FetchDataset only for datasets of
 //                   runs this learner assigned to that actor id and still
-//                   hosts; no GetStatus.
+//                   hosts; no GetStatus. A ticket the coordinator bound to
+//                   the actor's client certificate (rt2, coordinator under
+//                   mutual TLS) is good only over a connection that
+//                   presented that certificate (PERMISSION_DENIED else).
 // No, a malformed, forged or expired credential: UNAUTHENTICATED; a valid
 // one used beyond it: PERMISSION_DENIED. Both are counted
 // (ristretto_learner_rpc_denied_total) and logged. Without a token and key
@@ -125,11 +128,14 @@ class LearnerService final : public LearnerServiceBase {
   void SetTicketKey(const std::string& member_id, const std::string& key);
   // True when calls are authenticated (a token or a ticket key).
   bool authenticating() const;
-  // The caller of a call with `metadata` (its "authorization" entry):
-  // the operator for options.token, an actor for a valid ticket. In
-  // development mode always the operator. kUnauthenticated otherwise.
+  // The caller of `context` (its "authorization" metadata): the operator
+  // for options.token, an actor for a valid ticket. In development mode
+  // always the operator. kUnauthenticated otherwise; kPermissionDenied for
+  // a ticket bound to a client certificate (rt2) that the call's connection
+  // did not present (another one, or none: a learner without mutual TLS
+  // cannot check the binding, so it refuses such tickets).
   absl::StatusOr<auth::Principal> Authenticate(
-      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+      const grpc::ServerContextBase& context) const;
   // Counts and logs a refused call and returns its gRPC status.
   grpc::Status Deny(const char* method, const absl::Status& status);
   // Remembers that `actor_id` (a ticket holder) was assigned `run_id`: it

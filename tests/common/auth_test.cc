@@ -1,10 +1,12 @@
 #include "common/auth.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
@@ -239,6 +241,154 @@ TEST(ActorTicketTest, MintRefusesWhatItCannotCarry) {
   ActorTicket backwards = TicketFor("a1", "l");
   backwards.expires_ms = backwards.issued_ms;
   EXPECT_FALSE(MintActorTicket(backwards, kKey).ok());
+}
+
+// A client certificate made by scripts/make_dev_certs.sh --client actor-a,
+// and its hash as `openssl x509 -outform DER | sha256sum` prints it.
+constexpr char kCertPem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBvjCCAWOgAwIBAgIUAuYnGWON2F/RZ1kH6wzRS2hZb3wwCgYIKoZIzj0EAwIw\n"
+    "IzEhMB8GA1UEAwwYcmlzdHJldHRvIGRldmVsb3BtZW50IENBMB4XDTI2MTEyODAw\n"
+    "NDk0NVoXDTI5MDMwMjAwNDk0NVowIzEhMB8GA1UEAwwYcmlzdHJldHRvIGNsaWVu\n"
+    "dCBhY3Rvci1hMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEF4XhCCmh5dgR/Ad8\n"
+    "tF1RMfquUO3V8pSNuT+NThIhYqTwCQ9Q7NCJju9c3S5m8aa+yjuHkqLKgf1VJYG0\n"
+    "jMlo3aN1MHMwDAYDVR0TAQH/BAIwADAOBgNVHQ8BAf8EBAMCBaAwEwYDVR0lBAww\n"
+    "CgYIKwYBBQUHAwIwHQYDVR0OBBYEFDNFnIlcXPvwwXl00JnoutoMDJvvMB8GA1Ud\n"
+    "IwQYMBaAFFZLKLjREko4q6xKi/TNrLWpnxhfMAoGCCqGSM49BAMCA0kAMEYCIQCO\n"
+    "hluYeSz3hL99wOACfs6NjrcIGvGBa28Yhy4MknmFfQIhAOI4wc+Xx/H7e6rsUehp\n"
+    "HtDFuBa2bKrAZRk3czmZ8E6n\n"
+    "-----END CERTIFICATE-----\n";
+constexpr char kCertSha256[] =
+    "b5f8f7989c39b5633f3808c932fa2cd521d0f09dda3ff94e96d7c5a2e374caa2";
+const std::string kOtherCert(64, 'c');
+
+TEST(CertificateSha256Test, HashesTheDerLikeOpenssl) {
+  absl::StatusOr<std::string> hash = CertificateSha256(kCertPem);
+  ASSERT_TRUE(hash.ok()) << hash.status();
+  EXPECT_EQ(*hash, kCertSha256);
+  // Wrapped differently (CRLF, no final newline): the same DER.
+  std::string crlf = absl::StrReplaceAll(kCertPem, {{"\n", "\r\n"}});
+  crlf.pop_back();
+  EXPECT_EQ(CertificateSha256(crlf).value_or(""), kCertSha256);
+  EXPECT_EQ(CertificateSha256("no certificate").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CertificateSha256("-----BEGIN CERTIFICATE-----\n!!\n"
+                              "-----END CERTIFICATE-----\n")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ActorTicketTest, ABoundTicketCarriesItsCertificateUnderTheMac) {
+  ActorTicket bound = TicketFor("a1", "learner-1");
+  bound.cert_sha256 = kCertSha256;
+  const std::string text = Mint(bound);
+  EXPECT_EQ(text.substr(0, 4), "rt2.");
+  absl::StatusOr<ActorTicket> t =
+      VerifyActorTicket(text, {kKey}, "learner-1", kNow);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->actor_id, "a1");
+  EXPECT_EQ(t->cert_sha256, kCertSha256);
+  // Another certificate's hash in its place: the MAC no longer matches.
+  std::vector<std::string> fields = absl::StrSplit(text, '.');
+  ASSERT_EQ(fields.size(), 7u);
+  fields[5] = kOtherCert;
+  EXPECT_EQ(
+      VerifyActorTicket(absl::StrJoin(fields, "."), {kKey}, "learner-1", kNow)
+          .status()
+          .code(),
+      absl::StatusCode::kUnauthenticated);
+  // Dropping the field (posing as rt1) or relabelling the version: refused.
+  fields = absl::StrSplit(text, '.');
+  std::vector<std::string> unbound = fields;
+  unbound.erase(unbound.begin() + 5);
+  unbound[0] = "rt1";
+  EXPECT_EQ(
+      VerifyActorTicket(absl::StrJoin(unbound, "."), {kKey}, "learner-1", kNow)
+          .status()
+          .code(),
+      absl::StatusCode::kUnauthenticated);
+  fields[0] = "rt1";
+  EXPECT_FALSE(
+      VerifyActorTicket(absl::StrJoin(fields, "."), {kKey}, "learner-1", kNow)
+          .ok());
+  // rt1 tickets (minted without mutual TLS) still verify, unbound.
+  absl::StatusOr<ActorTicket> old = VerifyActorTicket(
+      Mint(TicketFor("a1", "learner-1")), {kKey}, "learner-1", kNow);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->cert_sha256.empty());
+  // Only a 64-digit lower-case hex hash is minted.
+  for (const std::string& bad :
+       {std::string(63, 'a'), std::string(64, 'A'), std::string(64, 'g')}) {
+    bound.cert_sha256 = bad;
+    EXPECT_FALSE(MintActorTicket(bound, kKey).ok()) << bad;
+  }
+}
+
+TEST(CheckTicketCertificateTest, ABoundTicketWorksOnlyFromItsCertificate) {
+  ActorTicket bound = TicketFor("a1", "learner-1");
+  bound.cert_sha256 = kCertSha256;
+  EXPECT_TRUE(CheckTicketCertificate(bound, std::string(kCertSha256)).ok());
+  const absl::Status other = CheckTicketCertificate(bound, kOtherCert);
+  EXPECT_EQ(other.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(other.message()),
+              HasSubstr("ticket bound to another client certificate"));
+  const absl::Status none = CheckTicketCertificate(bound, std::nullopt);
+  EXPECT_EQ(none.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(none.message()), HasSubstr("mutual TLS"));
+  // An unbound ticket: from anywhere.
+  const ActorTicket unbound = TicketFor("a1", "learner-1");
+  EXPECT_TRUE(CheckTicketCertificate(unbound, std::nullopt).ok());
+  EXPECT_TRUE(CheckTicketCertificate(unbound, kOtherCert).ok());
+}
+
+TEST(CertificateBindingsTest, FirstCertificateKeepsTheIdWhileItUsesIt) {
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  CertificateBindings bindings(/*capacity=*/10, absl::Minutes(16));
+  EXPECT_TRUE(bindings.Bind("x", a, kNow, "actor id").ok());
+  const absl::Status taken = bindings.Bind("x", b, kNow, "actor id");
+  EXPECT_EQ(taken.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(
+      std::string(taken.message()),
+      HasSubstr("actor id 'x' is in use by another client certificate"));
+  // The same certificate again (an actor restarting on its host).
+  EXPECT_TRUE(bindings.Bind("x", a, kNow + absl::Minutes(10), "actor id").ok());
+  EXPECT_TRUE(bindings.Bind("y", b, kNow, "actor id").ok());
+  // Each use extends the binding: 16 minutes after the last one, not after
+  // the first.
+  EXPECT_FALSE(
+      bindings.Bind("x", b, kNow + absl::Minutes(25), "actor id").ok());
+  EXPECT_TRUE(bindings.Bind("x", b, kNow + absl::Minutes(26), "actor id").ok());
+  // Now it is b's.
+  EXPECT_FALSE(
+      bindings.Bind("x", a, kNow + absl::Minutes(27), "actor id").ok());
+  bindings.Forget("x");
+  EXPECT_TRUE(bindings.Bind("x", a, kNow + absl::Minutes(27), "actor id").ok());
+  // Ids in messages are escaped and capped.
+  EXPECT_TRUE(bindings.Bind(std::string(300, '\n'), a, kNow, "actor id").ok());
+  const std::string message(
+      bindings.Bind(std::string(300, '\n'), b, kNow, "actor id").message());
+  EXPECT_THAT(message, Not(HasSubstr("\n")));
+  EXPECT_LT(message.size(), 200u);
+}
+
+TEST(CertificateBindingsTest, BoundedLeastRecentlyUsedFirst) {
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  CertificateBindings bindings(/*capacity=*/3, absl::Minutes(16));
+  for (const char* id : {"1", "2", "3"}) {
+    ASSERT_TRUE(bindings.Bind(id, a, kNow, "actor id").ok());
+  }
+  ASSERT_TRUE(bindings.Bind("1", a, kNow, "actor id").ok());  // "2" is coldest
+  ASSERT_TRUE(bindings.Bind("4", a, kNow, "actor id").ok());
+  EXPECT_EQ(bindings.size(), 3u);
+  EXPECT_TRUE(bindings.Bind("2", b, kNow, "actor id").ok());  // forgotten
+  EXPECT_FALSE(bindings.Bind("1", b, kNow, "actor id").ok());
+  EXPECT_FALSE(bindings.Bind("4", b, kNow, "actor id").ok());
+  // Lapsed bindings at the cold end are dropped when a new id comes.
+  ASSERT_TRUE(bindings.Bind("5", a, kNow + absl::Minutes(17), "actor id").ok());
+  EXPECT_EQ(bindings.size(), 1u);
 }
 
 TEST(TicketKeysTest, TheCurrentAndThePreviousKeyAreAcceptedNotOlder) {

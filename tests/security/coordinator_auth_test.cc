@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +27,7 @@
 #include "proto/coordinator.grpc.pb.h"
 #include "tests/common/metrics_scrape.h"
 #include "tests/coordinator_store/pg_test_env.h"
+#include "tests/integration/dev_certs.h"
 #include "tests/integration/process.h"
 #include "tests/integration/process_harness.h"
 
@@ -62,8 +65,12 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
  protected:
   // `with_learner_token`: the coordinator also gets --learner-token-file
   // (learners then register with it, not with the cluster token).
-  explicit CoordinatorAuthTest(bool with_learner_token = false)
-      : with_learner_token_(with_learner_token) {}
+  // `with_mtls`: it runs mutual TLS (scripts/make_dev_certs.sh certificates,
+  // with client certificates actor-a and actor-b besides client); stub_
+  // presents client.pem.
+  explicit CoordinatorAuthTest(bool with_learner_token = false,
+                               bool with_mtls = false)
+      : with_learner_token_(with_learner_token), with_mtls_(with_mtls) {}
 
   void SetUp() override {
     PgDatabaseTest::SetUp();
@@ -99,6 +106,12 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
       flags.insert(flags.end(),
                    {"--learner-token-file", dir_ + "/learner-token"});
     }
+    if (with_mtls_) {
+      ASSERT_TRUE(tests::MakeDevCerts(dir_ + "/tls", {"actor-a", "actor-b"}));
+      flags.insert(flags.end(), {"--tls-cert", dir_ + "/tls/server.pem",
+                                 "--tls-key", dir_ + "/tls/server.key",
+                                 "--tls-ca", dir_ + "/tls/ca.pem"});
+    }
     coordinator_ = std::make_unique<Process>(
         CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
                         dir_ + "/coordinator", flags, "0", "100"),
@@ -108,8 +121,19 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     const std::string metrics = Logged(*coordinator_, "metrics on ");
     ASSERT_FALSE(metrics.empty()) << coordinator_->Log();
     metrics_port_ = std::stoi(metrics.substr(metrics.rfind(':') + 1));
-    stub_ = v1::Coordinator::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    address_ = address;
+    stub_ = with_mtls_ ? StubAs("client")
+                       : v1::Coordinator::NewStub(grpc::CreateChannel(
+                             address, grpc::InsecureChannelCredentials()));
+  }
+
+  // Under mutual TLS: a stub presenting the client certificate `name`.pem.
+  std::unique_ptr<v1::Coordinator::Stub> StubAs(const std::string& name) {
+    const std::string tls = dir_ + "/tls/";
+    return v1::Coordinator::NewStub(grpc::CreateChannel(
+        address_,
+        ristretto::testing::ChannelCredentials(
+            {tls + name + ".pem", tls + name + ".key", tls + "ca.pem"})));
   }
   void TearDown() override {
     coordinator_.reset();
@@ -211,6 +235,8 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   }
 
   const bool with_learner_token_;
+  const bool with_mtls_;
+  std::string address_;
   std::string dir_;
   std::string token_;
   std::string actor_token_;
@@ -650,6 +676,9 @@ TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
       found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
   ASSERT_TRUE(ticket.ok()) << ticket.status();
   EXPECT_EQ(ticket->actor_id, "actor-1");
+  // Without mutual TLS: an unbound (rt1) ticket, as before.
+  EXPECT_EQ(found.actor_ticket().substr(0, 4), "rt1.");
+  EXPECT_TRUE(ticket->cert_sha256.empty());
   // Not made with another key, not for another learner.
   EXPECT_FALSE(
       auth::VerifyActorTicket(found.actor_ticket(), {token_}, kA, absl::Now())
@@ -678,6 +707,69 @@ TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
                               &refused)
                 .error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Under mutual TLS an actor id belongs to the client certificate that first
+// asked for it (while its tickets may be live), and its tickets carry that
+// certificate's hash: one actor host cannot get tickets in another's name.
+class CoordinatorMutualTlsTest : public CoordinatorAuthTest {
+ protected:
+  CoordinatorMutualTlsTest()
+      : CoordinatorAuthTest(/*with_learner_token=*/false, /*with_mtls=*/true) {}
+
+  // The hex SHA-256 of client certificate `name`.pem.
+  std::string CertHash(const std::string& name) {
+    std::ifstream in(dir_ + "/tls/" + name + ".pem");
+    const std::string pem((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+    absl::StatusOr<std::string> hash = auth::CertificateSha256(pem);
+    EXPECT_TRUE(hash.ok()) << hash.status();
+    return hash.value_or("");
+  }
+};
+
+TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
+  v1::RegisterLearnerResponse registered;
+  ASSERT_TRUE(Register(kA, token_, &registered).ok());
+  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("actor-a");
+  std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("actor-b");
+  const auto find = [&](v1::Coordinator::Stub& stub, const std::string& actor,
+                        v1::FindLearnerResponse* found) {
+    v1::FindLearnerRequest request;
+    request.set_actor_id(actor);
+    return stub.FindLearner(Context(auth::BearerValue(actor_token_)).get(),
+                            request, found);
+  };
+  const auto bound_to = [&](const v1::FindLearnerResponse& found) {
+    absl::StatusOr<auth::ActorTicket> ticket = auth::VerifyActorTicket(
+        found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
+    EXPECT_TRUE(ticket.ok()) << ticket.status();
+    return ticket.ok() ? ticket->cert_sha256 : "";
+  };
+  v1::FindLearnerResponse found;
+  grpc::Status s = find(*host_a, "x", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(found.actor_ticket().substr(0, 4), "rt2.");
+  EXPECT_EQ(bound_to(found), CertHash("actor-a"));
+  // Another host's certificate asking for "x": refused, counted.
+  v1::FindLearnerResponse stolen;
+  s = find(*host_b, "x", &stolen);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("is in use by another client certificate"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(stolen.actor_ticket().empty());
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
+  // The same certificate again (the actor restarted on its host): fine.
+  s = find(*host_a, "x", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(bound_to(found), CertHash("actor-a"));
+  // B with an id of its own: its ticket is bound to B.
+  s = find(*host_b, "y", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(bound_to(found), CertHash("actor-b"));
+  EXPECT_NE(CertHash("actor-a"), CertHash("actor-b"));
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
 }
 
 #ifdef RISTRETTO_ACTOR_BINARY

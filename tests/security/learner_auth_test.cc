@@ -8,6 +8,7 @@
 // and that ristretto_learner_rpc_denied_total counted it.
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,11 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/auth.h"
+#include "common/grpc_security.h"
 #include "common/metrics.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/service/learner_service.h"
+#include "tests/common/make_dev_certs.h"
 #include "tests/common/metrics_scrape.h"
 #include "tests/common/temp_dir.h"
 #include "tests/learner/service/run_test_util.h"
@@ -43,12 +46,16 @@ constexpr char kKey0[] = "key-0-0123456789abcdef0123456789abcdef";
 constexpr char kKey1[] = "key-1-0123456789abcdef0123456789abcdef";
 constexpr char kKey2[] = "key-2-0123456789abcdef0123456789abcdef";
 
+// `cert_sha256`: the client certificate the ticket is bound to (rt2, as a
+// coordinator under mutual TLS mints); empty: none (rt1).
 std::string Ticket(const std::string& actor, const std::string& key,
                    absl::Time issued = absl::Now(),
-                   const std::string& learner = kMember) {
+                   const std::string& learner = kMember,
+                   const std::string& cert_sha256 = "") {
   auth::ActorTicket t;
   t.actor_id = actor;
   t.learner_id = learner;
+  t.cert_sha256 = cert_sha256;
   t.issued_ms = absl::ToUnixMillis(issued);
   t.expires_ms = absl::ToUnixMillis(issued + auth::kActorTicketTtl);
   absl::StatusOr<std::string> text = auth::MintActorTicket(t, key);
@@ -66,8 +73,10 @@ class LearnerAuthTest : public ::testing::Test {
  protected:
   // run-0 trains on dataset "small-market" (served from a file), run-1 on
   // "other-market". `token`: the operator's (and stand-alone actors')
-  // credential; `key`: a ticket key, as after a registration.
-  void Serve(const std::string& token, const std::string& key) {
+  // credential; `key`: a ticket key, as after a registration; `tls`: the
+  // server's certificate files (plaintext when empty; mutual TLS with a CA).
+  void Serve(const std::string& token, const std::string& key,
+             const TlsFiles& tls = {}) {
     MetricsOptions metrics_options;
     metrics_options.address = "127.0.0.1";
     metrics_options.service = "learner";
@@ -106,8 +115,10 @@ class LearnerAuthTest : public ::testing::Test {
 
     int port = 0;
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+        MakeServerCredentials(tls);
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    builder.AddListeningPort("127.0.0.1:0", *credentials, &port);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -127,6 +138,7 @@ class LearnerAuthTest : public ::testing::Test {
     wire::GrpcLearnerClientOptions options;
     options.rpc_deadline = absl::Seconds(30);
     options.bearer = std::make_shared<wire::LearnerCredential>(bearer);
+    options.credentials = channel_credentials_;
     return wire::NewGrpcLearnerClient(address_, options);
   }
 
@@ -154,7 +166,7 @@ class LearnerAuthTest : public ::testing::Test {
   grpc::StatusCode Fetch(const std::string& bearer, const std::string& dataset,
                          std::string* bytes = nullptr) {
     auto stub = v1::Learner::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(address_, channel_credentials_));
     grpc::ClientContext ctx;
     if (!bearer.empty()) {
       ctx.AddMetadata(auth::kMetadataKey, auth::BearerValue(bearer));
@@ -177,6 +189,17 @@ class LearnerAuthTest : public ::testing::Test {
         .value_or(-1);
   }
 
+  // The TLS files of the actor calling (Client, Fetch, Hello); plaintext
+  // until set.
+  void CallAs(const TlsFiles& files) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+        MakeChannelCredentials(files);
+    ASSERT_TRUE(credentials.ok()) << credentials.status();
+    channel_credentials_ = *std::move(credentials);
+  }
+
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials_ =
+      grpc::InsecureChannelCredentials();
   std::unique_ptr<tests::TempDir> dir_;
   std::unique_ptr<MetricsServer> metrics_server_;
   std::unique_ptr<LearnerMetrics> metrics_;
@@ -369,6 +392,98 @@ TEST_F(LearnerAuthTest, WithoutTokenOrKeyNothingIsAuthenticated) {
   EXPECT_TRUE(Client("")->GetStatus().ok());
   EXPECT_EQ(Fetch("", "small-market"), grpc::StatusCode::OK);
   EXPECT_EQ(Denied("Act", "unauthenticated"), 0);
+}
+
+// Tickets bound to the actor's client certificate (a coordinator under
+// mutual TLS mints them): a learner under mutual TLS accepts one only over a
+// connection that presented that certificate, so a ticket copied or sniffed
+// from one actor host is useless from another. Two client certificates of
+// one CA, as scripts/make_dev_certs.sh --client makes them.
+class LearnerBoundTicketTest : public LearnerAuthTest {
+ protected:
+  void SetUp() override {
+    certs_ = std::make_unique<tests::TempDir>("ristretto_bound_ticket_");
+    ASSERT_TRUE(tests::MakeDevCerts(certs_->path(), {"actor-a", "actor-b"}));
+    std::ifstream in(certs_->Path("actor-a.pem"));
+    const std::string pem((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+    absl::StatusOr<std::string> hash = auth::CertificateSha256(pem);
+    ASSERT_TRUE(hash.ok()) << hash.status();
+    cert_a_ = *hash;
+  }
+  TlsFiles Server() const {
+    return {certs_->Path("server.pem"), certs_->Path("server.key"),
+            certs_->Path("ca.pem")};
+  }
+  TlsFiles Actor(const std::string& name) const {
+    return {certs_->Path(name + ".pem"), certs_->Path(name + ".key"),
+            certs_->Path("ca.pem")};
+  }
+
+  std::unique_ptr<tests::TempDir> certs_;
+  std::string cert_a_;  // hex SHA-256 of actor-a.pem
+};
+
+TEST_F(LearnerBoundTicketTest, ATicketWorksOnlyOverItsOwnCertificate) {
+  Serve(kToken, kKey0, Server());
+  const std::string ticket = Ticket("a1", kKey0, absl::Now(), kMember, cert_a_);
+  // Another actor host's certificate with A's ticket: refused, counted.
+  CallAs(Actor("actor-b"));
+  const ActResult stolen = Hello(ticket, "a1");
+  EXPECT_FALSE(stolen.first.has_value());
+  EXPECT_EQ(stolen.status.code(), absl::StatusCode::kPermissionDenied)
+      << stolen.status;
+  EXPECT_NE(stolen.status.message().find(
+                "ticket bound to another client certificate"),
+            absl::string_view::npos)
+      << stolen.status;
+  EXPECT_EQ(Fetch(ticket, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("Act", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
+  EXPECT_EQ(service_->ActorsOn("run-0") + service_->ActorsOn("run-1"), 0);
+  // An unbound (rt1) ticket still works from any certificate: what a
+  // coordinator without mutual TLS mints, during an upgrade too.
+  EXPECT_TRUE(Hello(Ticket("a2", kKey0), "a2").first.has_value());
+  // Over A's own certificate: accepted, and it fetches its run's dataset.
+  CallAs(Actor("actor-a"));
+  std::unique_ptr<wire::LearnerClient> client = Client(ticket);
+  std::unique_ptr<wire::ActCall> call = client->Act();
+  v1::Hello hello;
+  hello.set_actor_id("a1");
+  hello.set_env_copies(2);
+  hello.set_want_run_id("run-0");
+  ASSERT_TRUE(call->WriteHello(hello));
+  v1::LearnerMessage m;
+  ASSERT_TRUE(call->Read(&m));
+  ASSERT_EQ(m.assignment().run_id(), "run-0");
+  std::string bytes;
+  EXPECT_EQ(Fetch(ticket, "small-market", &bytes), grpc::StatusCode::OK);
+  EXPECT_EQ(bytes, "the dataset bytes");
+  // B still cannot, now that a1 holds a run on that dataset.
+  CallAs(Actor("actor-b"));
+  EXPECT_EQ(Fetch(ticket, "small-market"), grpc::StatusCode::PERMISSION_DENIED);
+  call->Cancel();
+  (void)call->Finish();
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 2);
+}
+
+// A learner without mutual TLS cannot tell which certificate an actor
+// holds: it refuses bound tickets (rather than accept them as bearer
+// credentials), saying what to fix; unbound ones work as before.
+TEST_F(LearnerBoundTicketTest, ALearnerWithoutMutualTlsRefusesBoundTickets) {
+  Serve(kToken, kKey0,
+        {certs_->Path("server.pem"), certs_->Path("server.key"),
+         /*ca_file=*/""});
+  CallAs({"", "", certs_->Path("ca.pem")});
+  const ActResult bound =
+      Hello(Ticket("a1", kKey0, absl::Now(), kMember, cert_a_), "a1");
+  EXPECT_FALSE(bound.first.has_value());
+  EXPECT_EQ(bound.status.code(), absl::StatusCode::kPermissionDenied)
+      << bound.status;
+  EXPECT_NE(bound.status.message().find("mutual TLS"), absl::string_view::npos)
+      << bound.status;
+  EXPECT_TRUE(Hello(Ticket("a1", kKey0), "a1").first.has_value());
+  EXPECT_EQ(Denied("Act", "permission_denied"), 1);
 }
 
 }  // namespace
