@@ -135,8 +135,19 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessRole(
   return Refusal(method, auth::RequireRole(*caller, roles, method));
 }
 
+std::optional<grpc::Status> CoordinatorService::RefuseUnlessMembersCertificate(
+    const grpc::ServerContext& context, const std::string& member_id,
+    const char* method) {
+  absl::StatusOr<std::optional<std::string>> cert =
+      PeerCertificateSha256(context);
+  if (!cert.ok()) return Finish(method, cert.status());
+  if (!cert->has_value()) return std::nullopt;
+  return Refusal(method, learner_certs_.Bind(member_id, **cert, absl::Now(),
+                                             "learner member id"));
+}
+
 grpc::Status CoordinatorService::RegisterLearner(
-    grpc::ServerContext* /*context*/, const v1::RegisterLearnerRequest* request,
+    grpc::ServerContext* context, const v1::RegisterLearnerRequest* request,
     v1::RegisterLearnerResponse* response) {
   constexpr char kMethod[] = "RegisterLearner";
   // The learners' token when there is one (the cluster token then no longer
@@ -147,6 +158,13 @@ grpc::Status CoordinatorService::RegisterLearner(
       !auth::ConstantTimeEquals(request->token(), registration_token)) {
     return Finish(kMethod,
                   absl::UnauthenticatedError("wrong registration token"));
+  }
+  // Trust on first use: while the member is live its id belongs to the
+  // certificate that registered it, so another learner host cannot take
+  // its incarnation (and so its leases) — checked before anything changes.
+  if (std::optional<grpc::Status> refused = RefuseUnlessMembersCertificate(
+          *context, request->member_id(), kMethod)) {
+    return *refused;
   }
   absl::StatusOr<v1::RegisterLearnerResponse> registered =
       scheduler_->RegisterLearner(*request);
@@ -180,6 +198,12 @@ grpc::Status CoordinatorService::LeaseRun(grpc::ServerContext* context,
           RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
     return *refused;
   }
+  // The member is live: its binding is refreshed (and its session secret
+  // works only from its certificate).
+  if (std::optional<grpc::Status> refused = RefuseUnlessMembersCertificate(
+          *context, request->member_id(), kMethod)) {
+    return *refused;
+  }
   return Reply(kMethod, scheduler_->LeaseRun(*request), response);
 }
 
@@ -189,6 +213,10 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* context,
   constexpr char kMethod[] = "Heartbeat";
   if (std::optional<grpc::Status> refused =
           RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+    return *refused;
+  }
+  if (std::optional<grpc::Status> refused = RefuseUnlessMembersCertificate(
+          *context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Reply(kMethod, scheduler_->Heartbeat(*request), response);
@@ -237,6 +265,9 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
     return *refused;
   }
   const absl::Status released = scheduler_->Release(*request);
+  // A released member id is free: a learner with another certificate may
+  // register it at once.
+  if (released.ok()) learner_certs_.Forget(request->member_id());
   if (released.ok() && authenticating()) {
     // A released member registers again before its next call.
     registry_.Revoke(

@@ -9,6 +9,12 @@
 //                    cluster token when there is none (constant-time); the
 //                    reply carries a fresh session secret bound to the
 //                    member id (the member's older secrets are revoked).
+//                    Under mutual TLS the member id is bound to the
+//                    caller's client certificate while the member is live
+//                    (registered, or a LeaseRun/Heartbeat, within the lease
+//                    lifetime; until Release): another certificate
+//                    registering it, or calling with its session secret,
+//                    is PERMISSION_DENIED.
 //   LeaseRun, Heartbeat, ReportEvaluation, CompleteRun, FailRun
 //                    "authorization: Bearer <session secret>" of the learner
 //                    named by request.member_id; the scheduler then refuses
@@ -87,7 +93,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
         token_(std::move(token)),
         actor_token_(std::move(actor_token)),
         learner_token_(std::move(learner_token)),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        learner_certs_(kMaxBoundMemberIds, scheduler->lease_ttl()) {}
 
   // True when calls are authenticated (a token was given).
   bool authenticating() const { return !token_.empty(); }
@@ -143,6 +150,12 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // nullopt when `authorized` is OK, else Finish(method, authorized).
   std::optional<grpc::Status> Refusal(const char* method,
                                       const absl::Status& authorized) const;
+  // Under mutual TLS: binds (or refreshes) `member_id` to the call's client
+  // certificate; nullopt when that may go ahead (no certificate, or the
+  // member's own), else the counted refusal.
+  std::optional<grpc::Status> RefuseUnlessMembersCertificate(
+      const grpc::ServerContext& context, const std::string& member_id,
+      const char* method);
   // The reply for `s`: denials counted and logged, other failures logged
   // as before.
   grpc::Status Finish(const char* method, const absl::Status& s) const;
@@ -170,6 +183,12 @@ class CoordinatorService final : public v1::Coordinator::Service {
   static constexpr size_t kMaxBoundActorIds = 100000;
   auth::CertificateBindings actor_certs_{
       kMaxBoundActorIds, auth::kActorTicketTtl + auth::kTicketClockSkew};
+  // Under mutual TLS: member id -> the client certificate that registered
+  // it. Lapses a lease lifetime after the member's last registration,
+  // LeaseRun or Heartbeat (its leases have expired by then); forgotten at
+  // Release.
+  static constexpr size_t kMaxBoundMemberIds = 100000;
+  auth::CertificateBindings learner_certs_;
 };
 
 }  // namespace ristretto::coordinator

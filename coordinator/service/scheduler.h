@@ -114,6 +114,8 @@ class Scheduler {
       const std::string& id, const std::string& member_id);
 
   SchedulerCounters counters() const;
+  // How long a lease lives without a heartbeat (SchedulerOptions).
+  absl::Duration lease_ttl() const { return options_.lease_ttl; }
 
  private:
   struct StudyCache {

@@ -66,7 +66,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   // `with_learner_token`: the coordinator also gets --learner-token-file
   // (learners then register with it, not with the cluster token).
   // `with_mtls`: it runs mutual TLS (scripts/make_dev_certs.sh certificates,
-  // with client certificates actor-a and actor-b besides client); stub_
+  // with client certificates host-a and host-b besides client); stub_
   // presents client.pem.
   explicit CoordinatorAuthTest(bool with_learner_token = false,
                                bool with_mtls = false)
@@ -107,7 +107,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
                    {"--learner-token-file", dir_ + "/learner-token"});
     }
     if (with_mtls_) {
-      ASSERT_TRUE(tests::MakeDevCerts(dir_ + "/tls", {"actor-a", "actor-b"}));
+      ASSERT_TRUE(tests::MakeDevCerts(dir_ + "/tls", {"host-a", "host-b"}));
       flags.insert(flags.end(), {"--tls-cert", dir_ + "/tls/server.pem",
                                  "--tls-key", dir_ + "/tls/server.key",
                                  "--tls-ca", dir_ + "/tls/ca.pem"});
@@ -731,8 +731,8 @@ class CoordinatorMutualTlsTest : public CoordinatorAuthTest {
 TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
   v1::RegisterLearnerResponse registered;
   ASSERT_TRUE(Register(kA, token_, &registered).ok());
-  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("actor-a");
-  std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("actor-b");
+  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
+  std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("host-b");
   const auto find = [&](v1::Coordinator::Stub& stub, const std::string& actor,
                         v1::FindLearnerResponse* found) {
     v1::FindLearnerRequest request;
@@ -750,7 +750,7 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
   grpc::Status s = find(*host_a, "x", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(found.actor_ticket().substr(0, 4), "rt2.");
-  EXPECT_EQ(bound_to(found), CertHash("actor-a"));
+  EXPECT_EQ(bound_to(found), CertHash("host-a"));
   // Another host's certificate asking for "x": refused, counted.
   v1::FindLearnerResponse stolen;
   s = find(*host_b, "x", &stolen);
@@ -763,13 +763,82 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
   // The same certificate again (the actor restarted on its host): fine.
   s = find(*host_a, "x", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(bound_to(found), CertHash("actor-a"));
+  EXPECT_EQ(bound_to(found), CertHash("host-a"));
   // B with an id of its own: its ticket is bound to B.
   s = find(*host_b, "y", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_EQ(bound_to(found), CertHash("actor-b"));
-  EXPECT_NE(CertHash("actor-a"), CertHash("actor-b"));
+  EXPECT_EQ(bound_to(found), CertHash("host-b"));
+  EXPECT_NE(CertHash("host-a"), CertHash("host-b"));
   EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
+}
+
+// Under mutual TLS a learner's member id belongs to the client certificate
+// that registered it while the member is live: another learner host
+// holding the learners' token cannot register under it (taking its
+// incarnation and so its leases), nor use its session secret; the same
+// certificate registers again as before, and after Release anyone may.
+TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
+  std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("host-b");
+  const auto register_as = [&](v1::Coordinator::Stub& stub,
+                               const std::string& member,
+                               v1::RegisterLearnerResponse* response,
+                               const std::string& incarnation = "1") {
+    v1::RegisterLearnerRequest request;
+    request.set_member_id(member);
+    request.set_address("127.0.0.1:9");
+    request.set_slots(2);
+    request.set_token(RegistrationToken());
+    request.set_incarnation(incarnation);
+    return stub.RegisterLearner(Context("").get(), request, response);
+  };
+  // kA registers from client.pem and leases a run.
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  v1::RegisterLearnerResponse a;
+  // Another certificate registering kA as a new process (which would hand
+  // kA's leases back): refused before anything changed.
+  v1::RegisterLearnerResponse stolen;
+  grpc::Status s = register_as(*host_b, kA, &stolen, "2");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("learner member id 'learner-a' is in use "
+                                   "by another client certificate"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(stolen.session_token().empty());
+  EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 1);
+  EXPECT_EQ(Run(lease.run_id()).member_id, kA);
+  EXPECT_EQ(Run(lease.run_id()).state, RunState::kLeased);
+  // kA's session secret from B's host: refused; from its own: fine.
+  a.set_session_token(secret_a_);
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kA);
+  v1::HeartbeatResponse beat_response;
+  EXPECT_EQ(host_b
+                ->Heartbeat(Context(auth::BearerValue(a.session_token())).get(),
+                            beat, &beat_response)
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  s = stub_->Heartbeat(Context(auth::BearerValue(a.session_token())).get(),
+                       beat, &beat_response);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // The same certificate registers again (a restarted learner); B takes an
+  // id of its own.
+  s = register_as(*stub_, kA, &a, "3");
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  v1::RegisterLearnerResponse b;
+  s = register_as(*host_b, kB, &b);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // Released, the id is free.
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  s = stub_->Release(Context(auth::BearerValue(a.session_token())).get(),
+                     release, &released);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = register_as(*host_b, kA, &stolen);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 1);
+  EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
 }
 
 #ifdef RISTRETTO_ACTOR_BINARY
