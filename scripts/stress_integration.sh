@@ -5,7 +5,8 @@
 # machine fails here).
 #
 #   scripts/stress_integration.sh [--runs 5] [--cpu 4] [--label integration]
-#                                 [--regex REGEX] [--log FILE]
+#                                 [--regex REGEX] [--exclude REGEX]
+#                                 [--log FILE]
 #
 # Needs a configured build (build/ or $BUILD_DIR) and Debian's `stress`
 # package (installed with apt-get when missing and running as root).
@@ -18,6 +19,7 @@ runs=5
 cpu=4
 label=integration
 regex=
+exclude=
 log=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,8 +27,9 @@ while [ $# -gt 0 ]; do
     --cpu) cpu=$2; shift 2 ;;
     --label) label=$2; shift 2 ;;
     --regex) regex=$2; shift 2 ;;
+    --exclude) exclude=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "stress_integration.sh: unknown argument '$1' (see --help)" >&2
        exit 2 ;;
   esac
@@ -59,6 +62,7 @@ trap 'kill "$stress_pid" 2>/dev/null; wait "$stress_pid" 2>/dev/null || true' EX
 
 select=(-L "$label")
 [ -n "$regex" ] && select=(-R "$regex")
+[ -n "$exclude" ] && select+=(-E "$exclude")
 log=${log:-$build_dir/stress_integration.log}
 : > "$log"
 echo "stress --cpu $cpu on $(nproc) cores; ctest ${select[*]}; $runs runs;" \
