@@ -96,13 +96,8 @@ AppliedRuntimePolicy ApplyRuntimePolicy(const RuntimePolicy& policy) {
   if (!applied.allocator_set) {
     absl::StrAppend(&applied.note, "glibc refused a malloc threshold; ");
   }
-  if (policy.blas_threads > 0) {
-    const SetThreadsFn set = OpenBlasSetThreads();
-    if (set != nullptr) {
-      set(policy.blas_threads);
-    } else {
-      absl::StrAppend(&applied.note, "no OpenBLAS in the process; ");
-    }
+  if (policy.blas_threads > 0 && !SetOpenBlasThreads(policy.blas_threads)) {
+    absl::StrAppend(&applied.note, "no OpenBLAS in the process; ");
   }
   applied.blas_threads = OpenBlasThreads();
   return applied;

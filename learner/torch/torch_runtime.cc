@@ -41,9 +41,7 @@ AppliedRuntimePolicy ApplyTorchRuntimePolicy(const RuntimePolicy& policy) {
     const BlasThreadTuner& blas = BlasThreadTuner::Process();
     if (blas.active()) {
       absl::StrAppend(
-          &applied.note,
-          "OpenBLAS 1 thread outside gradient "
-          "steps, ",
+          &applied.note, "OpenBLAS 1 thread outside gradient steps, ",
           blas.max_threads(), " in the steps where measuring shows it faster (",
           BlasThreadTuner::kEnv, "=off keeps ", blas.max_threads(), "); ");
     }
