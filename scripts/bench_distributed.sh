@@ -17,7 +17,10 @@
 #
 # Steps/s = env steps trained / wall seconds of the whole run: the trainer
 # process from start to exit; the learner process from start to exit
-# (actors are started as soon as it listens; they exit when it stops).
+# (actors start with it, as `ristretto up`, compose and Kubernetes start
+# them, and connect once it listens; ACTOR_START=after starts them only
+# once it listens, the protocol before 2026-11-28, which adds the actor's
+# start-up to the learner's; they exit when it stops).
 # Both include LibTorch start-up, the synthetic dataset and the final
 # evaluation (+ the learner's checkpoint). Policy lag: the learner drops
 # chunks older than max_policy_lag (4) versions, so every trained step had
@@ -33,12 +36,18 @@
 #
 # Usage: scripts/bench_distributed.sh   (after scripts/build.sh)
 #        REPS=3 BUDGET=20480 ROUNDS=4 TRANSPORT=1 E2E=1 BUILD_DIR=build
+#        ACTOR_START=with|after (see above)
 #        LEARNER_FLAGS="--queue 1" ACTOR_FLAGS="--max-inflight 1" (extra
 #        flags for every learner / actor, e.g. to compare settings); KEEP=1
 #        keeps the logs of every run (the folder is printed at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
+ACTOR_START=${ACTOR_START:-with}
+case "$ACTOR_START" in
+  with|after) ;;
+  *) echo "bench_distributed.sh: ACTOR_START is 'with' or 'after'" >&2; exit 2 ;;
+esac
 REPS=${REPS:-3}
 BUDGET=${BUDGET:-20480}
 work=$(mktemp -d /tmp/ristretto-bench-distributed.XXXXXX)
@@ -105,23 +114,39 @@ run_trainer() {
     'BEGIN { w = t1 - t0; printf "rep %d trainer   wall %6.2f s trained %d -> %6.0f steps/s (trainer'"'"'s own total %s s)\n", rep, w, n, n / w, in_s; printf "%.1f\n", n / w >> (ENVIRON["work"] "/trainer.txt") }'
 }
 
+# A TCP port on 127.0.0.1 nothing listens on (random in 20000-60999; the
+# learner exits with an error if another process takes it first).
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 41000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+  done
+}
+
 # run_distributed REP ACTORS: appends steps/s to $work/actors-ACTORS.txt;
 # details on stdout.
 run_distributed() {
   local rep=$1 n=$2 dir=$work/dist-$1-$2 t0 t1 addr=""
   mkdir -p "$dir"
+  local port=0
+  [ "$ACTOR_START" = with ] && port=$(free_port)
   t0=$(now)
-  "$B/learner/ristretto-learner" --port 0 --runs 1 "${COMMON[@]}" \
+  "$B/learner/ristretto-learner" --port "$port" --runs 1 "${COMMON[@]}" \
     --samples-per-update 1024 --seed "$rep" --run-dir "$dir/runs" \
     --exit-when-done ${LEARNER_FLAGS:-} >"$dir/learner.out" 2>"$dir/learner.err" &
   local learner=$!
   pids+=("$learner")
-  for _ in $(seq 600); do
-    addr=$(sed -n 's/^listening on //p' "$dir/learner.out" 2>/dev/null || true)
-    [ -n "$addr" ] && break
-    sleep 0.05
-  done
-  [ -n "$addr" ] || { echo "learner did not start" >&2; cat "$dir/learner.err" >&2; exit 1; }
+  if [ "$ACTOR_START" = with ]; then
+    addr=127.0.0.1:$port
+  else
+    for _ in $(seq 600); do
+      addr=$(sed -n 's/^listening on //p' "$dir/learner.out" 2>/dev/null || true)
+      [ -n "$addr" ] && break
+      sleep 0.05
+    done
+    [ -n "$addr" ] || { echo "learner did not start" >&2; cat "$dir/learner.err" >&2; exit 1; }
+  fi
   local actors=()
   for k in $(seq "$n"); do
     "$B/actor/ristretto-actor" --learner "$addr" --envs 8 --actor-id "a$k" \
