@@ -363,10 +363,10 @@ absl::Status Actor::Run() {
           // being leased): poll at least every max_idle_poll.
           if (!assigned) backoff = std::min(backoff, options_.max_idle_poll);
         } else if (!assigned) {
-          // Every run has as many actors as it can use (or the learner is
-          // shutting down): a run may open or lose an actor any moment, so
-          // poll at least every max_idle_poll rather than backing off to
-          // max_backoff.
+          // Every run has --max-actors-per-run actors, a run is training
+          // its last chunks, or the learner is shutting down: a run may
+          // open or lose an actor any moment, so poll at least every
+          // max_idle_poll rather than backing off to max_backoff.
           backoff = std::min(backoff, options_.max_idle_poll);
         }
         break;

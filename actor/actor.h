@@ -70,8 +70,9 @@ struct ActorOptions {
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
   // A learner that answers "no run is accepting actors" (or that every run
-  // has as many actors as it can use) is asked again at least this often
-  // (it usually gets its next run, or a free place, within seconds).
+  // has --max-actors-per-run actors, or that a run is training its last
+  // chunks) is asked again at least this often (it usually gets its next
+  // run, or a free place, within seconds).
   absl::Duration max_idle_poll = absl::Milliseconds(500);
   // Largest gRPC message sent or received, bytes.
   int max_message_bytes = 64 << 20;

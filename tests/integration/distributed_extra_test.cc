@@ -41,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::ristretto::testing::DoubleField;
 using ::ristretto::testing::Field;
-using ::ristretto::testing::FreePort;
+using ::ristretto::testing::ListeningPort;
 using ::ristretto::testing::Process;
 using ::ristretto::testing::SmallLearnerRunFlags;
 using ::testing::HasSubstr;
@@ -158,14 +158,15 @@ v1::LearnerStatus GetStatus(v1::Learner::Stub& stub) {
 // allows, a chunk from the future, a chunk exactly at the lag limit and a
 // current one: precise codes, exact counters, and it keeps training.
 TEST_F(DistributedExtraTest, StaleAndFutureChunksGetPreciseCodesAndCounts) {
-  const int port = FreePort();
   // T = 2, B = 2: 4 samples per chunk = --samples-per-update, so every
   // accepted chunk is one PPO update and one new version.
   auto learner =
-      StartLearner(port, {"--synthetic-rows", "1200", "--synthetic-assets", "3",
-                          "--policy-hidden", "16,16", "--samples-per-update",
-                          "4", "--epochs", "1", "--minibatch", "4", "--budget",
-                          "100000", "--max-policy-lag", "1"});
+      StartLearner(0, {"--synthetic-rows", "1200", "--synthetic-assets", "3",
+                       "--policy-hidden", "16,16", "--samples-per-update", "4",
+                       "--epochs", "1", "--minibatch", "4", "--budget",
+                       "100000", "--max-policy-lag", "1"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   auto raw = std::make_unique<RawActor>(port, "raw", 2);
   RawActor& actor = *raw;
   ASSERT_TRUE(actor.WaitForVersion(0));
@@ -263,10 +264,11 @@ TEST_F(DistributedExtraTest, StaleAndFutureChunksGetPreciseCodesAndCounts) {
 // in flight were lost). --queue 1 keeps chunks parked and in flight when
 // the Stop comes.
 TEST_F(DistributedExtraTest, LearnerStoppedMidRunReceivesEveryChunkSent) {
-  const int port = FreePort();
   std::vector<std::string> flags = SmallLearnerRunFlags();
   flags.insert(flags.end(), {"--budget", "100000000", "--queue", "1"});
-  auto learner = StartLearner(port, flags);
+  auto learner = StartLearner(0, flags);
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   Process actor({RISTRETTO_ACTOR_BINARY, "--learner",
                  absl::StrCat("127.0.0.1:", port), "--envs", "8", "--actor-id",
                  "streaming", "--cache-dir", dir_ + "/cache"},
@@ -350,53 +352,54 @@ void DistributedLearningTest::TrainSeed(uint64_t seed, double* margin) {
   std::filesystem::remove_all(dir_ + "/runs");  // no resume across seeds
   const std::string seed_text = absl::StrCat(seed);
   constexpr int64_t kBudget = 300000;
-  const int port = FreePort();
   const auto start = std::chrono::steady_clock::now();
-  auto learner_process = StartLearner(port, {"--synthetic-rows",
-                                             "4000",
-                                             "--synthetic-assets",
-                                             "1",
-                                             "--synthetic-seed",
-                                             seed_text,
-                                             "--predictability",
-                                             "1",
-                                             "--validation-share",
-                                             "0.5",
-                                             "--lookback",
-                                             "1",
-                                             "--reward",
-                                             "log_return",
-                                             "--norm-action",
-                                             "5",
-                                             "--buy-fee",
-                                             "0.001",
-                                             "--sell-fee",
-                                             "0.001",
-                                             "--policy-hidden",
-                                             "64,64",
-                                             "--lr",
-                                             "1e-3",
-                                             "--epochs",
-                                             "4",
-                                             "--minibatch",
-                                             "1024",
-                                             "--gamma",
-                                             "0.9",
-                                             "--lambda",
-                                             "0.9",
-                                             "--rollout",
-                                             "128",
-                                             "--samples-per-update",
-                                             "4096",
-                                             "--episode",
-                                             "1024",
-                                             "--budget",
-                                             absl::StrCat(kBudget),
-                                             "--seed",
-                                             seed_text,
-                                             "--queue",
-                                             "1",
-                                             "--exit-when-done"});
+  auto learner_process = StartLearner(0, {"--synthetic-rows",
+                                          "4000",
+                                          "--synthetic-assets",
+                                          "1",
+                                          "--synthetic-seed",
+                                          seed_text,
+                                          "--predictability",
+                                          "1",
+                                          "--validation-share",
+                                          "0.5",
+                                          "--lookback",
+                                          "1",
+                                          "--reward",
+                                          "log_return",
+                                          "--norm-action",
+                                          "5",
+                                          "--buy-fee",
+                                          "0.001",
+                                          "--sell-fee",
+                                          "0.001",
+                                          "--policy-hidden",
+                                          "64,64",
+                                          "--lr",
+                                          "1e-3",
+                                          "--epochs",
+                                          "4",
+                                          "--minibatch",
+                                          "1024",
+                                          "--gamma",
+                                          "0.9",
+                                          "--lambda",
+                                          "0.9",
+                                          "--rollout",
+                                          "128",
+                                          "--samples-per-update",
+                                          "4096",
+                                          "--episode",
+                                          "1024",
+                                          "--budget",
+                                          absl::StrCat(kBudget),
+                                          "--seed",
+                                          seed_text,
+                                          "--queue",
+                                          "1",
+                                          "--exit-when-done"});
+  const int port = ListeningPort(*learner_process);
+  ASSERT_GT(port, 0) << learner_process->Log();
   Process actor(
       {RISTRETTO_ACTOR_BINARY, "--learner", absl::StrCat("127.0.0.1:", port),
        "--envs", "32", "--actor-id", "learning-actor", "--seed", seed_text,

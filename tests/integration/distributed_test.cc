@@ -35,8 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::ristretto::testing::ChannelCredentials;
 using ::ristretto::testing::Field;
-using ::ristretto::testing::FreePort;
+using ::ristretto::testing::HoldUntilAllAssigned;
 using ::ristretto::testing::LearnerStatusOf;
+using ::ristretto::testing::ListeningPort;
 using ::ristretto::testing::MakeDevCerts;
 using ::ristretto::testing::OnlyRunStatus;
 using ::ristretto::testing::Process;
@@ -126,13 +127,17 @@ class DistributedTest : public ::testing::Test {
 
 TEST_F(DistributedTest,
        ThreeActorsTrainOneRunToItsBudgetWithExactStepAccounting) {
-  const int port = FreePort();
-  auto learner = StartLearner(port, {"--budget", "40000", "--exit-when-done"});
+  auto learner = StartLearner(0, {"--budget", "40000", "--exit-when-done"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   std::vector<std::unique_ptr<Process>> actors;
   actors.reserve(3);
   for (int i = 0; i < 3; ++i) {
     actors.push_back(StartActor(port, absl::StrCat("actor", i)));
   }
+  ASSERT_TRUE(HoldUntilAllAssigned(
+      {actors[0].get(), actors[1].get(), actors[2].get()}, 120s))
+      << actors[0]->Log() << actors[1]->Log() << actors[2]->Log();
   ASSERT_EQ(learner->Wait(kRunTimeout), 0) << learner->Log();
   int64_t sent = 0;
   for (auto& a : actors) {
@@ -157,14 +162,17 @@ TEST_F(DistributedTest,
 // The plaintext case: no --tls-* anywhere.
 TEST_F(DistributedTest, TwoRunsInOneLearnerEachGetActorsAndReachTheirBudgets) {
   tls_ = false;
-  const int port = FreePort();
-  auto learner = StartLearner(
-      port, {"--budget", "6000", "--runs", "2", "--exit-when-done"});
+  auto learner =
+      StartLearner(0, {"--budget", "6000", "--runs", "2", "--exit-when-done"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   std::vector<std::unique_ptr<Process>> actors;
   actors.reserve(3);
   for (int i = 0; i < 2; ++i) {
     actors.push_back(StartActor(port, absl::StrCat("actor", i)));
   }
+  ASSERT_TRUE(HoldUntilAllAssigned({actors[0].get(), actors[1].get()}, 120s))
+      << actors[0]->Log() << actors[1]->Log();
   ASSERT_EQ(learner->Wait(kRunTimeout), 0) << learner->Log();
   const std::string log = learner->Log();
   for (const char* run : {"learner: run run-0", "learner: run run-1"}) {
@@ -176,8 +184,9 @@ TEST_F(DistributedTest, TwoRunsInOneLearnerEachGetActorsAndReachTheirBudgets) {
 }
 
 TEST_F(DistributedTest, KilledActorIsReplacedAndTheRunStillFinishes) {
-  const int port = FreePort();
-  auto learner = StartLearner(port, {"--budget", "250000", "--exit-when-done"});
+  auto learner = StartLearner(0, {"--budget", "250000", "--exit-when-done"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   auto first = StartActor(port, "victim");
   auto second = StartActor(port, "survivor");
   ASSERT_TRUE(first->WaitForLog("assigned", 60s)) << first->Log();
@@ -215,8 +224,9 @@ TEST_F(DistributedTest,
        LearnerRestartResumesFromItsCheckpointAndActorsReconnect) {
   constexpr int64_t kBudget = 150000;
   const std::string budget = absl::StrCat(kBudget);
-  const int port = FreePort();
-  auto learner = StartLearner(port, {"--budget", budget});
+  auto learner = StartLearner(0, {"--budget", budget});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   auto actor = StartActor(port, "steady");
   // Let it train a few versions, then stop the learner mid-run (it
   // checkpoints).
@@ -272,9 +282,10 @@ TEST_F(DistributedTest,
 // A raw client speaking the protocol badly: every bad chunk gets its exact
 // status code, and the learner keeps serving.
 TEST_F(DistributedTest, MalformedChunksAreRejectedWithPreciseCodes) {
-  const int port = FreePort();
   auto learner =
-      StartLearner(port, {"--budget", "100000", "--max-message-mb", "1"});
+      StartLearner(0, {"--budget", "100000", "--max-message-mb", "1"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   auto channel =
       grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), Credentials());
   auto stub = v1::Learner::NewStub(channel);
@@ -453,8 +464,9 @@ std::string Refused(int port) {
 // keep retrying and never join the run; the test's own calls with the same
 // credentials fail UNAVAILABLE.
 TEST_F(DistributedTest, ActorsThatCannotVerifyATlsLearnerNeverJoinIt) {
-  const int port = FreePort();
-  auto learner = StartLearner(port, {"--budget", "100000"});
+  auto learner = StartLearner(0, {"--budget", "100000"});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   const std::string other = dir_ + "/other-certs";
   ASSERT_TRUE(MakeDevCerts(other));
   auto plaintext = StartActor(port, "plaintext", {});
@@ -490,9 +502,10 @@ TEST_F(DistributedTest, ActorsThatCannotVerifyATlsLearnerNeverJoinIt) {
 // the one that only verifies the learner is refused.
 TEST_F(DistributedTest,
        MutualTlsLearnerServesOnlyActorsWithAClientCertificate) {
-  const int port = FreePort();
   auto learner =
-      StartLearner(port, {"--budget", "100000", "--tls-ca", Cert("ca.pem")});
+      StartLearner(0, {"--budget", "100000", "--tls-ca", Cert("ca.pem")});
+  const int port = ListeningPort(*learner);
+  ASSERT_GT(port, 0) << learner->Log();
   EXPECT_THAT(
       learner->Log(),
       ::testing::HasSubstr("security: TLS on, every call authenticated"));

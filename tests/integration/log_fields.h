@@ -1,13 +1,10 @@
 // Helpers of the process-level tests: summary fields read from a process's
-// log ("learner: run run-0 version=3 received=… score=0.12") and a free TCP
-// port on 127.0.0.1.
+// log ("learner: run run-0 version=3 received=… score=0.12") and the port a
+// server announced.
 #ifndef RISTRETTO_TESTS_INTEGRATION_LOG_FIELDS_H_
 #define RISTRETTO_TESTS_INTEGRATION_LOG_FIELDS_H_
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -15,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "tests/common/log_lines.h"
 
 namespace ristretto::testing {
 
@@ -51,21 +49,22 @@ inline double DoubleField(const std::string& log,
   return text.has_value() && absl::SimpleAtod(*text, &v) ? v : std::nan("");
 }
 
-// A TCP port on 127.0.0.1 that was free a moment ago (0 on failure).
-inline int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
+// The port a server announced ("listening on HOST:PORT", see
+// tests/common/log_lines.h) within `timeout`; 0 if it did not. Servers are
+// started with --port 0 and tests read the port from here: a port picked
+// free beforehand can be taken by another process (ctest -j, a client's
+// ephemeral port) before the server binds it.
+template <typename Process>
+int ListeningPort(Process& process, std::chrono::milliseconds timeout =
+                                        std::chrono::seconds(60)) {
+  const std::string address =
+      ::ristretto::tests::WaitForListeningAddress(process, timeout);
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
     return 0;
   }
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
-  close(fd);
   return port;
 }
 

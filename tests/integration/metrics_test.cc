@@ -124,6 +124,10 @@ class MetricsTest : public ::testing::Test {
 
 TEST_F(MetricsTest,
        LearnerAndActorMetricsMoveWithTrainingAndPortZeroTurnsThemOff) {
+  // A budget the run cannot reach while the test watches: the actor is
+  // scraped mid-run whatever the machine's speed (a finished run would reset
+  // its policy version, reconnect, and refuse the chunks in flight), and
+  // SIGTERM ends it.
   std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY,
                                    "--port",
                                    "0",
@@ -135,13 +139,6 @@ TEST_F(MetricsTest,
                                    "1",
                                    "--run-dir",
                                    dir_ + "/runs",
-                                   // A budget the run cannot reach while
-                                   // the test watches: the actor is
-                                   // scraped mid-run whatever the
-                                   // machine's speed (a finished run
-                                   // would reset its policy version,
-                                   // reconnect, and refuse the chunks in
-                                   // flight), and SIGTERM ends it.
                                    "--budget",
                                    "1000000000",
                                    "--eval-every",
@@ -169,11 +166,10 @@ TEST_F(MetricsTest,
                   {{"service", "learner"}}),
             10 << 20);
 
-  Process actor(
-      {RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "8",
-       "--actor-id", "a0", "--cache-dir", dir_ + "/cache",
-       "--metrics-port", "auto", "--metrics-address", "127.0.0.1"},
-      dir_ + "/actor.log");
+  Process actor({RISTRETTO_ACTOR_BINARY, "--learner", address, "--envs", "8",
+                 "--actor-id", "a0", "--cache-dir", dir_ + "/cache",
+                 "--metrics-port", "auto", "--metrics-address", "127.0.0.1"},
+                dir_ + "/actor.log");
   const int actor_port = MetricsPort(actor);
   ASSERT_GT(actor_port, 0) << actor.Log();
 

@@ -115,6 +115,29 @@ bool PollUntil(const std::function<bool()>& done,
   }
 }
 
+bool HoldUntilAllAssigned(const std::vector<Process*>& actors,
+                          std::chrono::milliseconds timeout) {
+  std::vector<bool> held(actors.size(), false);
+  const bool all = PollUntil(
+      [&] {
+        bool every = true;
+        for (size_t i = 0; i < actors.size(); ++i) {
+          if (!held[i] &&
+              actors[i]->Log().find("assigned run") != std::string::npos) {
+            actors[i]->Signal(SIGSTOP);
+            held[i] = true;
+          }
+          every = every && held[i];
+        }
+        return every;
+      },
+      timeout, std::chrono::milliseconds(10));
+  for (size_t i = 0; i < actors.size(); ++i) {
+    if (held[i]) actors[i]->Signal(SIGCONT);
+  }
+  return all;
+}
+
 Stopped Terminate(Process& process, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   process.Signal(SIGTERM);

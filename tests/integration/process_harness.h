@@ -82,6 +82,16 @@ bool PollUntil(const std::function<bool()>& done,
                std::chrono::milliseconds timeout,
                std::chrono::milliseconds every);
 
+// Freezes each actor process (SIGSTOP) as soon as its log says it has a
+// run assignment ("assigned run") and lets them all go on (SIGCONT) once
+// every one has, so that every actor takes part however fast the run is
+// and however late an actor starts (on a fast machine one could otherwise
+// arrive after the run, or the learner, had finished). False if some
+// actor had no assignment within `timeout`; every held actor goes on
+// either way.
+bool HoldUntilAllAssigned(const std::vector<Process*>& actors,
+                          std::chrono::milliseconds timeout);
+
 // How a process took SIGTERM: its exit code (nullopt: still running after
 // the wait) and the time from the signal to its exit.
 struct Stopped {
