@@ -49,6 +49,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/blas_thread_tuner.h"
 #include "common/flags.h"
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
@@ -234,6 +235,17 @@ void ShutDown(grpc::Server* server) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
+// How many gradient steps (all runs together) ran OpenBLAS with one thread
+// and how many in all (common/blas_thread_tuner.h); nothing when the tuner
+// is off or nothing trained.
+void PrintBlasThreads() {
+  const BlasThreadTuner& blas = BlasThreadTuner::Process();
+  if (!blas.active() || blas.steps() == 0) return;
+  std::printf("learner: blas_single_thread_steps=%lld blas_steps=%lld\n",
+              static_cast<long long>(blas.single_thread_steps()),
+              static_cast<long long>(blas.steps()));
+}
+
 void PrintRun(const std::string& run_id, const RunCounters& c,
               const std::string& outcome) {
   std::printf(
@@ -321,6 +333,7 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   }
   std::printf("learner: wire_rejected=%lld\n",
               static_cast<long long>(service.chunks_rejected()));
+  PrintBlasThreads();
   return absl::OkStatus();
 }
 
@@ -558,6 +571,7 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
   for (const auto& run : runs) PrintRun(run->run_id(), run->counters(), "");
   std::printf("learner: wire_rejected=%lld\n",
               static_cast<long long>(service.chunks_rejected()));
+  PrintBlasThreads();
   return absl::OkStatus();
 }
 
