@@ -582,21 +582,24 @@ void Actor::HandleWeights(const v1::WeightVersion& w) {
     if (w.version() <= have_version_) return;  // already held
     contract = *contract_;
   }
-  auto policy = std::make_shared<Policy>();
-  policy->run_id = w.run_id();
-  policy->version = w.version();
+  std::shared_ptr<Policy> policy;
   try {
-    learner::ActorCritic model(contract.obs_size, contract.action_size,
-                               contract.network);
+    policy = ReusablePolicy(contract);
+    policy->run_id = w.run_id();
+    policy->version = w.version();
     std::istringstream in(w.state());
     // The learner saves its weights from the device it trains on; the
     // actor's policy runs on the CPU, whatever LibTorch it was built with
     // (a CUDA build would otherwise put them on the GPU, a CPU build fail).
-    torch::load(model, in, torch::Device(torch::kCPU));
-    model->eval();
-    policy->model = model;
+    torch::load(policy->model, in, torch::Device(torch::kCPU));
+    policy->model->eval();
   } catch (const std::exception& e) {
     // c10::Error included: the weights do not fit the contract's network.
+    // A half-loaded model is not reused.
+    {
+      absl::MutexLock lock(&policy_pool_mu_);
+      policy_pool_.clear();
+    }
     EndSession(SessionEnd::kError,
                absl::FailedPreconditionError(absl::StrCat(
                    "weights of run ", w.run_id(), " version ", w.version(),
@@ -611,6 +614,26 @@ void Actor::HandleWeights(const v1::WeightVersion& w) {
     have_version_ = w.version();
     cv_.SignalAll();
   }
+}
+
+std::shared_ptr<Actor::Policy> Actor::ReusablePolicy(
+    const learner::PolicyContract& contract) {
+  const std::string key = contract.ToJson();
+  absl::MutexLock lock(&policy_pool_mu_);
+  if (key != policy_pool_contract_) {
+    policy_pool_.clear();
+    policy_pool_contract_ = key;
+  }
+  for (const std::shared_ptr<Policy>& p : policy_pool_) {
+    // Held by the pool alone (the Policy, and its model, which a sampler
+    // holds too): no other thread can get hold of it, so it is ours.
+    if (p.use_count() == 1 && p->model.ptr().use_count() == 1) return p;
+  }
+  auto policy = std::make_shared<Policy>();
+  policy->model = learner::ActorCritic(contract.obs_size, contract.action_size,
+                                       contract.network);
+  policy_pool_.push_back(policy);
+  return policy;
 }
 
 void Actor::HandleAck(const v1::ChunkAck& ack) {

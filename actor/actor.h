@@ -192,6 +192,14 @@ class Actor {
   void RolloutLoop(wire::ActCall* call);
   void HandleAssignment(const v1::RunAssignment& assignment);
   void HandleWeights(const v1::WeightVersion& weights);
+  // A model for `contract` to load a version's weights into: a pooled one
+  // that no one holds any more, else a new one (added to the pool).
+  // Loading overwrites every parameter and buffer, so a pooled model is as
+  // good as a new one, and it skips the construction's initialisation (an
+  // orthogonal init: a QR decomposition per layer, which cost the actor
+  // more CPU than the inference of a 1024-step chunk at 2x512).
+  std::shared_ptr<Policy> ReusablePolicy(
+      const learner::PolicyContract& contract);
   void HandleAck(const v1::ChunkAck& ack);
   void HandleStop(const v1::Stop& stop);
   // Ends the current session (first call wins); wakes every waiter.
@@ -250,6 +258,12 @@ class Actor {
   int64_t assignment_gen_ ABSL_GUARDED_BY(mu_) = 0;
   // Newest decoded weights for assignment_'s run, not yet adopted.
   std::shared_ptr<Policy> pending_policy_ ABSL_GUARDED_BY(mu_);
+  // Policies decoded so far, for reuse (ReusablePolicy): the acting one,
+  // the pending one, and the one being loaded are at most three in use.
+  absl::Mutex policy_pool_mu_;
+  std::vector<std::shared_ptr<Policy>> policy_pool_
+      ABSL_GUARDED_BY(policy_pool_mu_);
+  std::string policy_pool_contract_ ABSL_GUARDED_BY(policy_pool_mu_);
   // Newest version held for assignment_'s run (pending or acting), -1 none.
   int64_t have_version_ ABSL_GUARDED_BY(mu_) = -1;
   // Flow control of the current session.

@@ -250,13 +250,16 @@ void PrintRun(const std::string& run_id, const RunCounters& c,
               const std::string& outcome) {
   std::printf(
       "learner: run %s version=%lld received=%lld trained=%lld dropped=%lld "
-      "rejected=%lld finished=%d score=%.4f%s%s\n",
+      "rejected=%lld finished=%d score=%.4f waiting_s=%.2f updating_s=%.2f "
+      "publishing_s=%.2f evaluating_s=%.2f%s%s\n",
       run_id.c_str(), static_cast<long long>(c.policy_version),
       static_cast<long long>(c.env_steps_received),
       static_cast<long long>(c.env_steps_trained),
       static_cast<long long>(c.env_steps_dropped),
       static_cast<long long>(c.chunks_rejected), c.finished ? 1 : 0,
-      c.last_score, outcome.empty() ? "" : " outcome=", outcome.c_str());
+      c.last_score, c.waiting_seconds, c.updating_seconds, c.publishing_seconds,
+      c.evaluating_seconds,
+      outcome.empty() ? "" : " outcome=", outcome.c_str());
 }
 
 // Half of the machine's physical memory, in MiB.

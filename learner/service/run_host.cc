@@ -427,11 +427,17 @@ void RunHost::TrainLoop() {
   auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return !queue_.empty() || stopping_ || counters_.finished;
   };
+  using Clock = std::chrono::steady_clock;
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
   while (true) {
     std::function<void()> resumed;
     {
+      const Clock::time_point waiting = Clock::now();
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&ready));
+      counters_.waiting_seconds += seconds_since(waiting);
       // Stopping: what is queued is dropped (counted below), not trained,
       // so a stop costs at most one minibatch and a checkpoint.
       if (counters_.finished || stopping_) break;
@@ -465,14 +471,11 @@ void RunHost::TrainLoop() {
     // the distributed learning test learned.) Should the run fall short
     // after all (a rolled-back update), it accepts actors again below.
 
-    const auto started = std::chrono::steady_clock::now();
+    const Clock::time_point started = Clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
     absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
     if (metrics_ != nullptr) EndDeviceWork(learner_->device(), metrics_.get());
-    const double update_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      started)
-            .count();
+    const double update_seconds = seconds_since(started);
     int64_t trained = 0, dropped = 0;
     if (stats.ok()) {
       trained = stats->samples_trained;
@@ -499,6 +502,7 @@ void RunHost::TrainLoop() {
       absl::MutexLock lock(&mu_);
       counters_.env_steps_trained += trained;
       counters_.env_steps_dropped += dropped;
+      counters_.updating_seconds += update_seconds;
       batch_chunks_.clear();
       batch_samples_ = 0;
       if (stats.ok()) ++counters_.updates;
@@ -538,7 +542,13 @@ void RunHost::TrainLoop() {
                           stats->entropy, stats->approx_kl);
       }
     }
-    if (stats.ok()) (void)Publish();
+    if (stats.ok()) {
+      const Clock::time_point publishing = Clock::now();
+      (void)Publish();
+      const double publish_seconds = seconds_since(publishing);
+      absl::MutexLock lock(&mu_);
+      counters_.publishing_seconds += publish_seconds;
+    }
     const int64_t steps = counters().env_steps_trained;
     if (stats.ok()) {
       diverged_in_a_row = 0;
@@ -566,7 +576,13 @@ void RunHost::TrainLoop() {
     // A stop skips the evaluation (the checkpoint after the loop keeps the
     // training); a run that reached its budget still gets its final one.
     if (finished || (steps >= next_eval_ && !cancel_.load())) {
+      const Clock::time_point evaluating = Clock::now();
       absl::Status evaluated = EvaluateAndCheckpoint();
+      const double evaluate_seconds = seconds_since(evaluating);
+      {
+        absl::MutexLock lock(&mu_);
+        counters_.evaluating_seconds += evaluate_seconds;
+      }
       if (!evaluated.ok()) {
         absl::MutexLock lock(&mu_);
         failure_ = Annotate(evaluated, "evaluation or checkpoint failed");

@@ -130,6 +130,14 @@ struct RunCounters {
   int64_t updates_rolled_back = 0;
   bool finished = false;
   double last_score = 0.0;
+  // Where the training thread's time went, in seconds: waiting for chunks
+  // (an idle learner: the actors are the bottleneck), updating, publishing
+  // the new weights (serialising them for the actors), evaluating and
+  // checkpointing.
+  double waiting_seconds = 0.0;
+  double updating_seconds = 0.0;
+  double publishing_seconds = 0.0;
+  double evaluating_seconds = 0.0;
 };
 
 // A run fails after this many diverged updates in a row (each one rolled

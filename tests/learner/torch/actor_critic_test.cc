@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -333,6 +334,43 @@ TEST(ActorCriticTest, InitialPolicyMeanIsSmallThanksToTheLastLayerGain) {
   // 0.01 (2 rows of width 16).
   const torch::Tensor w = model->policy_layers().back()->weight;
   EXPECT_LT(MaxAbsDiff(w.norm(2, {1}), torch::full({2}, 0.01)), 1e-6);
+}
+
+// The actor reuses a model for each new weight version (it skips the
+// construction's orthogonal init): loading must overwrite every parameter
+// and buffer (the observation statistics included), leaving nothing of the
+// weights the model held before.
+TEST(ActorCriticTest, LoadingIntoAUsedModelEqualsLoadingIntoANewOne) {
+  torch::manual_seed(3);
+  ActorCritic source(5, 2, SmallNetwork());
+  source->UpdateObservationStats(torch::randn({64, 5}) * 2.0 + 1.0);
+  std::ostringstream saved;
+  torch::save(source, saved);
+
+  ActorCritic used(5, 2, SmallNetwork());
+  used->UpdateObservationStats(torch::randn({32, 5}) * 5.0 - 3.0);
+  ActorCritic fresh(5, 2, SmallNetwork());
+  for (ActorCritic* m : {&used, &fresh}) {
+    std::istringstream in(saved.str());
+    torch::load(*m, in);
+  }
+  const auto want = source->named_parameters();
+  for (ActorCritic* m : {&used, &fresh}) {
+    const auto got = (*m)->named_parameters();
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& p : want) {
+      EXPECT_TRUE(torch::equal(got[p.key()], p.value())) << p.key();
+    }
+    const auto buffers = (*m)->named_buffers();
+    for (const auto& b : source->named_buffers()) {
+      EXPECT_TRUE(torch::equal(buffers[b.key()], b.value())) << b.key();
+    }
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor obs = torch::randn({8, 5}) * 3.0;
+  EXPECT_TRUE(torch::equal(used->PolicyMean(obs), source->PolicyMean(obs)));
+  EXPECT_TRUE(torch::equal(used->Value(obs), fresh->Value(obs)));
+  EXPECT_EQ(used->obs_count(), 64.0);
 }
 
 TEST(SampleActionsTest, DeterministicReturnsTheMeanAndItsTanh) {
