@@ -62,8 +62,11 @@ class Subprocess {
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
   bool running() const { return pid_ > 0 && !exit_code_.has_value(); }
+  // Not once the process is reaped (Wait saw it exit): its PID may already
+  // belong to another process. Before that, even an exited process keeps
+  // its PID (a zombie), and a signal to it does nothing.
   void Signal(int sig) const {
-    if (pid_ > 0) kill(pid_, sig);
+    if (running()) kill(pid_, sig);
   }
 
   // Waits for exit; returns the exit code (128 + signal if killed), or

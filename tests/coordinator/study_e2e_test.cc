@@ -8,9 +8,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <regex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -247,51 +249,85 @@ TEST_F(StudyEndToEndTest, SmallStudyCompletesAndBestPolicyLoads) {
   EXPECT_EQ(Terminate(*coordinator_, 30s).exit_code, 0) << coordinator_->Log();
 }
 
+// Whether every thread of process `pid` is stopped (state T in
+// /proc/<pid>/task/<tid>/stat): SIGSTOP returns before the process has
+// stopped, and each thread stops on its own.
+bool AllThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  const fs::path tasks = fs::path("/proc") / std::to_string(pid) / "task";
+  int threads = 0;
+  for (const fs::directory_entry& task : fs::directory_iterator(tasks, ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    // "tid (comm) S ...": the state follows the last ')' (comm may hold
+    // spaces and parentheses).
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) return false;
+    const char state = stat[close + 2];
+    if (state != 'T' && state != 't') return false;
+    ++threads;
+  }
+  return !ec && threads > 0;
+}
+
 TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
   StartCoordinator();
   StartLearner();
   StartActors(2);
   // Kill the learner (-9) once a run it leases has a checkpoint on disk
   // that is past the first evaluation and short of the budget. No timing
-  // window: the learner is frozen (SIGSTOP) while the database and the
-  // checkpoint are read, so nothing moves between the check and the kill; a
-  // frozen run whose newest checkpoint is short of the budget cannot have
-  // completed either (a run checkpoints its final step before it reports
-  // completion). Every run checkpoints at 4096, 8192 and 12288 steps, so
-  // such a moment exists for three quarters of each run's training; the
-  // deadline only catches a study that hangs.
+  // window: the runs are looked at with the learner running (it trains at
+  // full speed between looks) and, once one qualifies, looked at again
+  // with the learner frozen (SIGSTOP, every thread seen stopped), so
+  // nothing moves between that check and the kill; a frozen run whose
+  // newest checkpoint is short of the budget cannot have completed either
+  // (a run checkpoints its final step before it reports completion). Every
+  // run checkpoints at 4096, 8192 and 12288 steps, so such a moment exists
+  // for three quarters of each run's training; the deadline only catches a
+  // study that hangs.
   const auto deadline = std::chrono::steady_clock::now() + 150s;
   int64_t killed_run = -1;
   int64_t killed_at_step = -1;
   int killed_attempts = 0;
   std::string seen;  // the last look at the runs, for the failure message
-  while (killed_run < 0 && std::chrono::steady_clock::now() < deadline) {
-    ASSERT_FALSE(learner_->Wait(0ms).has_value()) << Logs();
-    learner_->Signal(SIGSTOP);
+  // One look at the runs: the first that qualifies into killed_*.
+  auto look = [&] {
     seen.clear();
     absl::StatusOr<std::vector<TrialRow>> trials =
         store_->ListTrials(study_id_);
-    if (trials.ok()) {
-      for (const TrialRow& t : *trials) {
-        absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
-        if (!runs.ok()) continue;
-        for (const RunRow& r : *runs) {
-          const int64_t step = LatestCheckpointStep(r.checkpoint_dir);
-          absl::StrAppend(&seen, "  run ", r.id, " trial ", t.number, " fold ",
-                          r.fold, ": ", ToString(r.state), ", ", r.env_steps,
-                          " steps reported, checkpoint at ", step, "\n");
-          if (killed_run < 0 && r.state == RunState::kLeased && step >= 4096 &&
-              step < kBudgetEnvSteps) {
-            killed_run = r.id;
-            killed_at_step = step;
-            killed_attempts = r.attempts;
-          }
+    if (!trials.ok()) return false;
+    for (const TrialRow& t : *trials) {
+      absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(t.id);
+      if (!runs.ok()) continue;
+      for (const RunRow& r : *runs) {
+        const int64_t step = LatestCheckpointStep(r.checkpoint_dir);
+        absl::StrAppend(&seen, "  run ", r.id, " trial ", t.number, " fold ",
+                        r.fold, ": ", ToString(r.state), ", ", r.env_steps,
+                        " steps reported, checkpoint at ", step, "\n");
+        if (killed_run < 0 && r.state == RunState::kLeased && step >= 4096 &&
+            step < kBudgetEnvSteps) {
+          killed_run = r.id;
+          killed_at_step = step;
+          killed_attempts = r.attempts;
         }
       }
     }
-    if (killed_run >= 0) break;  // still frozen: killed below
+    return killed_run >= 0;
+  };
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_FALSE(learner_->Wait(0ms).has_value()) << Logs();
+    if (!look()) {
+      std::this_thread::sleep_for(20ms);  // poll interval, not a wait
+      continue;
+    }
+    learner_->Signal(SIGSTOP);
+    ASSERT_TRUE(
+        PollUntil([&] { return AllThreadsStopped(learner_->pid()); }, 10s, 1ms))
+        << "the learner did not stop on SIGSTOP";
+    killed_run = -1;
+    if (look()) break;  // frozen: killed below
     learner_->Signal(SIGCONT);
-    std::this_thread::sleep_for(50ms);  // poll interval, not a wait for work
   }
   ASSERT_GE(killed_run, 0) << "no leased run with a checkpoint in [4096, "
                            << kBudgetEnvSteps

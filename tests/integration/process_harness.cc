@@ -1,7 +1,7 @@
 #include "tests/integration/process_harness.h"
 
+#include <cctype>
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -98,10 +98,16 @@ std::vector<std::string> SmallLearnerRunFlags() {
 std::string WaitForLoggedWord(Process& process, const std::string& what,
                               std::chrono::milliseconds timeout) {
   if (!process.WaitForLog(what, timeout)) return "";
-  std::smatch m;
   const std::string log = process.Log();
-  return std::regex_search(log, m, std::regex(what + "(\\S+)")) ? m[1].str()
-                                                                : "";
+  const size_t at = log.find(what);
+  if (at == std::string::npos) return "";
+  const size_t begin = at + what.size();
+  size_t stop = begin;
+  while (stop < log.size() &&
+         !std::isspace(static_cast<unsigned char>(log[stop]))) {
+    ++stop;
+  }
+  return log.substr(begin, stop - begin);
 }
 
 bool PollUntil(const std::function<bool()>& done,

@@ -71,8 +71,9 @@ std::vector<std::string> SmallLearnerRunFlags();
 
 // The word (e.g. a HOST:PORT) that follows `what` in the process's log
 // once a line has it: WaitForLoggedWord(p, "metrics on ") for the address
-// of "metrics on 127.0.0.1:9464". "" if none within `timeout`. `what` is a
-// regular expression (plain text is one).
+// of "metrics on 127.0.0.1:9464". "" if none within `timeout`. `what` is
+// plain text (a regular expression's special characters match
+// themselves).
 std::string WaitForLoggedWord(Process& process, const std::string& what,
                               std::chrono::milliseconds timeout);
 
