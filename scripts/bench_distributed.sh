@@ -171,9 +171,10 @@ run_distributed() {
     -v sent="$sent" -v lags="$lags" '{
       for (i = 1; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
       w = t1 - t0
-      printf "rep %d actors=%d wall %6.2f s trained %d -> %6.0f steps/s | versions %d, actors sent %d, learner received %d, dropped %d (%.0f%% of received), stale on arrival (lag): %s\n",
+      printf "rep %d actors=%d wall %6.2f s trained %d -> %6.0f steps/s | versions %d, actors sent %d, learner received %d, dropped %d (%.0f%% of received), stale on arrival (lag): %s | learner waiting %s s, updating %s s, publishing %s s\n",
         rep, n, w, f["trained"], f["trained"] / w, f["version"], sent,
-        f["received"], f["dropped"], 100 * f["dropped"] / f["received"], lags
+        f["received"], f["dropped"], 100 * f["dropped"] / f["received"], lags,
+        f["waiting_s"], f["updating_s"], f["publishing_s"]
       printf "%.1f\n", f["trained"] / w >> (ENVIRON["work"] "/actors-" n ".txt")
     }'
 }
