@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -155,6 +156,14 @@ struct Actor::Rollout {
   std::shared_ptr<Policy> sampler_policy;
   std::unique_ptr<learner::PolicySampler> sampler;
   Rng noise_rng;
+
+  // Acts with no policy until new weights come; the sampler's goes too, so
+  // its model can be reused for them (Actor::ReusablePolicy).
+  void DropPolicy() {
+    policy.reset();
+    sampler.reset();
+    sampler_policy.reset();
+  }
   // The chunk being filled (obs row 0 = the envs' current obs), from
   // `pool`.
   std::shared_ptr<ChunkPool> pool = std::make_shared<ChunkPool>();
@@ -342,7 +351,7 @@ absl::Status Actor::Run() {
                       << ": the learner rejected a chunk as invalid; "
                          "reconnecting to resynchronise weights";
         // Act again only with the weights the learner sends next.
-        rollout_->policy.reset();
+        rollout_->DropPolicy();
         SetCurrentVersion(-1);
         retry_now = true;
         break;
@@ -353,7 +362,7 @@ absl::Status Actor::Run() {
         if (stop_message->run_finished()) {
           // Drop the finished run; keep the market for the next one.
           rollout_->env.reset();
-          rollout_->policy.reset();
+          rollout_->DropPolicy();
           rollout_->assignment_bytes.clear();
           SetCurrentVersion(-1);
           // Ask for new work at once, but only after a run we worked on:
@@ -627,7 +636,13 @@ std::shared_ptr<Actor::Policy> Actor::ReusablePolicy(
   for (const std::shared_ptr<Policy>& p : policy_pool_) {
     // Held by the pool alone (the Policy, and its model, which a sampler
     // holds too): no other thread can get hold of it, so it is ours.
-    if (p.use_count() == 1 && p->model.ptr().use_count() == 1) return p;
+    if (p.use_count() == 1 && p->model.ptr().use_count() == 1) {
+      // use_count() is a relaxed load: order the last user's reads of the
+      // weights (it released its reference with acq_rel) before we
+      // overwrite them.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      return p;
+    }
   }
   auto policy = std::make_shared<Policy>();
   policy->model = learner::ActorCritic(contract.obs_size, contract.action_size,
@@ -871,7 +886,7 @@ absl::Status Actor::ApplyAssignment(const v1::RunAssignment& a,
   r.env.reset();
   r.assignment_bytes.clear();
   if (!same_run) {
-    r.policy.reset();
+    r.DropPolicy();
     SetCurrentVersion(-1);
   }
   const std::string context = absl::StrCat("run ", a.run_id());

@@ -258,8 +258,9 @@ class Actor {
   int64_t assignment_gen_ ABSL_GUARDED_BY(mu_) = 0;
   // Newest decoded weights for assignment_'s run, not yet adopted.
   std::shared_ptr<Policy> pending_policy_ ABSL_GUARDED_BY(mu_);
-  // Policies decoded so far, for reuse (ReusablePolicy): the acting one,
-  // the pending one, and the one being loaded are at most three in use.
+  // Policies decoded so far, for reuse (ReusablePolicy): the acting one
+  // (and its sampler's, until the next chunk replaces it), the pending one
+  // and the one being loaded are at most four in use.
   absl::Mutex policy_pool_mu_;
   std::vector<std::shared_ptr<Policy>> policy_pool_
       ABSL_GUARDED_BY(policy_pool_mu_);

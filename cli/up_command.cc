@@ -180,6 +180,20 @@ void KeepPreviousLogs(const std::string& dir) {
   }
 }
 
+// The last `count` lines of `text` (all of it if it has fewer).
+std::string LastLines(const std::string& text, int count) {
+  // From the final newline (or the end), step back over `count` newlines.
+  size_t pos =
+      !text.empty() && text.back() == '\n' ? text.size() - 1 : text.size();
+  for (int n = 0; n < count; ++n) {
+    if (pos == 0) return text;
+    const size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) return text;
+    pos = nl;
+  }
+  return text.substr(pos + 1);
+}
+
 // SIGTERM, then SIGKILL after `grace`.
 void StopProcess(Subprocess* p, std::chrono::seconds grace,
                  bool signalled = false) {
@@ -548,9 +562,14 @@ absl::Status Up(const ParsedCommandLine& parsed) {
       static_cast<long long>(envs), logs.c_str());
   std::fflush(stdout);
 
+  // Wait(0) reaps a process that has exited: running() alone changes only
+  // once a Wait has seen the exit, so it never noticed a crash here.
+  auto exited = [](Subprocess& p) {
+    return p.Wait(std::chrono::milliseconds(0)).has_value();
+  };
   auto crashed = [&]() -> std::string {
-    if (!coordinator_process.running()) return "the coordinator";
-    if (!learner_process.running()) return "the learner";
+    if (exited(coordinator_process)) return "the coordinator";
+    if (exited(learner_process)) return "the learner";
     return "";
   };
   absl::Status waited = WaitForStudy(
@@ -565,11 +584,12 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   StopProcess(&learner_process, 60s);
   StopProcess(&coordinator_process, 15s);
   if (!died.empty()) {
-    return absl::InternalError(
-        absl::StrCat(died, " exited early; see ", logs, " (",
-                     died == "the learner" ? learner_process.Log()
-                                           : coordinator_process.Log(),
-                     ")"));
+    Subprocess& dead =
+        died == "the learner" ? learner_process : coordinator_process;
+    return absl::InternalError(absl::StrCat(
+        died, " exited early (status ",
+        dead.Wait(std::chrono::milliseconds(0)).value_or(-1), "); see ",
+        dead.log_path(), ", which ends:\n", LastLines(dead.Log(), 20)));
   }
   RETURN_IF_ERROR(waited);
   if (!g_stop.load()) {

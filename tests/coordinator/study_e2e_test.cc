@@ -261,7 +261,8 @@ bool AllThreadsStopped(pid_t pid) {
     std::string stat((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
     // "tid (comm) S ...": the state follows the last ')' (comm may hold
-    // spaces and parentheses).
+    // spaces and parentheses). 't' is a stop under a tracer (gdb, strace
+    // -f): a thread stopped by SIGSTOP shows it when traced.
     const size_t close = stat.rfind(')');
     if (close == std::string::npos || close + 2 >= stat.size()) return false;
     const char state = stat[close + 2];
@@ -322,9 +323,16 @@ TEST_F(StudyEndToEndTest, SurvivesLearnerKillCoordinatorRestartAndDbRestart) {
       continue;
     }
     learner_->Signal(SIGSTOP);
-    ASSERT_TRUE(
-        PollUntil([&] { return AllThreadsStopped(learner_->pid()); }, 10s, 1ms))
-        << "the learner did not stop on SIGSTOP";
+    // Also ends if the learner died meanwhile (its log says why).
+    ASSERT_TRUE(PollUntil(
+        [&] {
+          return AllThreadsStopped(learner_->pid()) ||
+                 learner_->Wait(0ms).has_value();
+        },
+        10s, 1ms))
+        << "the learner did not stop on SIGSTOP\n"
+        << Logs();
+    ASSERT_FALSE(learner_->Wait(0ms).has_value()) << Logs();
     killed_run = -1;
     if (look()) break;  // frozen: killed below
     learner_->Signal(SIGCONT);
