@@ -562,14 +562,11 @@ absl::Status Up(const ParsedCommandLine& parsed) {
       static_cast<long long>(envs), logs.c_str());
   std::fflush(stdout);
 
-  // Wait(0) reaps a process that has exited: running() alone changes only
-  // once a Wait has seen the exit, so it never noticed a crash here.
-  auto exited = [](Subprocess& p) {
-    return p.Wait(std::chrono::milliseconds(0)).has_value();
-  };
+  // running() reaps a process that has exited (it once only read a flag
+  // that a Wait sets, so a crash went unnoticed here).
   auto crashed = [&]() -> std::string {
-    if (exited(coordinator_process)) return "the coordinator";
-    if (exited(learner_process)) return "the learner";
+    if (!coordinator_process.running()) return "the coordinator";
+    if (!learner_process.running()) return "the learner";
     return "";
   };
   absl::Status waited = WaitForStudy(

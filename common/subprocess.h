@@ -61,17 +61,23 @@ class Subprocess {
 
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
-  bool running() const { return pid_ > 0 && !exit_code_.has_value(); }
-  // Not once the process is reaped (Wait saw it exit): its PID may already
-  // belong to another process. Before that, even an exited process keeps
-  // its PID (a zombie), and a signal to it does nothing.
-  void Signal(int sig) const {
+  // Whether the process has not exited yet. Reaps it when it has (a
+  // Wait(0)), so a crash is seen without anyone waiting first: a flag set
+  // only by Wait never changed for a process nobody waited for.
+  bool running() {
+    return pid_ > 0 && !Wait(std::chrono::milliseconds(0)).has_value();
+  }
+  // Nothing once the process has exited: running() reaps it, and a reaped
+  // PID may already belong to another process.
+  void Signal(int sig) {
     if (running()) kill(pid_, sig);
   }
 
   // Waits for exit; returns the exit code (128 + signal if killed), or
-  // nullopt on timeout.
+  // nullopt on timeout. Wait(0) looks once, without sleeping.
   std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    // Never started: waitpid(-1) would reap any child.
+    if (pid_ <= 0) return std::nullopt;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!exit_code_.has_value()) {
       int status = 0;
@@ -81,7 +87,7 @@ class Subprocess {
             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         break;
       }
-      if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return exit_code_;
