@@ -37,6 +37,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "actor/actor.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
@@ -196,10 +197,13 @@ int Main(int argc, char** argv) {
     return 2;
   }
   Actor& actor = **created;
-  RLOG(INFO) << "actor " << actor.actor_id() << ": learner "
-             << actor.options().learner_address << ", "
-             << actor.options().num_envs << " envs, cache "
-             << actor.options().cache_dir;
+  const auto& o = actor.options();
+  RLOG(INFO) << "actor " << actor.actor_id() << ": "
+             << (o.coordinator_address.empty()
+                     ? absl::StrCat("learner ", o.learner_address)
+                     : absl::StrCat("learners found through the coordinator ",
+                                    o.coordinator_address))
+             << ", " << o.num_envs << " envs, cache " << o.cache_dir;
 
   absl::Status status;
   {

@@ -45,6 +45,12 @@ ABSL_FLAG(int64_t, fold, 0,
 ABSL_FLAG(std::string, device, ristretto::learner::PpoOptions{}.device,
           "where the networks train: cpu or cuda[:N]");
 ABSL_FLAG(bool, quiet, false, "no line per update");
+ABSL_FLAG(bool, reproducible, true,
+          "gradient steps run OpenBLAS with its full thread count, so the "
+          "same seed trains bit for bit the same on this CPU; false: the "
+          "count (1 or full) is chosen per step by measuring, up to 2-5x "
+          "faster updates on a busy machine, results then differ in the "
+          "last bits between runs and drift apart");
 
 namespace ristretto::cli {
 namespace {
@@ -58,6 +64,7 @@ constexpr char kTrainUsage[] =
     "           [--minibatch 2048] [--lookback 1] [--eval-every N]\n"
     "           [--out DIR --study S --trial T --fold K] [--export DIR] "
     "[--device cpu]\n"
+    "           [--reproducible=false]\n"
     "One run end to end in this process: vector env, PPO, validation on the "
     "last\n--validation-share of the rows, checkpoints under --out, the best "
     "policy exported\nto --export.\n";
@@ -88,6 +95,7 @@ absl::Status Train(const ParsedCommandLine& parsed) {
   ASSIGN_OR_RETURN(learner::TrainerOptions o,
                    learner::RunOptionsFromFlags(parsed.passed_through));
   o.ppo.device = absl::GetFlag(FLAGS_device);
+  o.ppo.fixed_blas_threads = absl::GetFlag(FLAGS_reproducible);
   o.eval_every_env_steps = absl::GetFlag(FLAGS_eval_every);
   o.dataset_id = dataset.ComputeId();
   o.feature_names = dataset.feature_names;
@@ -179,13 +187,21 @@ absl::Status Train(const ParsedCommandLine& parsed) {
       result.total_seconds - result.rollout_seconds - result.update_seconds -
           result.eval_seconds);
   if (const BlasThreadTuner& blas = BlasThreadTuner::Process();
-      blas.active() && blas.steps() > 0) {
-    std::printf(
-        "blas: %lld of %lld gradient steps ran with 1 OpenBLAS thread, the "
-        "rest with %d (chosen per step by measuring; %s=off keeps %d)\n",
-        static_cast<long long>(blas.single_thread_steps()),
-        static_cast<long long>(blas.steps()), blas.max_threads(),
-        BlasThreadTuner::kEnv, blas.max_threads());
+      blas.active() && o.ppo.device == "cpu") {
+    if (o.ppo.fixed_blas_threads) {
+      std::printf(
+          "blas: gradient steps ran with %d OpenBLAS threads (fixed: "
+          "reproducible from the seed; --reproducible=false chooses 1 or %d "
+          "per step by measuring, faster on a busy machine)\n",
+          blas.max_threads(), blas.max_threads());
+    } else if (blas.steps() > 0) {
+      std::printf(
+          "blas: %lld of %lld gradient steps ran with 1 OpenBLAS thread, the "
+          "rest with %d (chosen per step by measuring; %s=off keeps %d)\n",
+          static_cast<long long>(blas.single_thread_steps()),
+          static_cast<long long>(blas.steps()), blas.max_threads(),
+          BlasThreadTuner::kEnv, blas.max_threads());
+    }
   }
   if (!result.last_checkpoint.empty()) {
     std::printf("checkpoint: %s\n", result.last_checkpoint.c_str());

@@ -563,16 +563,47 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   std::fflush(stdout);
 
   // running() reaps a process that has exited (it once only read a flag
-  // that a Wait sets, so a crash went unnoticed here).
+  // that a Wait sets, so a crash went unnoticed here). Actors run until
+  // they are stopped: one that exits is reported at once (the study goes on
+  // with the others, slower); with none left the study cannot go on.
+  std::vector<bool> actor_gone(actors.size(), false);
+  Subprocess* last_actor_gone = nullptr;
   auto crashed = [&]() -> std::string {
     if (!coordinator_process.running()) return "the coordinator";
     if (!learner_process.running()) return "the learner";
+    size_t left = 0;
+    for (size_t i = 0; i < actors.size(); ++i) {
+      if (!actor_gone[i] && !actors[i]->running()) {
+        actor_gone[i] = true;
+        last_actor_gone = actors[i].get();
+        std::string tail = LastLines(actors[i]->Log(), 5);
+        if (!tail.empty() && tail.back() != '\n') tail += '\n';
+        const size_t remaining = static_cast<size_t>(
+            std::count(actor_gone.begin(), actor_gone.end(), false));
+        std::fprintf(stderr,
+                     "up: actor-%zu exited (status %d); %zu of %zu actors "
+                     "left; see %s, which ends:\n%s",
+                     i,
+                     actors[i]->Wait(std::chrono::milliseconds(0)).value_or(-1),
+                     remaining, actors.size(), actors[i]->log_path().c_str(),
+                     tail.c_str());
+        std::fflush(stderr);
+      }
+      if (!actor_gone[i]) ++left;
+    }
+    if (!actors.empty() && left == 0) return "every actor";
     return "";
   };
+  // What ended the wait, if a process did (not Ctrl-C, not the study's end).
+  std::string died;
   absl::Status waited = WaitForStudy(
-      *store, config->name, [&] { return g_stop.load() || !crashed().empty(); },
+      *store, config->name,
+      [&] {
+        if (g_stop.load()) return true;
+        died = crashed();
+        return !died.empty();
+      },
       stdout);
-  const std::string died = crashed();
 
   std::printf("up: shutting down\n");
   std::fflush(stdout);
@@ -580,12 +611,21 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   for (auto& a : actors) StopProcess(a.get(), 15s, /*signalled=*/true);
   StopProcess(&learner_process, 60s);
   StopProcess(&coordinator_process, 15s);
+  if (died == "every actor") {
+    return absl::InternalError(absl::StrCat(
+        "every actor exited early, so the study cannot go on (run the same "
+        "command again to resume it); the last to exit was ",
+        last_actor_gone->log_path(), ", which ends:\n",
+        LastLines(last_actor_gone->Log(), 20)));
+  }
   if (!died.empty()) {
     Subprocess& dead =
         died == "the learner" ? learner_process : coordinator_process;
     return absl::InternalError(absl::StrCat(
         died, " exited early (status ",
-        dead.Wait(std::chrono::milliseconds(0)).value_or(-1), "); see ",
+        dead.Wait(std::chrono::milliseconds(0)).value_or(-1),
+        "), so the study cannot go on (run the same command again to resume "
+        "it); see ",
         dead.log_path(), ", which ends:\n", LastLines(dead.Log(), 20)));
   }
   RETURN_IF_ERROR(waited);
@@ -645,7 +685,9 @@ int RunUpCommand(int argc, char** argv, int first) {
       "tokens (operators', learners', actors') and talk\nmutual TLS "
       "(certificates made per run in DATA-DIR/tls; --insecure:\nplaintext, "
       "for debugging). Ctrl-C stops everything in order; running `up`\n"
-      "again resumes.\n",
+      "again resumes. A process that exits by itself is reported with the "
+      "end of its\nlog; when it is the coordinator, the learner or the last "
+      "actor, up stops the\nrest and exits 1.\n",
       AnyOf(
           {FlagsDefinedIn({"cli/up_command.cc"}), CsvImportFlags(),
            FlagsOf(FLAGS_study, FLAGS_data_dir, FLAGS_export, FLAGS_dataset)})};

@@ -57,6 +57,13 @@ int BlasThreadTuner::preferred() const {
   return active() ? PreferredLocked() : max_threads_;
 }
 
+int BlasThreadTuner::BeginFixedStep() {
+  if (!active()) return max_threads_;
+  absl::MutexLock lock(&mu_);
+  set_threads_(max_threads_);
+  return max_threads_;
+}
+
 int BlasThreadTuner::BeginStep() {
   if (!active()) return max_threads_;
   absl::MutexLock lock(&mu_);

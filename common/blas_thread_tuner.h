@@ -17,8 +17,14 @@
 // OpenBLAS (0.3.x, pthreads) keeps its worker pool at the largest count
 // ever asked and reads the count at the start of each call, so switching
 // between the full count and 1 is a store of one integer; a GEMM in flight
-// on another thread keeps the count it started with. Results do not depend
-// on the count (OpenBLAS splits GEMM output blocks, not the reduction).
+// on another thread keeps the count it started with. Results DO depend on
+// the count in the last bits (Debian's OpenBLAS 0.3.21 on an AVX-512 Xeon:
+// a 512x512x500 SGEMM differs in 68 % of its elements between 1 and 2
+// threads; K = 256, 1024, 2048 do not), so a run that must be reproducible
+// from its seed runs its steps with BeginFixedStep instead
+// (PpoOptions::fixed_blas_threads), and the tuner is made before any
+// inference (PpoLearner::Create) so the idle count is the same for every
+// run of a process.
 //
 // Thread-safe: one tuner per process (Process()) is shared by every run's
 // update thread; they see one another's steps, which is what the count
@@ -71,6 +77,9 @@ class BlasThreadTuner {
 
   // Before a step: applies and returns the count to run it with.
   int BeginStep();
+  // Before a step that must not depend on timing: applies and returns the
+  // full count; nothing is measured or counted (no EndStep).
+  int BeginFixedStep();
   // After it: the count BeginStep returned, the step's wall time and how
   // many samples it processed (> 0).
   void EndStep(int threads, absl::Duration wall, int64_t samples);

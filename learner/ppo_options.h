@@ -80,6 +80,15 @@ struct PpoOptions {
   AutocastMode autocast = AutocastMode::kOff;
   // Threads for LibTorch intra-op parallelism on CPU (0 = leave as is).
   int cpu_threads = static_cast<int>(OptionDefault("cpu_threads"));
+  // OpenBLAS's thread count in gradient steps on the CPU. true: fixed at
+  // OpenBLAS's full count, so a run is reproduced bit for bit from its seed
+  // on the same CPU and OpenBLAS (`ristretto train`'s default). false:
+  // chosen per step by measuring (common/blas_thread_tuner.h) — 2–5x faster
+  // updates on a busy machine, but OpenBLAS's sums depend on its thread
+  // count, so two runs with one seed differ in the last bits from the first
+  // step and then drift apart. The learner service sets false: its runs
+  // depend on when actors' chunks arrive and are never bit-reproducible.
+  bool fixed_blas_threads = true;
 
   absl::Status Validate() const;
 };

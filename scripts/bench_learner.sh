@@ -3,7 +3,8 @@
 # same run) and the single-process trainer on the original's CV-split
 # workload (30k env steps, 2×512, minibatch 2048, 16 passes over rollouts of
 # 1,024 steps, lookback 2, 7 assets × 98 features, T = 8,615, train 4,308
-# rows). Medians of 3. Usage: scripts/bench_learner.sh (after build).
+# rows), OpenBLAS's thread count chosen per step (--reproducible=false, as
+# the learner service). Medians of 3. Usage: scripts/bench_learner.sh (after build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
@@ -14,5 +15,6 @@ echo "trainer (3 runs):"
 for i in 1 2 3; do
   "$B/cli/ristretto" train --budget 30000 --envs 8 --rollout 128 --epochs 16 \
     --minibatch 2048 --policy-hidden 512,512 --lookback 2 --seed "$i" \
-    --synthetic-rows 8678 --validation-share 0.5 --quiet | grep -E "^time:"
+    --synthetic-rows 8678 --validation-share 0.5 --quiet \
+    --reproducible=false | grep -E "^time:"
 done

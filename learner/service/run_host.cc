@@ -83,10 +83,15 @@ absl::StatusOr<std::unique_ptr<RunHost>> RunHost::Create(
              << DescribeChunkValueBounds(*bounds, host->market_->num_assets);
   host->chunk_bounds_ =
       std::make_shared<const ChunkValueBounds>(*std::move(bounds));
+  // A served run depends on when its actors' chunks arrive, so it is never
+  // reproduced bit for bit: OpenBLAS's thread count is chosen per gradient
+  // step for speed (PpoOptions::fixed_blas_threads).
+  PpoOptions ppo = o.ppo;
+  ppo.fixed_blas_threads = false;
   ASSIGN_OR_RETURN(
       host->learner_,
       PpoLearner::Create(host->contract_.obs_size, host->contract_.action_size,
-                         o.network, o.ppo, o.budget_env_steps, o.seed));
+                         o.network, ppo, o.budget_env_steps, o.seed));
   CheckpointState state;
   if (!o.run_dir.empty() && o.resume) {
     absl::StatusOr<std::string> latest = LatestCheckpoint(o.run_dir);

@@ -213,6 +213,12 @@ absl::StatusOr<std::unique_ptr<PpoLearner>> PpoLearner::Create(
                        torch::cuda::device_count(), " CUDA devices)"));
     }
     ConfigureTorchRuntime(ppo);
+    // OpenBLAS's count outside gradient steps (1) is set when the process's
+    // tuner is first made; make it before this learner's first inference,
+    // or the first run of a process would roll out with another count than
+    // the next (OpenBLAS's sums depend on it: the seed would not reproduce
+    // a run).
+    if (device.is_cpu()) BlasThreadTuner::Process();
     return std::unique_ptr<PpoLearner>(new PpoLearner(
         obs_size, action_size, network, ppo, budget_samples, seed, device));
   } catch (const c10::Error& e) {
@@ -379,10 +385,13 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
       // A stop waits for one minibatch at most; Update rolls back.
       if (Cancelled()) return false;
       const int64_t rows = std::min(mb, n - start);
-      // On the CPU, OpenBLAS's thread count for this step is measured, not
-      // fixed (common/blas_thread_tuner.h: two threads win on a quiet
-      // machine and lose 2-5x on a loaded one).
-      const int blas_threads = tune_blas ? blas.BeginStep() : 0;
+      // On the CPU, OpenBLAS's thread count for this step is measured
+      // (common/blas_thread_tuner.h: two threads win on a quiet machine and
+      // lose 2-5x on a loaded one) unless the run must be reproducible: the
+      // count changes OpenBLAS's sums in the last bits.
+      const int blas_threads = !tune_blas                ? 0
+                               : ppo_.fixed_blas_threads ? blas.BeginFixedStep()
+                                                         : blas.BeginStep();
       const absl::Time step_start = absl::Now();
       const torch::Tensor idx = order.narrow(0, start, rows);
       const torch::Tensor obs = batch.obs.index_select(0, idx);
@@ -422,7 +431,9 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
           ++last_epoch_steps;
         }
       }
-      if (tune_blas) blas.EndStep(blas_threads, absl::Now() - step_start, rows);
+      if (tune_blas && !ppo_.fixed_blas_threads) {
+        blas.EndStep(blas_threads, absl::Now() - step_start, rows);
+      }
       ++steps;
     }
   }

@@ -86,6 +86,26 @@ TEST(BlasThreadTunerTest, OneThreadBetweenUpdates) {
   EXPECT_EQ(applied, std::vector<int>({1, 2, 1}));
 }
 
+// A reproducible run's steps always get the full count, even where the
+// measurements prefer one thread, and do not move the measurements.
+TEST(BlasThreadTunerTest, FixedStepsUseTheFullCountAndMeasureNothing) {
+  std::vector<int> applied;
+  BlasThreadTuner tuner(4, [&](int n) { applied.push_back(n); });
+  // Measured: one thread is much faster (a loaded machine).
+  for (int i = 0; i < 12; ++i) {
+    const int threads = tuner.BeginStep();
+    tuner.EndStep(threads, absl::Milliseconds(threads == 1 ? 1 : 9), 10);
+  }
+  ASSERT_EQ(tuner.preferred(), 1);
+  const int64_t steps = tuner.steps(), single = tuner.single_thread_steps();
+  applied.clear();
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(tuner.BeginFixedStep(), 4);
+  EXPECT_EQ(applied, std::vector<int>(40, 4));
+  EXPECT_EQ(tuner.steps(), steps);
+  EXPECT_EQ(tuner.single_thread_steps(), single);
+  EXPECT_EQ(tuner.preferred(), 1);
+}
+
 TEST(BlasThreadTunerTest, InactiveWithOneThreadOrNoBlas) {
   int calls = 0;
   for (int max : {1, -1}) {

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# `ristretto up` notices when a process it started dies. The learner is
-# killed (-9) once an actor trains a run; up must then stop everything else
-# it started (actors, coordinator, its PostgreSQL), exit non-zero and name
-# the learner and its exit status, with the end of its log, rather than
-# wait for a study that can no longer finish (it used to wait forever: it
-# looked only at processes it had already reaped).
-# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML
+# `ristretto up` notices when a process it started dies.
+# Mode "learner" (default): the learner is killed (-9) once an actor trains
+# a run; up must then stop everything else it started (actors, coordinator,
+# its PostgreSQL), exit non-zero and name the learner and its exit status,
+# with the end of its log, rather than wait for a study that can no longer
+# finish (it used to wait forever: it looked only at processes it had
+# already reaped).
+# Mode "actors": up runs two actors; the first killed is reported on
+# up's stderr while the study goes on, the second ends up the same way as
+# a dead learner ("every actor exited early").
+# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML [learner|actors]
 set -euo pipefail
 ristretto=$1
 small=$2
+mode=${3:-learner}
+case "$mode" in learner) actors=1 ;; actors) actors=2 ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/ristretto-up-crash.XXXXXX)
 chmod 755 "$work"
 up_pid=
@@ -50,41 +56,83 @@ grep -q '^budget_env_steps: 100000000$' "$work/study.yaml" ||
   fail "could not raise the budget in $small"
 
 "$ristretto" up --study "$work/study.yaml" --data-dir "$work/data" \
-  --actors 1 > "$work/up.log" 2>&1 &
+  --actors "$actors" > "$work/up.log" 2>&1 &
 up_pid=$!
 
-# Wait (for events, up to 10 minutes in all as a guard against a hang)
-# until an actor trains a run, then find the learner among up's children.
+# wait_for WHAT COMMAND...: polls COMMAND (up to 10 minutes, a guard
+# against a hang only) while up runs; fails naming WHAT if it never holds.
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 6000); do
+    "$@" && return 0
+    kill -0 "$up_pid" 2>/dev/null || { "$@" && return 0; fail "ristretto up exited before $what"; }
+    sleep 0.1
+  done
+  fail "no $what within 10 minutes"
+}
+up_said() { grep -Eq "$1" "$work/up.log"; }
+
+# Wait (for events) until every actor trains a run, then find the learner
+# and the actors among up's children.
 logs=$work/data/logs
-for _ in $(seq 6000); do
-  grep -qs 'assigned run' "$logs"/actor-0.log && break
-  kill -0 "$up_pid" 2>/dev/null || fail "ristretto up exited before an actor trained"
-  sleep 0.1
+for ((i = 0; i < actors; ++i)); do
+  wait_for "actor-$i assigned a run" grep -qs 'assigned run' "$logs/actor-$i.log"
 done
-grep -qs 'assigned run' "$logs"/actor-0.log || fail "no actor was assigned a run"
 learner=
+actor_pids=()
 started=()
 for c in $(children_of "$up_pid"); do
   started+=("$c")
   case "$(argv0 "$c")" in */ristretto-learner | ristretto-learner) learner=$c ;; esac
+  for ((i = 0; i < actors; ++i)); do
+    case " $(tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null) " in
+      *" --actor-id actor-$i "*) actor_pids[i]=$c ;;
+    esac
+  done
 done
-[ -n "$learner" ] || fail "no ristretto-learner among up's children (${started[*]})"
-echo "up ($up_pid) started ${#started[@]} processes; killing the learner ($learner)"
-kill -KILL "$learner"
 
-# up must end by itself (status != 0); 10 minutes is only a hang guard.
-for _ in $(seq 6000); do kill -0 "$up_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$up_pid" 2>/dev/null; then
-  fail "ristretto up still waits 10 minutes after its learner was killed"
+# wait_up_exit: up must end by itself (10 minutes is only a hang guard);
+# sets status to its exit status.
+wait_up_exit() {
+  for _ in $(seq 6000); do kill -0 "$up_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$up_pid" 2>/dev/null; then
+    fail "ristretto up still waits 10 minutes after $1 was killed"
+  fi
+  status=0
+  wait "$up_pid" || status=$?
+  up_pid=
+  [ "$status" -ne 0 ] || fail "ristretto up exited 0 after $1 was killed"
+}
+
+if [ "$mode" = learner ]; then
+  [ -n "$learner" ] || fail "no ristretto-learner among up's children (${started[*]})"
+  echo "up ($up_pid) started ${#started[@]} processes; killing the learner ($learner)"
+  kill -KILL "$learner"
+  wait_up_exit "its learner"
+  up_said 'the learner exited early \(status 137\)' ||
+    fail "up's error does not name the learner and its status (137)"
+  up_said 'learner.log, which ends:' ||
+    fail "up's error does not show the end of the learner's log"
+else
+  for ((i = 0; i < actors; ++i)); do
+    [ -n "${actor_pids[i]:-}" ] || fail "no actor-$i among up's children (${started[*]})"
+  done
+  echo "up ($up_pid) started ${#started[@]} processes; killing actor-0 (${actor_pids[0]})"
+  kill -KILL "${actor_pids[0]}"
+  wait_for "a report of actor-0's exit" up_said \
+    'up: actor-0 exited \(status 137\); 1 of 2 actors left; see .*actor-0\.log, which ends:'
+  # The study goes on with the other actor.
+  kill -0 "$up_pid" 2>/dev/null || fail "ristretto up ended when one of two actors died"
+  up_said 'exited early' && fail "up called the study over with an actor left"
+  echo "killing actor-1 (${actor_pids[1]})"
+  kill -KILL "${actor_pids[1]}"
+  wait_up_exit "its last actor"
+  up_said 'up: actor-1 exited \(status 137\); 0 of 2 actors left' ||
+    fail "up did not report actor-1's exit"
+  up_said 'every actor exited early, so the study cannot go on \(run the same command again to resume it\); the last to exit was .*actor-1\.log, which ends:' ||
+    fail "up's error does not say every actor exited, with the last one's log"
 fi
-status=0
-wait "$up_pid" || status=$?
-up_pid=
-[ "$status" -ne 0 ] || fail "ristretto up exited 0 after its learner was killed"
-grep -q 'the learner exited early (status 137)' "$work/up.log" ||
-  fail "up's error does not name the learner and its status (137)"
-grep -q 'learner.log, which ends:' "$work/up.log" ||
-  fail "up's error does not show the end of the learner's log"
 # Nothing up started is left: no process (but a zombie) names the study's
 # data directory (the coordinator, actors and PostgreSQL all do) or is one
 # of up's children.
@@ -98,4 +146,5 @@ for f in /proc/[0-9]*/cmdline; do
   case " ${started[*]} " in *" $pid "*) fail "process $pid ($cmd) that up started still runs" ;; esac
   case "$cmd" in *"$work/data"*) fail "process $pid ($cmd) still runs on the study's data" ;; esac
 done
-echo "PASS: up exited $status: $(grep -m1 'exited early' "$work/up.log")"
+echo "PASS ($mode): up exited $status; it said:"
+grep -E '^up: |exited early' "$work/up.log" || true

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/blas_thread_tuner.h"
 #include "env/metrics.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
@@ -92,6 +93,50 @@ TEST_F(TrainerTest, SameSeedGivesIdenticalTraining) {
   for (size_t i = 0; i < pa.size(); ++i) {
     EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
   }
+}
+
+// The same with nets and minibatches big enough for OpenBLAS to thread its
+// GEMMs, with a reduction length (500 rows) at which its sums depend on its
+// thread count (measured: on an AVX-512 Xeon, OpenBLAS 0.3.21, a 512x512x500
+// SGEMM differs in 178,147 of 262,144 elements between 1 and 2 threads).
+// With the count chosen per step by timing (fixed_blas_threads = false) this
+// test fails there; the small nets above do not notice.
+TEST_F(TrainerTest, SameSeedGivesIdenticalTrainingWithThreadedGemms) {
+  TrainerOptions o = SmallOptions();
+  o.network.policy_hidden = {512};
+  o.network.value_hidden = {512};
+  o.num_envs = 4;
+  o.rollout_steps = 250;  // 1,000 samples per update
+  o.ppo.minibatch_size = 500;
+  o.budget_env_steps = 2000;
+  absl::StatusOr<TrainResult> a = Train(market_, o);
+  absl::StatusOr<TrainResult> b = Train(market_, o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->last_update.policy_loss, b->last_update.policy_loss);
+  EXPECT_EQ(a->last_update.value_loss, b->last_update.value_loss);
+  const auto pa = a->learner->model()->parameters();
+  const auto pb = b->learner->model()->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
+  }
+}
+
+// The seed reproduces training because gradient steps run with a fixed
+// OpenBLAS count (OpenBLAS's sums depend on it); a run that lets the count
+// follow the load (the learner service's) is measured by the tuner.
+TEST_F(TrainerTest, OnlyARunWithoutFixedBlasThreadsIsTuned) {
+  BlasThreadTuner& blas = BlasThreadTuner::Process();
+  if (!blas.active()) GTEST_SKIP() << "OpenBLAS runs one thread here";
+  TrainerOptions o = SmallOptions();
+  const int64_t before = blas.steps();
+  ASSERT_TRUE(Train(market_, o).ok());
+  EXPECT_EQ(blas.steps(), before);
+  o.ppo.fixed_blas_threads = false;
+  absl::StatusOr<TrainResult> tuned = Train(market_, o);
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  EXPECT_EQ(blas.steps(),
+            before + tuned->last_update.gradient_steps * tuned->updates);
 }
 
 TEST_F(TrainerTest, EvaluatesEveryIntervalAndCheckpointsEachTime) {
