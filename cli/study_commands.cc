@@ -1043,7 +1043,8 @@ absl::StatusOr<std::string> ArtifactSha256(const std::string& path) {
 
 absl::Status WaitForStudy(Store& store, const std::string& study_name,
                           const std::function<bool()>& should_stop,
-                          std::FILE* out) {
+                          std::FILE* out,
+                          const std::function<std::string()>& stopped_why) {
   ASSIGN_OR_RETURN(StudyRow study, coordinator::FindStudy(store, study_name));
   const int64_t max_trials = MaxTrials(study);
   const bool tty = isatty(fileno(out)) != 0;
@@ -1137,9 +1138,10 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     }
     for (int i = 0; why.empty() && i < 10; ++i) {
       if (should_stop()) {
-        why = absl::StrCat("stopped waiting; study ", study_name,
-                           " goes on (ristretto study stop ", study_name,
-                           " to stop it)");
+        why = stopped_why ? stopped_why()
+                          : absl::StrCat("stopped waiting; study ", study_name,
+                                         " goes on (ristretto study stop ",
+                                         study_name, " to stop it)");
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -72,14 +72,15 @@ absl::StatusOr<std::string> ArtifactSha256(const std::string& path);
 //   0.4123 (trial 3) | 14.2 trials/h | ETA 55m
 // On a terminal the line is rewritten in place (\r); otherwise a new line is
 // printed whenever the counts, the best score or the state change. Ends with
-// a line saying why it returned. Errors: kNotFound (no such study);
-// kFailedPrecondition with the coordinator's reason when the coordinator
-// stopped the study (StudyRow::stop_reason: its dataset could not be
-// written, ...); the Store's.
-absl::Status WaitForStudy(coordinator::Store& store,
-                          const std::string& study_name,
-                          const std::function<bool()>& should_stop,
-                          std::FILE* out);
+// a line saying why it returned (when `should_stop` ended the wait and
+// `stopped_why` is given, the line it returns). Errors: kNotFound (no such
+// study); kFailedPrecondition with the coordinator's reason when the
+// coordinator stopped the study (StudyRow::stop_reason: its dataset could not
+// be written, ...); the Store's.
+absl::Status WaitForStudy(
+    coordinator::Store& store, const std::string& study_name,
+    const std::function<bool()>& should_stop, std::FILE* out,
+    const std::function<std::string()>& stopped_why = nullptr);
 
 // Prints the `top_n` best complete trials of the study (rank, trial, CV
 // score, lockbox Sharpe ± standard error with buy & hold's — a separate

@@ -603,7 +603,14 @@ absl::Status Up(const ParsedCommandLine& parsed) {
         died = crashed();
         return !died.empty();
       },
-      stdout);
+      stdout,
+      [&] {
+        return died.empty()
+                   ? absl::StrCat("stopped waiting; study ", config->name,
+                                  " is left running in its database (the "
+                                  "same command resumes it)")
+                   : absl::StrCat("stopped waiting: ", died, " exited early");
+      });
 
   std::printf("up: shutting down\n");
   std::fflush(stdout);
@@ -663,6 +670,9 @@ absl::Status Up(const ParsedCommandLine& parsed) {
 }  // namespace
 
 int RunUpCommand(int argc, char** argv, int first) {
+  // Subprocess reaps the processes up starts: an inherited SIG_IGN would
+  // make the kernel reap them and lose their exit statuses.
+  signal(SIGCHLD, SIG_DFL);
   struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);

@@ -9,7 +9,8 @@
 // `stress --cpu 4`: 52-130 s against 25 s; `ristretto up` next to two
 // actors: 797 s against 82 s — docs/performance.md, "BLAS threads under
 // load"). Neither fixed choice is right on a shared machine, so the
-// learner and the trainer measure: each step's wall time per sample is
+// learner (and `ristretto train --reproducible=false`) measures: each step's
+// wall time per sample is
 // folded into a moving average for the thread count it ran with, the step
 // runs with the count whose average is lower, and every `explore_every`-th
 // step runs with the other one so a change of load is noticed.

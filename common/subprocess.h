@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <optional>
@@ -73,8 +74,9 @@ class Subprocess {
     if (running()) kill(pid_, sig);
   }
 
-  // Waits for exit; returns the exit code (128 + signal if killed), or
-  // nullopt on timeout. Wait(0) looks once, without sleeping.
+  // Waits for exit; returns the exit code (128 + signal if killed; -1 when
+  // the process was reaped elsewhere, so its status is lost), or nullopt on
+  // timeout. Wait(0) looks once, without sleeping.
   std::optional<int> Wait(std::chrono::milliseconds timeout) {
     // Never started: waitpid(-1) would reap any child.
     if (pid_ <= 0) return std::nullopt;
@@ -85,6 +87,14 @@ class Subprocess {
       if (r == pid_) {
         exit_code_ =
             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (r < 0 && errno == ECHILD) {
+        // Not our child any more (reaped elsewhere, or SIGCHLD ignored so
+        // the kernel reaped it): it has exited, with a status nobody can
+        // read. Looping would call it running for ever and a later kill()
+        // could reach whatever process reuses the PID.
+        exit_code_ = -1;
         break;
       }
       if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;

@@ -88,6 +88,9 @@ struct PpoOptions {
   // count, so two runs with one seed differ in the last bits from the first
   // step and then drift apart. The learner service sets false: its runs
   // depend on when actors' chunks arrive and are never bit-reproducible.
+  // OpenBLAS's count is one per process: the guarantee holds while no other
+  // PpoLearner in the process trains or infers at the same time (true of
+  // `ristretto train`, one run at a time).
   bool fixed_blas_threads = true;
 
   absl::Status Validate() const;

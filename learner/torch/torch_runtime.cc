@@ -34,16 +34,24 @@ AppliedRuntimePolicy ApplyTorchRuntimePolicy(const RuntimePolicy& policy) {
   // LibTorch's set_num_threads may reset OpenBLAS's count on some builds:
   // read it again.
   applied.blas_threads = OpenBlasThreads();
-  // Roles that train: OpenBLAS's count is chosen per gradient step by
-  // measuring, and is 1 outside them (common/blas_thread_tuner.h).
+  // Roles that train: OpenBLAS runs 1 thread outside gradient steps; in
+  // them the learner chooses the count per step by measuring, the trainer
+  // keeps the full count unless told otherwise (PpoOptions::
+  // fixed_blas_threads; common/blas_thread_tuner.h).
   if (policy.role == ProcessRole::kTrainer ||
       policy.role == ProcessRole::kLearner) {
     const BlasThreadTuner& blas = BlasThreadTuner::Process();
     if (blas.active()) {
       absl::StrAppend(
           &applied.note, "OpenBLAS 1 thread outside gradient steps, ",
-          blas.max_threads(), " in the steps where measuring shows it faster (",
-          BlasThreadTuner::kEnv, "=off keeps ", blas.max_threads(), "); ");
+          policy.role == ProcessRole::kLearner
+              ? absl::StrCat(blas.max_threads(),
+                             " in the steps where measuring shows it faster (",
+                             BlasThreadTuner::kEnv, "=off keeps ",
+                             blas.max_threads(), "); ")
+              : absl::StrCat(blas.max_threads(),
+                             " in gradient steps (fixed for a reproducible "
+                             "seed; --reproducible=false chooses per step); "));
     }
   }
   return applied;

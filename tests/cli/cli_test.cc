@@ -254,7 +254,7 @@ TEST_F(CliTest, SubcommandHelpListsExactlyItsFlagsOnStdout) {
         "slippage-bps", "threads", "to"}},
       {"train",
        {"dataset", "device", "eval-every", "export", "fold", "out",
-        "predictability", "quiet", "study", "synthetic-assets",
+        "predictability", "quiet", "reproducible", "study", "synthetic-assets",
         "synthetic-rows", "synthetic-seed", "trial", "validation-share"}},
       {"up",
        {"actors", "bin-dir", "csv-dir", "data-dir", "dataset", "envs", "export",

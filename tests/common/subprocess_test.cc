@@ -4,6 +4,7 @@
 #include "common/subprocess.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <optional>
@@ -51,6 +52,19 @@ TEST(SubprocessTest, RunningSeesAKillAndTheStatusIs128PlusTheSignal) {
   // Reaped: a signal now goes nowhere (the PID may be another process's).
   p.Signal(SIGTERM);
   EXPECT_FALSE(p.running());
+}
+
+// A child reaped by someone else (here the test itself; in a process that
+// ignores SIGCHLD, the kernel) has exited, with its status lost: running()
+// must not call it alive for ever (waitpid answers ECHILD).
+TEST(SubprocessTest, AChildReapedElsewhereHasExitedWithAnUnknownStatus) {
+  tests::TempDir dir("subprocess");
+  Subprocess p({"/bin/sh", "-c", "exit 5"}, dir.path() + "/log");
+  int status = 0;
+  ASSERT_EQ(waitpid(p.pid(), &status, 0), p.pid());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 5);
+  EXPECT_FALSE(p.running());
+  EXPECT_EQ(p.Wait(milliseconds(0)), std::optional<int>(-1));
 }
 
 TEST(SubprocessTest, SignalStopsARunningChild) {
