@@ -10,10 +10,10 @@
 // actors: 797 s against 82 s — docs/performance.md, "BLAS threads under
 // load"). Neither fixed choice is right on a shared machine, so the
 // learner (and `ristretto train --reproducible=false`) measures: each step's
-// wall time per sample is
-// folded into a moving average for the thread count it ran with, the step
-// runs with the count whose average is lower, and every `explore_every`-th
-// step runs with the other one so a change of load is noticed.
+// wall time per sample is folded into a moving average for the thread count
+// it ran with, the step runs with the count whose average is lower, and
+// every `explore_every`-th step runs with the other one so a change of load
+// is noticed.
 //
 // OpenBLAS (0.3.x, pthreads) keeps its worker pool at the largest count
 // ever asked and reads the count at the start of each call, so switching

@@ -79,13 +79,18 @@ TEST_F(TrainerTest, RunsExactlyToItsBudgetInWholeRollouts) {
   EXPECT_GT(r->update_seconds, 0);
 }
 
-TEST_F(TrainerTest, SameSeedGivesIdenticalTraining) {
-  const TrainerOptions o = SmallOptions();
-  absl::StatusOr<TrainResult> a = Train(market_, o);
-  absl::StatusOr<TrainResult> b = Train(market_, o);
+// Trains twice with `o` and expects the same losses, evaluations and
+// weights, bit for bit.
+void ExpectIdenticalTrainings(
+    const std::shared_ptr<const env::MarketData>& market,
+    const TrainerOptions& o) {
+  absl::StatusOr<TrainResult> a = Train(market, o);
+  absl::StatusOr<TrainResult> b = Train(market, o);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->last_update.policy_loss, b->last_update.policy_loss);
   EXPECT_EQ(a->last_update.value_loss, b->last_update.value_loss);
+  ASSERT_FALSE(a->evaluations.empty());
+  ASSERT_EQ(a->evaluations.size(), b->evaluations.size());
   EXPECT_EQ(a->evaluations[0].sharpe, b->evaluations[0].sharpe);
   const auto pa = a->learner->model()->parameters();
   const auto pb = b->learner->model()->parameters();
@@ -93,6 +98,10 @@ TEST_F(TrainerTest, SameSeedGivesIdenticalTraining) {
   for (size_t i = 0; i < pa.size(); ++i) {
     EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
   }
+}
+
+TEST_F(TrainerTest, SameSeedGivesIdenticalTraining) {
+  ExpectIdenticalTrainings(market_, SmallOptions());
 }
 
 // The same with nets and minibatches big enough for OpenBLAS to thread its
@@ -109,17 +118,7 @@ TEST_F(TrainerTest, SameSeedGivesIdenticalTrainingWithThreadedGemms) {
   o.rollout_steps = 250;  // 1,000 samples per update
   o.ppo.minibatch_size = 500;
   o.budget_env_steps = 2000;
-  absl::StatusOr<TrainResult> a = Train(market_, o);
-  absl::StatusOr<TrainResult> b = Train(market_, o);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->last_update.policy_loss, b->last_update.policy_loss);
-  EXPECT_EQ(a->last_update.value_loss, b->last_update.value_loss);
-  const auto pa = a->learner->model()->parameters();
-  const auto pb = b->learner->model()->parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_TRUE(torch::equal(pa[i], pb[i])) << "parameter " << i;
-  }
+  ExpectIdenticalTrainings(market_, o);
 }
 
 // The seed reproduces training because gradient steps run with a fixed
