@@ -253,7 +253,16 @@ void Actor::ResolveLearner() {
   request.set_actor_id(options_.actor_id);
   const absl::StatusOr<v1::FindLearnerResponse> response =
       coordinator_->FindLearner(request);
-  if (!response.ok() || response->learner_address().empty()) return;
+  if (!response.ok()) {
+    // Said on every attempt (the reconnect back-off paces them): a refusal
+    // (a wrong token, a client certificate that names another actor id)
+    // is a set-up error the operator must see, not a silent retry.
+    RLOG(WARNING) << "actor " << options_.actor_id
+                  << ": the coordinator found no learner: "
+                  << response.status().ToString();
+    return;
+  }
+  if (response->learner_address().empty()) return;
   absl::MutexLock lock(&mu_);
   if (response->learner_address() != current_learner_) {
     current_learner_ = response->learner_address();

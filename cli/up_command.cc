@@ -24,6 +24,7 @@
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
+#include "common/auth.h"
 #include "common/dev_certs.h"
 #include "common/options_schema.h"
 #include "common/secret_file.h"
@@ -497,26 +498,46 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   // Mutual TLS between the processes, from a throw-away CA made for this
   // run in <data-dir>/tls (its key is never written): the coordinator and
   // the learner serve with server.pem and require client certificates; the
-  // learner (towards the coordinator) and the actors present client.pem.
-  // Paths only in argv; the keys are mode-600 files.
+  // learner (towards the coordinator) and every actor present a client
+  // certificate of their own that names them (urn:ristretto:learner:
+  // learner-0, urn:ristretto:actor:actor-N), so the coordinator lets each
+  // use only its own id: no actor can get tickets in another's name, no
+  // learner registration but learner-0's is possible. Paths only in argv;
+  // the keys are mode-600 files.
+  const std::string learner_member_id = "learner-0";
+  auto actor_id = [](int64_t i) { return absl::StrCat("actor-", i); };
   std::vector<std::string> server_tls;
   std::vector<std::string> learner_client_tls;
-  std::vector<std::string> actor_tls;
+  std::vector<std::vector<std::string>> actor_tls(
+      static_cast<size_t>(num_actors));
   if (absl::GetFlag(FLAGS_insecure)) {
     std::fprintf(stderr,
                  "up: WARNING: --insecure: the processes talk plaintext gRPC "
                  "(token and data in clear on loopback); for debugging only\n");
   } else {
+    std::vector<NamedClient> named = {
+        {learner_member_id,
+         auth::CertificateNameUri(auth::Role::kLearner, learner_member_id)}};
+    for (int64_t i = 0; i < num_actors; ++i) {
+      named.push_back({actor_id(i), auth::CertificateNameUri(auth::Role::kActor,
+                                                             actor_id(i))});
+    }
     ASSIGN_OR_RETURN(const DevCertificates certs,
-                     MakeDevCertificates(data_dir + "/tls"));
+                     MakeDevCertificates(data_dir + "/tls", {}, 30, named));
     server_tls = {"--tls-cert",     certs.server_cert, "--tls-key",
                   certs.server_key, "--tls-ca",        certs.ca_cert};
-    learner_client_tls = {"--coordinator-tls-cert", certs.client_cert,
-                          "--coordinator-tls-key",  certs.client_key,
+    learner_client_tls = {"--coordinator-tls-cert", certs.named[0].cert,
+                          "--coordinator-tls-key",  certs.named[0].key,
                           "--coordinator-tls-ca",   certs.ca_cert};
-    actor_tls = {"--tls-cert",     certs.client_cert, "--tls-key",
-                 certs.client_key, "--tls-ca",        certs.ca_cert};
-    std::printf("up: mutual TLS with a fresh CA in %s/tls\n", data_dir.c_str());
+    for (size_t i = 0; i < actor_tls.size(); ++i) {
+      actor_tls[i] = {"--tls-cert", certs.named[i + 1].cert,
+                      "--tls-key",  certs.named[i + 1].key,
+                      "--tls-ca",   certs.ca_cert};
+    }
+    std::printf(
+        "up: mutual TLS with a fresh CA in %s/tls (a client certificate "
+        "per process, naming it)\n",
+        data_dir.c_str());
   }
   auto with = [](std::vector<std::string> argv,
                  std::initializer_list<const std::vector<std::string>*> more) {
@@ -539,7 +560,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   Subprocess learner_process(
       with({learner_bin, "--coordinator", coordinator_address, "--port", "0",
             "--slots", absl::StrCat(slots), "--run-dir", data_dir + "/learner",
-            "--token-file", learner_token_file},
+            "--token-file", learner_token_file, "--member-id",
+            learner_member_id},
            {&server_tls, &learner_client_tls}),
       logs + "/learner.log");
   ASSIGN_OR_RETURN(std::string learner_address,
@@ -548,10 +570,10 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   for (int64_t i = 0; i < num_actors; ++i) {
     actors.push_back(std::make_unique<Subprocess>(
         with({actor_bin, "--coordinator", coordinator_address, "--envs",
-              absl::StrCat(envs), "--actor-id", absl::StrCat("actor-", i),
-              "--cache-dir", data_dir + "/actor-cache", "--seed",
-              absl::StrCat(i + 1), "--token-file", actor_token_file},
-             {&actor_tls}),
+              absl::StrCat(envs), "--actor-id", actor_id(i), "--cache-dir",
+              data_dir + "/actor-cache", "--seed", absl::StrCat(i + 1),
+              "--token-file", actor_token_file},
+             {&actor_tls[static_cast<size_t>(i)]}),
         absl::StrCat(logs, "/actor-", i, ".log")));
   }
   std::printf(
@@ -693,7 +715,8 @@ int RunUpCommand(int argc, char** argv, int first) {
       "--dataset the study runs on that\ndata (`dataset: given`; without "
       "--study a built-in one). The processes\nauthenticate with fresh "
       "tokens (operators', learners', actors') and talk\nmutual TLS "
-      "(certificates made per run in DATA-DIR/tls; --insecure:\nplaintext, "
+      "(certificates made per run in DATA-DIR/tls, one per process; "
+      "--insecure:\nplaintext, "
       "for debugging). Ctrl-C stops everything in order; running `up`\n"
       "again resumes. A process that exits by itself is reported with the "
       "end of its\nlog; when it is the coordinator, the learner or the last "

@@ -1,6 +1,7 @@
 #include "common/auth.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -350,24 +351,132 @@ absl::StatusOr<std::string> CertificateSha256(absl::string_view pem) {
   return DigestHex(der);
 }
 
+namespace {
+
+bool UnreservedInUri(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+// The percent-decoded `text`; nullopt on a malformed escape.
+std::optional<std::string> PercentDecode(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out.push_back(text[i]);
+      continue;
+    }
+    if (i + 2 >= text.size() ||
+        !absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 1])) ||
+        !absl::ascii_isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      return std::nullopt;
+    }
+    out += absl::HexStringToBytes(text.substr(i + 1, 2));
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+CertificateNames ParseCertificateNames(const std::vector<std::string>& uris) {
+  CertificateNames names;
+  for (const std::string& uri : uris) {
+    if (!absl::StartsWithIgnoreCase(uri, "urn:ristretto:")) continue;
+    names.any = true;
+    std::vector<std::string>* kind = nullptr;
+    absl::string_view id;
+    if (absl::StartsWith(uri, kActorNamePrefix)) {
+      kind = &names.actors;
+      id = absl::string_view(uri).substr(sizeof(kActorNamePrefix) - 1);
+    } else if (absl::StartsWith(uri, kLearnerNamePrefix)) {
+      kind = &names.learners;
+      id = absl::string_view(uri).substr(sizeof(kLearnerNamePrefix) - 1);
+    } else {
+      continue;  // an unknown kind names nothing usable
+    }
+    std::optional<std::string> decoded = PercentDecode(id);
+    if (!decoded.has_value() || decoded->empty()) continue;
+    kind->push_back(*std::move(decoded));
+  }
+  return names;
+}
+
+std::string CertificateNameUri(Role role, absl::string_view id) {
+  std::string out;
+  switch (role) {
+    case Role::kActor:
+      out = kActorNamePrefix;
+      break;
+    case Role::kLearner:
+      out = kLearnerNamePrefix;
+      break;
+    case Role::kOperator:
+      return "";
+  }
+  for (const char c : id) {
+    if (UnreservedInUri(c)) {
+      out.push_back(c);
+    } else {
+      absl::StrAppend(&out, "%",
+                      absl::AsciiStrToUpper(
+                          absl::BytesToHexString(absl::string_view(&c, 1))));
+    }
+  }
+  return out;
+}
+
 absl::Status CertificateBindings::Bind(absl::string_view id,
                                        absl::string_view cert_sha256,
                                        absl::Time now, absl::string_view what) {
   absl::MutexLock lock(&mu_);
-  auto it = by_id_.find(id);
+  const auto it = by_id_.find(id);
+  if (it != by_id_.end() && it->second.cert_sha256 != cert_sha256 &&
+      now - it->second.last_used < lifetime_) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " '", EscapeForMessage(id, 80),
+                     "' is in use by another client certificate"));
+  }
+  // New, the same certificate again, or a lapsed binding taken over.
+  Put(id, cert_sha256, now);
+  return absl::OkStatus();
+}
+
+absl::Status CertificateBindings::Claim(absl::string_view id,
+                                        absl::string_view cert_sha256,
+                                        const std::vector<std::string>& named,
+                                        absl::Time now,
+                                        absl::string_view what) {
+  if (std::find(named.begin(), named.end(), id) == named.end()) {
+    std::string names;
+    for (const std::string& name : named) {
+      if (names.size() > 160) {
+        absl::StrAppend(&names, ", ...");
+        break;
+      }
+      absl::StrAppend(&names, names.empty() ? "'" : ", '",
+                      EscapeForMessage(name, 80), "'");
+    }
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " '", EscapeForMessage(id, 80),
+                     "' is not named by this client certificate (it names ",
+                     names.empty() ? absl::StrCat("no ", what) : names, ")"));
+  }
+  absl::MutexLock lock(&mu_);
+  Put(id, cert_sha256, now);
+  return absl::OkStatus();
+}
+
+void CertificateBindings::Put(absl::string_view id,
+                              absl::string_view cert_sha256, absl::Time now) {
+  const auto it = by_id_.find(id);
   if (it != by_id_.end()) {
     Binding& binding = it->second;
-    if (binding.cert_sha256 != cert_sha256 &&
-        now - binding.last_used < lifetime_) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(what, " '", EscapeForMessage(id, 80),
-                       "' is in use by another client certificate"));
-    }
-    // The same certificate again, or a lapsed binding taken over.
     binding.cert_sha256 = std::string(cert_sha256);
     binding.last_used = now;
     lru_.splice(lru_.begin(), lru_, binding.lru);
-    return absl::OkStatus();
+    return;
   }
   lru_.emplace_front(id);
   by_id_.emplace(std::string(id),
@@ -380,7 +489,6 @@ absl::Status CertificateBindings::Bind(absl::string_view id,
     by_id_.erase(lru_.back());
     lru_.pop_back();
   }
-  return absl::OkStatus();
 }
 
 void CertificateBindings::Forget(absl::string_view id) {

@@ -49,6 +49,7 @@
 #include <list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -199,6 +200,33 @@ absl::Status CheckTicketCertificate(
 // SEQUENCE.
 absl::StatusOr<std::string> CertificateSha256(absl::string_view pem);
 
+// Ids a client certificate names for its holder: URI subject alternative
+// names
+//   urn:ristretto:actor:<actor id>      urn:ristretto:learner:<member id>
+// with the id percent-encoded (bytes outside A-Z a-z 0-9 - . _ ~ as %XX).
+// A certificate that names ids may use only those (in that role); one that
+// names none is bound by trust on first use (CertificateBindings::Bind).
+// The CA that issues a named certificate is what says which host is which
+// actor or learner, as SPIFFE ids do.
+struct CertificateNames {
+  std::vector<std::string> actors;
+  std::vector<std::string> learners;
+  // True when any URI had the urn:ristretto: prefix, including one that
+  // names nothing usable (an unknown kind, bad percent-encoding, an empty
+  // id): such a certificate is held to its names, which then admit nothing.
+  bool any = false;
+};
+inline constexpr char kActorNamePrefix[] = "urn:ristretto:actor:";
+inline constexpr char kLearnerNamePrefix[] = "urn:ristretto:learner:";
+
+// The names among `uris` (the certificate's URI SANs; others are ignored).
+CertificateNames ParseCertificateNames(const std::vector<std::string>& uris);
+
+// "urn:ristretto:actor:<id>" (kActor) or "urn:ristretto:learner:<id>"
+// (kLearner), the id percent-encoded; kOperator is not a certificate name
+// (returns "").
+std::string CertificateNameUri(Role role, absl::string_view id);
+
 // Trust on first use of ids by client certificate: an id (an actor id, a
 // learner's member id) belongs to the first certificate that used it, for
 // as long as that certificate keeps using it (a binding not used for
@@ -219,12 +247,25 @@ class CertificateBindings {
   absl::Status Bind(absl::string_view id, absl::string_view cert_sha256,
                     absl::Time now, absl::string_view what)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // For a certificate that names ids (CertificateNames): kPermissionDenied
+  // naming `what`, the id and (capped) the names when `id` is not among
+  // `named`; otherwise binds `id` to `cert_sha256` whatever it was bound to
+  // (a name the CA issued outranks a first use by a certificate that names
+  // nothing, which from then on is refused as by Bind).
+  absl::Status Claim(absl::string_view id, absl::string_view cert_sha256,
+                     const std::vector<std::string>& named, absl::Time now,
+                     absl::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets `id`'s binding (a learner released).
   void Forget(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
   // Ids remembered (live or lapsed, not yet evicted).
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Binds `id` to `cert_sha256` at `now` (new or replaced), evicting
+  // lapsed and, over capacity, least recently used bindings.
+  void Put(absl::string_view id, absl::string_view cert_sha256, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   struct Binding {
     std::string cert_sha256;
     absl::Time last_used;

@@ -209,14 +209,56 @@ absl::StatusOr<std::string> SubjectAltNames(
   return absl::StrJoin(names, ",");
 }
 
+// kInvalidArgument unless `client` has a file name of letters, digits, '-'
+// and '_' (other than the set's own files) and a URI of letters, digits and
+// - . _ ~ : % (nothing OpenSSL's configuration syntax would split).
+absl::Status CheckNamedClient(const NamedClient& client) {
+  bool file_ok = !client.file.empty() && client.file.size() <= 64 &&
+                 client.file != "ca" && client.file != "server" &&
+                 client.file != "client";
+  for (const char c : client.file) {
+    file_ok = file_ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                          c == '-' || c == '_');
+  }
+  if (!file_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a named client certificate's file name must be 1-64 letters, "
+        "digits, '-' and '_' other than ca, server and client, got '",
+        EscapeForMessage(client.file, 100), "'"));
+  }
+  bool uri_ok =
+      client.uri.find(':') != std::string::npos && client.uri.size() <= 1024;
+  for (const char c : client.uri) {
+    uri_ok = uri_ok &&
+             (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+              c == '.' || c == '_' || c == '~' || c == ':' || c == '%');
+  }
+  if (!uri_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a URI of letters, digits and - . _ ~ : % for ", client.file,
+        ".pem: '", EscapeForMessage(client.uri, 100), "'"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<DevCertificates> MakeDevCertificates(
     const std::string& dir, const std::vector<std::string>& extra_names,
-    int days) {
+    int days, const std::vector<NamedClient>& named_clients) {
   if (days < 1) return absl::InvalidArgumentError("days must be >= 1");
   absl::StatusOr<std::string> alt_names = SubjectAltNames(extra_names);
   if (!alt_names.ok()) return alt_names.status();
+  for (size_t i = 0; i < named_clients.size(); ++i) {
+    if (absl::Status s = CheckNamedClient(named_clients[i]); !s.ok()) return s;
+    for (size_t j = 0; j < i; ++j) {
+      if (named_clients[j].file == named_clients[i].file) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("two named client certificates in one file: ",
+                         named_clients[i].file));
+      }
+    }
+  }
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot create ", EscapeForMessage(dir, 200), ": ",
@@ -233,12 +275,17 @@ absl::StatusOr<DevCertificates> MakeDevCertificates(
     std::string name;
     CertSpec spec;
   };
-  const std::vector<Leaf> leaves = {
+  std::vector<Leaf> leaves = {
       // serverAuth and clientAuth: a learner is also the coordinator's client.
       {"server",
        {"ristretto server", false, "serverAuth,clientAuth", *alt_names}},
       {"client", {"ristretto client", false, "clientAuth", ""}},
   };
+  for (const NamedClient& client : named_clients) {
+    leaves.push_back({client.file,
+                      {absl::StrCat("ristretto client ", client.file), false,
+                       "clientAuth", absl::StrCat("URI:", client.uri)}});
+  }
   DevCertificates out;
   out.ca_cert = dir + "/ca.pem";
   absl::StatusOr<std::string> ca_pem = Pem(ca->get(), nullptr);
@@ -261,9 +308,11 @@ absl::StatusOr<DevCertificates> MakeDevCertificates(
     if (leaf.name == "server") {
       out.server_cert = cert_file;
       out.server_key = key_file;
-    } else {
+    } else if (leaf.name == "client") {
       out.client_cert = cert_file;
       out.client_key = key_file;
+    } else {
+      out.named.push_back({cert_file, key_file});
     }
   }
   return out;

@@ -2,7 +2,8 @@
 # Makes a development certificate authority and the certificates ristretto's
 # gRPC servers and clients use for TLS and mutual TLS (openssl only).
 #
-# Usage: scripts/make_dev_certs.sh DIR [--client FILE]... [NAME...]
+# Usage: scripts/make_dev_certs.sh DIR [--client FILE]... [--actor ID]...
+#                                  [--learner ID]... [NAME...]
 #   DIR   created if missing; existing files in it are kept (re-running
 #         does not replace a CA that certificates were already issued from)
 #   --client FILE
@@ -11,6 +12,13 @@
 #         mutual TLS the coordinator binds each actor id to the client
 #         certificate that first asked for it, so hosts with certificates of
 #         their own cannot take each other's ids (docs/security.md).
+#   --actor ID, --learner ID
+#         also issue a client certificate that names its holder: actor id ID
+#         (actor-ID.pem/.key, URI SAN urn:ristretto:actor:ID) or learner
+#         member id ID (learner-ID.pem/.key, urn:ristretto:learner:ID; give
+#         the learner --member-id ID). ID: letters, digits, '.', '-', '_'.
+#         The coordinator lets such a certificate use only the ids it names,
+#         across coordinator restarts (no trust on first use).
 #   NAME  extra DNS names or IP addresses the server certificate is valid for
 #         (compose service names, a host's address, a wildcard such as
 #         '*.learner.ristretto.svc' for Kubernetes learners); localhost and
@@ -25,21 +33,32 @@
 #                           also usable as a learner's --coordinator-tls-cert/
 #                           --coordinator-tls-key
 #   FILE.pem, FILE.key      the same, for each --client FILE
+#   actor-ID.pem/.key, learner-ID.pem/.key  for each --actor/--learner ID
 #
 # Not for production: one server certificate for every server, no
 # revocation, CA key on the same disk. (`ristretto up` needs none of this: it
 # makes a throw-away set per run in its data directory, common/dev_certs.h.)
 set -euo pipefail
 if [ $# -lt 1 ]; then
-  echo "usage: $0 DIR [--client FILE]... [NAME...]" >&2
+  echo "usage: $0 DIR [--client FILE]... [--actor ID]... [--learner ID]..." \
+    "[NAME...]" >&2
   exit 2
 fi
 dir=$1
 shift
 clients=()
+named=()  # FILE=URI
 names=()
 while [ $# -gt 0 ]; do
-  if [ "$1" = --client ]; then
+  if [ "$1" = --actor ] || [ "$1" = --learner ]; then
+    if [ $# -lt 2 ] || [[ ! $2 =~ ^[A-Za-z0-9._-]{1,64}$ ]]; then
+      echo "make_dev_certs: $1 needs an id of 1-64 letters, digits, '.', '-'" \
+        "and '_'" >&2
+      exit 2
+    fi
+    named+=("${1#--}-$2=urn:ristretto:${1#--}:$2")
+    shift 2
+  elif [ "$1" = --client ]; then
     if [ $# -lt 2 ] || [[ ! $2 =~ ^[A-Za-z0-9_-]+$ ]] ||
        [[ $2 =~ ^(ca|server|client)$ ]]; then
       echo "make_dev_certs: --client needs a file name of letters, digits, '-'" \
@@ -107,6 +126,13 @@ for client in ${clients[@]+"${clients[@]}"}; do
   issue "$client" "ristretto client $client" "clientAuth"
   chmod 644 "$dir/$client.pem"
   chmod 600 "$dir/$client.key"
+done
+for entry in ${named[@]+"${named[@]}"}; do
+  file=${entry%%=*}
+  issue "$file" "ristretto client $file" "clientAuth" "URI:${entry#*=}"
+  chmod 644 "$dir/$file.pem"
+  chmod 600 "$dir/$file.key"
+  clients+=("$file")
 done
 rm -f "$dir/ca.srl"
 echo "make_dev_certs: wrote $dir/{ca,server,client}.{pem,key} (server names: $san)"

@@ -23,12 +23,18 @@ bool IsDenial(const absl::Status& s) {
          s.code() == absl::StatusCode::kPermissionDenied;
 }
 
-// The hex SHA-256 (of the DER) of the client certificate the call came
-// with; nullopt without one. gRPC reports the peer's leaf certificate only
-// when it presented one, which under mutual TLS the handshake has verified
-// against --tls-ca (the server requires and verifies client certificates;
-// without --tls-ca it requests none).
-absl::StatusOr<std::optional<std::string>> PeerCertificateSha256(
+// The client certificate a call came with: the hex SHA-256 of its DER and
+// the ids it names (URI SANs, auth::CertificateNames).
+struct PeerCertificate {
+  std::string sha256;
+  auth::CertificateNames names;
+};
+
+// The call's client certificate; nullopt without one. gRPC reports the
+// peer's leaf certificate only when it presented one, which under mutual
+// TLS the handshake has verified against --tls-ca (the server requires and
+// verifies client certificates; without --tls-ca it requests none).
+absl::StatusOr<std::optional<PeerCertificate>> PeerCertificateOf(
     const grpc::ServerContextBase& context) {
   const std::shared_ptr<const grpc::AuthContext> peer = context.auth_context();
   if (peer == nullptr) return std::nullopt;
@@ -41,7 +47,27 @@ absl::StatusOr<std::optional<std::string>> PeerCertificateSha256(
     return absl::InternalError(absl::StrCat(
         "cannot read the client certificate: ", hash.status().message()));
   }
-  return std::optional<std::string>(*std::move(hash));
+  std::vector<std::string> uris;
+  for (const grpc::string_ref& uri :
+       peer->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
+    uris.emplace_back(uri.data(), uri.size());
+  }
+  return std::optional<PeerCertificate>(
+      PeerCertificate{*std::move(hash), auth::ParseCertificateNames(uris)});
+}
+
+// Under mutual TLS, binds `id` to the call's certificate `cert`: a
+// certificate that names ids may use only its names of this `role` (and
+// claims them), one that names none is held to trust on first use.
+absl::Status BindToCertificate(auth::CertificateBindings& bindings,
+                               const PeerCertificate& cert, auth::Role role,
+                               const std::string& id, absl::string_view what) {
+  const absl::Time now = absl::Now();
+  if (!cert.names.any) return bindings.Bind(id, cert.sha256, now, what);
+  return bindings.Claim(
+      id, cert.sha256,
+      role == auth::Role::kActor ? cert.names.actors : cert.names.learners, now,
+      what);
 }
 
 }  // namespace
@@ -138,12 +164,13 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessRole(
 std::optional<grpc::Status> CoordinatorService::RefuseUnlessMembersCertificate(
     const grpc::ServerContext& context, const std::string& member_id,
     const char* method) {
-  absl::StatusOr<std::optional<std::string>> cert =
-      PeerCertificateSha256(context);
+  absl::StatusOr<std::optional<PeerCertificate>> cert =
+      PeerCertificateOf(context);
   if (!cert.ok()) return Finish(method, cert.status());
   if (!cert->has_value()) return std::nullopt;
-  return Refusal(method, learner_certs_.Bind(member_id, **cert, absl::Now(),
-                                             "learner member id"));
+  return Refusal(method,
+                 BindToCertificate(learner_certs_, **cert, auth::Role::kLearner,
+                                   member_id, "learner member id"));
 }
 
 grpc::Status CoordinatorService::RegisterLearner(
@@ -287,8 +314,8 @@ grpc::Status CoordinatorService::FindLearner(
     return *refused;
   }
   // Under mutual TLS: the caller's client certificate.
-  absl::StatusOr<std::optional<std::string>> cert =
-      PeerCertificateSha256(*context);
+  absl::StatusOr<std::optional<PeerCertificate>> cert =
+      PeerCertificateOf(*context);
   if (!cert.ok()) return Finish(kMethod, cert.status());
   const bool bind = cert->has_value() && !request->actor_id().empty();
   if (authenticating() || bind) {
@@ -302,12 +329,13 @@ grpc::Status CoordinatorService::FindLearner(
     }
   }
   if (bind) {
-    // Trust on first use: the actor id belongs to the certificate that
-    // asked for it while its tickets may be live; another host's
-    // certificate cannot take it (nor stream into its runs, nor fetch its
-    // datasets) before then.
-    if (absl::Status bound = actor_certs_.Bind(request->actor_id(), **cert,
-                                               absl::Now(), "actor id");
+    // The actor id belongs to the certificate that names it or, with no
+    // names, to the one that first asked for it while its tickets may be
+    // live; another host's certificate cannot take it (nor stream into its
+    // runs, nor fetch its datasets).
+    if (absl::Status bound =
+            BindToCertificate(actor_certs_, **cert, auth::Role::kActor,
+                              request->actor_id(), "actor id");
         !bound.ok()) {
       return Finish(kMethod, bound);
     }
@@ -339,7 +367,7 @@ grpc::Status CoordinatorService::FindLearner(
   ticket.issued_ms = absl::ToUnixMillis(now);
   ticket.expires_ms = absl::ToUnixMillis(now + auth::kActorTicketTtl);
   // Bound to the certificate (rt2): good only on a connection from it.
-  if (cert->has_value()) ticket.cert_sha256 = **cert;
+  if (cert->has_value()) ticket.cert_sha256 = (*cert)->sha256;
   absl::StatusOr<std::string> minted = auth::MintActorTicket(ticket, key);
   if (!minted.ok()) return Finish(kMethod, minted.status());
   found->set_actor_ticket(*std::move(minted));

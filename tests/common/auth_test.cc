@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -15,6 +16,7 @@
 namespace ristretto::auth {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -389,6 +391,77 @@ TEST(CertificateBindingsTest, BoundedLeastRecentlyUsedFirst) {
   // Lapsed bindings at the cold end are dropped when a new id comes.
   ASSERT_TRUE(bindings.Bind("5", a, kNow + absl::Minutes(17), "actor id").ok());
   EXPECT_EQ(bindings.size(), 1u);
+}
+
+TEST(CertificateBindingsTest, ANamedCertificateClaimsOnlyItsNames) {
+  const std::string a(64, 'a');
+  const std::string named(64, 'n');
+  CertificateBindings bindings(/*capacity=*/10, absl::Minutes(16));
+  // An unnamed certificate used "x" first; the certificate naming x takes
+  // it over, and from then on the unnamed one is refused.
+  ASSERT_TRUE(bindings.Bind("x", a, kNow, "actor id").ok());
+  EXPECT_TRUE(bindings.Claim("x", named, {"x", "z"}, kNow, "actor id").ok());
+  EXPECT_EQ(bindings.Bind("x", a, kNow, "actor id").code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(bindings.size(), 1u);
+  // An id it does not name: refused, naming the names, nothing bound.
+  const absl::Status other =
+      bindings.Claim("y", named, {"x", "z"}, kNow, "actor id");
+  EXPECT_EQ(other.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(std::string(other.message()),
+            "actor id 'y' is not named by this client certificate (it names "
+            "'x', 'z')");
+  EXPECT_EQ(bindings.size(), 1u);
+  EXPECT_EQ(
+      std::string(bindings.Claim("y", named, {}, kNow, "actor id").message()),
+      "actor id 'y' is not named by this client certificate (it names no "
+      "actor id)");
+  // Many or hostile names: escaped and capped.
+  const std::vector<std::string> many(50, std::string(70, '\n'));
+  const std::string message(
+      bindings.Claim("y", named, many, kNow, "actor id").message());
+  EXPECT_THAT(message, Not(HasSubstr("\n")));
+  EXPECT_LT(message.size(), 600u);
+  EXPECT_THAT(message, HasSubstr(", ...)"));
+}
+
+TEST(CertificateNamesTest, ParsesRistrettoUrisPercentDecodedAndIgnoresOthers) {
+  const CertificateNames names = ParseCertificateNames(
+      {"spiffe://example.org/x", "urn:ristretto:actor:actor-0",
+       "urn:ristretto:learner:learner-127.0.0.1%3A50051",
+       "urn:ristretto:actor:a%20b%2c"});
+  EXPECT_TRUE(names.any);
+  EXPECT_THAT(names.actors, ElementsAre("actor-0", "a b,"));
+  EXPECT_THAT(names.learners, ElementsAre("learner-127.0.0.1:50051"));
+  // Nothing of ours: no names, trust on first use applies.
+  EXPECT_FALSE(ParseCertificateNames({"https://x", "urn:other:actor:a"}).any);
+  EXPECT_FALSE(ParseCertificateNames({}).any);
+  // Ours but unusable (unknown kind, bad escapes, empty): held to names
+  // that admit nothing.
+  for (const char* bad :
+       {"urn:ristretto:operator:x", "urn:ristretto:actor:%zz",
+        "urn:ristretto:actor:a%2", "urn:ristretto:actor:", "URN:RISTRETTO:x"}) {
+    const CertificateNames held = ParseCertificateNames({bad});
+    EXPECT_TRUE(held.any) << bad;
+    EXPECT_TRUE(held.actors.empty()) << bad;
+    EXPECT_TRUE(held.learners.empty()) << bad;
+  }
+}
+
+TEST(CertificateNamesTest, NameUrisRoundTrip) {
+  EXPECT_EQ(CertificateNameUri(Role::kActor, "actor-0"),
+            "urn:ristretto:actor:actor-0");
+  EXPECT_EQ(CertificateNameUri(Role::kLearner, "learner-10.0.0.1:50051"),
+            "urn:ristretto:learner:learner-10.0.0.1%3A50051");
+  EXPECT_EQ(CertificateNameUri(Role::kOperator, "x"), "");
+  const std::string odd = std::string("a b,%/\xff\0z", 9);
+  const std::string uri = CertificateNameUri(Role::kActor, odd);
+  for (const char c : uri) {
+    EXPECT_TRUE(absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                std::string("-._~:%").find(c) != std::string::npos)
+        << uri;
+  }
+  EXPECT_THAT(ParseCertificateNames({uri}).actors, ElementsAre(odd));
 }
 
 TEST(TicketKeysTest, TheCurrentAndThePreviousKeyAreAcceptedNotOlder) {

@@ -1,12 +1,17 @@
 // The throw-away certificates `ristretto up` makes (common/dev_certs.h):
 // the files and their modes, and mutual TLS with them on a real gRPC server
 // on 127.0.0.1 (who gets in, who does not). Also the learner's
-// coordinator-side TLS files (CoordinatorClientTlsFiles, tls_flags.h).
+// coordinator-side TLS files (CoordinatorClientTlsFiles, tls_flags.h),
+// and the named client certificates (one per actor and learner).
 #include "common/dev_certs.h"
 
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -120,6 +125,83 @@ TEST(DevCertsNamesTest, ExtraNamesAreDnsOrIpAndNothingElse) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("not a DNS name"));
   EXPECT_FALSE(std::filesystem::exists(dir.Path("bad")));
+}
+
+// The URI subject alternative names of the certificate in `pem_file`.
+std::vector<std::string> UriNames(const std::string& pem_file) {
+  std::vector<std::string> out;
+  FILE* f = std::fopen(pem_file.c_str(), "r");
+  if (f == nullptr) {
+    ADD_FAILURE() << "cannot open " << pem_file;
+    return out;
+  }
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  if (cert == nullptr) {
+    ADD_FAILURE() << "not a certificate: " << pem_file;
+    return out;
+  }
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
+    out.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                     static_cast<size_t>(ASN1_STRING_length(uri)));
+  }
+  GENERAL_NAMES_free(names);
+  X509_free(cert);
+  return out;
+}
+
+TEST(DevCertsNamedClientsTest, EachNamesItsHolderAndPassesMutualTls) {
+  tests::TempDir dir("dev-certs-named");
+  absl::StatusOr<DevCertificates> certs =
+      MakeDevCertificates(dir.Path("tls"), {}, 30,
+                          {{"learner-0", "urn:ristretto:learner:learner-0"},
+                           {"actor-0", "urn:ristretto:actor:actor-0"},
+                           {"actor-1", "urn:ristretto:actor:a%20b"}});
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  ASSERT_EQ(certs->named.size(), 3u);
+  EXPECT_EQ(certs->named[1].cert, dir.Path("tls") + "/actor-0.pem");
+  EXPECT_EQ(certs->named[1].key, dir.Path("tls") + "/actor-0.key");
+  EXPECT_THAT(UriNames(certs->named[0].cert),
+              ElementsAre("urn:ristretto:learner:learner-0"));
+  EXPECT_THAT(UriNames(certs->named[1].cert),
+              ElementsAre("urn:ristretto:actor:actor-0"));
+  EXPECT_THAT(UriNames(certs->named[2].cert),
+              ElementsAre("urn:ristretto:actor:a%20b"));
+  EXPECT_TRUE(UriNames(certs->client_cert).empty());
+  tests::StatusOnlyServer server;
+  const int port =
+      server.Start({certs->server_cert, certs->server_key, certs->ca_cert});
+  for (const DevCertificates::Named& named : certs->named) {
+    EXPECT_EQ(Mode(named.key), 0600);
+    EXPECT_TRUE(tests::CallGetStatus("127.0.0.1", port,
+                                     {named.cert, named.key, certs->ca_cert})
+                    .ok())
+        << named.cert;
+  }
+}
+
+TEST(DevCertsNamedClientsTest, BadFileNamesAndUrisAreRefusedBeforeWriting) {
+  tests::TempDir dir("dev-certs-named-bad");
+  const std::vector<std::vector<NamedClient>> bad = {
+      {{"client", "urn:ristretto:actor:x"}},  // the shared client.pem
+      {{"../x", "urn:ristretto:actor:x"}},
+      {{"", "urn:ristretto:actor:x"}},
+      {{"a", "urn:ristretto:actor:x,DNS:evil.example"}},  // config injection
+      {{"a", "no-colon"}},
+      {{"a", "urn:ristretto:actor:x"}, {"a", "urn:ristretto:actor:y"}},
+  };
+  for (const std::vector<NamedClient>& clients : bad) {
+    const absl::StatusOr<DevCertificates> certs =
+        MakeDevCertificates(dir.Path("tls"), {}, 30, clients);
+    EXPECT_EQ(certs.status().code(), absl::StatusCode::kInvalidArgument)
+        << clients.front().file << " " << clients.front().uri;
+    EXPECT_FALSE(std::filesystem::exists(dir.Path("tls")));
+  }
 }
 
 TEST(CoordinatorClientTlsFilesTest, EachPartDefaultsToTheServersFile) {

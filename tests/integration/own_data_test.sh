@@ -238,6 +238,21 @@ if [[ $parts == all || $parts == up ]]; then
   done
   [ "$(stat -c %a "$work/data/tls")" = 700 ] || fail "$work/data/tls is not mode 700"
   [ ! -e "$work/data/tls/ca.key" ] || fail "the CA's private key was written"
+  # Every actor and the learner present a client certificate of their own
+  # that names them (URI SAN urn:ristretto:actor:ID / :learner:MEMBER), so
+  # the coordinator lets each use only its own id.
+  flag_of() { sed -n "s/.* $2 \([^ ]*\).*/\1/p" <<< " $1 "; }
+  uri_of() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null |
+               sed -n 's/^ *URI://p'; }
+  cmd=$(argv_of ristretto-actor)
+  cert=$(flag_of "$cmd" --tls-cert)
+  [ "$(uri_of "$cert")" = "urn:ristretto:actor:$(flag_of "$cmd" --actor-id)" ] ||
+    fail "the actor's certificate $cert names '$(uri_of "$cert")', not its id (argv: $cmd)"
+  cmd=$(argv_of ristretto-learner)
+  cert=$(flag_of "$cmd" --coordinator-tls-cert)
+  [ "$(uri_of "$cert")" = "urn:ristretto:learner:$(flag_of "$cmd" --member-id)" ] ||
+    fail "the learner's certificate $cert names '$(uri_of "$cert")', not its member id (argv: $cmd)"
+  echo "  [up] the actor and the learner present certificates naming their ids" >&2
   echo "  [up] mutual TLS: $(ls "$work/data/tls" | tr '\n' ' ')(mode 600, no CA key on disk)" >&2
   # The children authenticated with a per-run token from a private file.
   [ "$(stat -c %a "$work/data/token")" = 600 ] ||

@@ -107,7 +107,12 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
                    {"--learner-token-file", dir_ + "/learner-token"});
     }
     if (with_mtls_) {
-      ASSERT_TRUE(tests::MakeDevCerts(dir_ + "/tls", {"host-a", "host-b"}));
+      // host-a, host-b: actor hosts' certificates that name nothing;
+      // actor-x, actor-y, learner-learner-a: certificates that name their
+      // holder (urn:ristretto:actor:x, ...).
+      ASSERT_TRUE(tests::MakeDevCerts(
+          dir_ + "/tls", {"host-a", "host-b"},
+          {"--actor", "x", "--actor", "y", "--learner", kA}));
       flags.insert(flags.end(), {"--tls-cert", dir_ + "/tls/server.pem",
                                  "--tls-key", dir_ + "/tls/server.key",
                                  "--tls-ca", dir_ + "/tls/ca.pem"});
@@ -841,10 +846,102 @@ TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
 }
 
+// A client certificate that names its holder (URI SAN urn:ristretto:actor:
+// ID or urn:ristretto:learner:ID, as `ristretto up` and make_dev_certs.sh
+// --actor/--learner issue them) may use only the ids it names, in their
+// role, and its name outranks a first use by a certificate that names
+// nothing.
+TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
+  std::unique_ptr<v1::Coordinator::Stub> actor_x = StubAs("actor-x");
+  std::unique_ptr<v1::Coordinator::Stub> actor_y = StubAs("actor-y");
+  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
+  std::unique_ptr<v1::Coordinator::Stub> learner_a =
+      StubAs(std::string("learner-") + kA);
+  const auto find = [&](v1::Coordinator::Stub& stub, const std::string& actor,
+                        v1::FindLearnerResponse* found) {
+    v1::FindLearnerRequest request;
+    request.set_actor_id(actor);
+    return stub.FindLearner(Context(auth::BearerValue(actor_token_)).get(),
+                            request, found);
+  };
+  const auto register_as = [&](v1::Coordinator::Stub& stub,
+                               const std::string& member,
+                               v1::RegisterLearnerResponse* response) {
+    v1::RegisterLearnerRequest request;
+    request.set_member_id(member);
+    request.set_address("127.0.0.1:9");
+    request.set_slots(2);
+    request.set_token(RegistrationToken());
+    request.set_incarnation("1");
+    return stub.RegisterLearner(Context("").get(), request, response);
+  };
+  // The learner's named certificate registers its own member id only.
+  v1::RegisterLearnerResponse registered;
+  grpc::Status s = register_as(*learner_a, kB, &registered);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("learner member id 'learner-b' is not "
+                                   "named by this client certificate (it "
+                                   "names 'learner-a')"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(registered.session_token().empty());
+  s = register_as(*learner_a, kA, &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  // A certificate that names nothing cannot register it while it is live.
+  v1::RegisterLearnerResponse stolen;
+  EXPECT_EQ(register_as(*stub_, kA, &stolen).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 2);
+
+  // actor-x.pem finds the learner as x, its ticket bound to it, but not
+  // as y; the learner's certificate names no actor id.
+  v1::FindLearnerResponse found;
+  s = find(*actor_x, "x", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  absl::StatusOr<auth::ActorTicket> ticket = auth::VerifyActorTicket(
+      found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
+  ASSERT_TRUE(ticket.ok()) << ticket.status();
+  EXPECT_EQ(ticket->actor_id, "x");
+  EXPECT_EQ(ticket->cert_sha256, CertHash("actor-x"));
+  v1::FindLearnerResponse refused;
+  s = find(*actor_x, "y", &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("actor id 'y' is not named by this client "
+                                   "certificate (it names 'x')"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(refused.actor_ticket().empty());
+  s = find(*learner_a, "x", &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("(it names no actor id)"), std::string::npos)
+      << s.error_message();
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 2);
+
+  // host-a (names nothing) takes y first; y's own certificate claims it,
+  // after which host-a is refused as any other certificate would be.
+  s = find(*host_a, "y", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  s = find(*actor_y, "y", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ticket = auth::VerifyActorTicket(found.actor_ticket(),
+                                   {registered.ticket_key()}, kA, absl::Now());
+  ASSERT_TRUE(ticket.ok()) << ticket.status();
+  EXPECT_EQ(ticket->cert_sha256, CertHash("actor-y"));
+  s = find(*host_a, "y", &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("is in use by another client certificate"),
+            std::string::npos)
+      << s.error_message();
+  // Nor can host-a take x, which x's certificate used.
+  EXPECT_EQ(find(*host_a, "x", &refused).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 4);
+}
+
 #ifdef RISTRETTO_ACTOR_BINARY
 // A real ristretto-actor: without the cluster token its FindLearner calls
-// are refused (and counted); with it (--token-file) it is answered and
-// recorded as a member.
+// are refused (counted, and logged by the actor); with it (--token-file) it
+// is answered and recorded as a member.
 TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
   Session(kA);  // a learner to be found (nobody listens there)
   const std::string coordinator = Logged(*coordinator_, "listening on ");
@@ -870,6 +967,12 @@ TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
   PollUntil([&] { return Denied("FindLearner", "unauthenticated") >= 1; }, 30s,
             100ms);
   EXPECT_GE(Denied("FindLearner", "unauthenticated"), 1) << stranger->Log();
+  // The actor says why it gets nowhere (it retries with back-off).
+  const std::string said =
+      "actor-stranger: the coordinator found no learner: UNAUTHENTICATED";
+  PollUntil([&] { return stranger->Log().find(said) != std::string::npos; },
+            30s, 100ms);
+  EXPECT_NE(stranger->Log().find(said), std::string::npos) << stranger->Log();
   stranger.reset();
   EXPECT_FALSE(member_known("actor-stranger"));
   std::unique_ptr<Process> trusted = actor("actor-trusted", true);
