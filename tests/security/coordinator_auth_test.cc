@@ -731,6 +731,31 @@ class CoordinatorMutualTlsTest : public CoordinatorAuthTest {
     EXPECT_TRUE(hash.ok()) << hash.status();
     return hash.value_or("");
   }
+
+  // FindLearner for `actor` with the actors' token, from `stub`'s
+  // certificate.
+  grpc::Status FindAs(v1::Coordinator::Stub& stub, const std::string& actor,
+                      v1::FindLearnerResponse* found) {
+    v1::FindLearnerRequest request;
+    request.set_actor_id(actor);
+    return stub.FindLearner(Context(auth::BearerValue(actor_token_)).get(),
+                            request, found);
+  }
+
+  // RegisterLearner of `member` with the learners' token, from `stub`'s
+  // certificate.
+  grpc::Status RegisterAs(v1::Coordinator::Stub& stub,
+                          const std::string& member,
+                          v1::RegisterLearnerResponse* response,
+                          const std::string& incarnation = "1") {
+    v1::RegisterLearnerRequest request;
+    request.set_member_id(member);
+    request.set_address("127.0.0.1:9");
+    request.set_slots(2);
+    request.set_token(RegistrationToken());
+    request.set_incarnation(incarnation);
+    return stub.RegisterLearner(Context("").get(), request, response);
+  }
 };
 
 TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
@@ -738,13 +763,6 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
   ASSERT_TRUE(Register(kA, token_, &registered).ok());
   std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
   std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("host-b");
-  const auto find = [&](v1::Coordinator::Stub& stub, const std::string& actor,
-                        v1::FindLearnerResponse* found) {
-    v1::FindLearnerRequest request;
-    request.set_actor_id(actor);
-    return stub.FindLearner(Context(auth::BearerValue(actor_token_)).get(),
-                            request, found);
-  };
   const auto bound_to = [&](const v1::FindLearnerResponse& found) {
     absl::StatusOr<auth::ActorTicket> ticket = auth::VerifyActorTicket(
         found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
@@ -752,13 +770,13 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
     return ticket.ok() ? ticket->cert_sha256 : "";
   };
   v1::FindLearnerResponse found;
-  grpc::Status s = find(*host_a, "x", &found);
+  grpc::Status s = FindAs(*host_a, "x", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(found.actor_ticket().substr(0, 4), "rt2.");
   EXPECT_EQ(bound_to(found), CertHash("host-a"));
   // Another host's certificate asking for "x": refused, counted.
   v1::FindLearnerResponse stolen;
-  s = find(*host_b, "x", &stolen);
+  s = FindAs(*host_b, "x", &stolen);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("is in use by another client certificate"),
             std::string::npos)
@@ -766,11 +784,11 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
   EXPECT_TRUE(stolen.actor_ticket().empty());
   EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
   // The same certificate again (the actor restarted on its host): fine.
-  s = find(*host_a, "x", &found);
+  s = FindAs(*host_a, "x", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(bound_to(found), CertHash("host-a"));
   // B with an id of its own: its ticket is bound to B.
-  s = find(*host_b, "y", &found);
+  s = FindAs(*host_b, "y", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(bound_to(found), CertHash("host-b"));
   EXPECT_NE(CertHash("host-a"), CertHash("host-b"));
@@ -784,18 +802,6 @@ TEST_F(CoordinatorMutualTlsTest, AnActorIdBelongsToTheFirstCertificate) {
 // certificate registers again as before, and after Release anyone may.
 TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("host-b");
-  const auto register_as = [&](v1::Coordinator::Stub& stub,
-                               const std::string& member,
-                               v1::RegisterLearnerResponse* response,
-                               const std::string& incarnation = "1") {
-    v1::RegisterLearnerRequest request;
-    request.set_member_id(member);
-    request.set_address("127.0.0.1:9");
-    request.set_slots(2);
-    request.set_token(RegistrationToken());
-    request.set_incarnation(incarnation);
-    return stub.RegisterLearner(Context("").get(), request, response);
-  };
   // kA registers from client.pem and leases a run.
   const v1::RunLease lease = LeaseForA();
   ASSERT_GT(lease.run_id(), 0);
@@ -803,7 +809,7 @@ TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   // Another certificate registering kA as a new process (which would hand
   // kA's leases back): refused before anything changed.
   v1::RegisterLearnerResponse stolen;
-  grpc::Status s = register_as(*host_b, kA, &stolen, "2");
+  grpc::Status s = RegisterAs(*host_b, kA, &stolen, "2");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("learner member id 'learner-a' is in use "
                                    "by another client certificate"),
@@ -828,10 +834,10 @@ TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   EXPECT_TRUE(s.ok()) << s.error_message();
   // The same certificate registers again (a restarted learner); B takes an
   // id of its own.
-  s = register_as(*stub_, kA, &a, "3");
+  s = RegisterAs(*stub_, kA, &a, "3");
   EXPECT_TRUE(s.ok()) << s.error_message();
   v1::RegisterLearnerResponse b;
-  s = register_as(*host_b, kB, &b);
+  s = RegisterAs(*host_b, kB, &b);
   EXPECT_TRUE(s.ok()) << s.error_message();
   // Released, the id is free.
   v1::ReleaseRequest release;
@@ -840,7 +846,7 @@ TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   s = stub_->Release(Context(auth::BearerValue(a.session_token())).get(),
                      release, &released);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  s = register_as(*host_b, kA, &stolen);
+  s = RegisterAs(*host_b, kA, &stolen);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 1);
   EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
@@ -857,27 +863,9 @@ TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
   std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
   std::unique_ptr<v1::Coordinator::Stub> learner_a =
       StubAs(std::string("learner-") + kA);
-  const auto find = [&](v1::Coordinator::Stub& stub, const std::string& actor,
-                        v1::FindLearnerResponse* found) {
-    v1::FindLearnerRequest request;
-    request.set_actor_id(actor);
-    return stub.FindLearner(Context(auth::BearerValue(actor_token_)).get(),
-                            request, found);
-  };
-  const auto register_as = [&](v1::Coordinator::Stub& stub,
-                               const std::string& member,
-                               v1::RegisterLearnerResponse* response) {
-    v1::RegisterLearnerRequest request;
-    request.set_member_id(member);
-    request.set_address("127.0.0.1:9");
-    request.set_slots(2);
-    request.set_token(RegistrationToken());
-    request.set_incarnation("1");
-    return stub.RegisterLearner(Context("").get(), request, response);
-  };
   // The learner's named certificate registers its own member id only.
   v1::RegisterLearnerResponse registered;
-  grpc::Status s = register_as(*learner_a, kB, &registered);
+  grpc::Status s = RegisterAs(*learner_a, kB, &registered);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("learner member id 'learner-b' is not "
                                    "named by this client certificate (it "
@@ -885,18 +873,18 @@ TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
             std::string::npos)
       << s.error_message();
   EXPECT_TRUE(registered.session_token().empty());
-  s = register_as(*learner_a, kA, &registered);
+  s = RegisterAs(*learner_a, kA, &registered);
   ASSERT_TRUE(s.ok()) << s.error_message();
   // A certificate that names nothing cannot register it while it is live.
   v1::RegisterLearnerResponse stolen;
-  EXPECT_EQ(register_as(*stub_, kA, &stolen).error_code(),
+  EXPECT_EQ(RegisterAs(*stub_, kA, &stolen).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 2);
 
   // actor-x.pem finds the learner as x, its ticket bound to it, but not
   // as y; the learner's certificate names no actor id.
   v1::FindLearnerResponse found;
-  s = find(*actor_x, "x", &found);
+  s = FindAs(*actor_x, "x", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   absl::StatusOr<auth::ActorTicket> ticket = auth::VerifyActorTicket(
       found.actor_ticket(), {registered.ticket_key()}, kA, absl::Now());
@@ -904,14 +892,14 @@ TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
   EXPECT_EQ(ticket->actor_id, "x");
   EXPECT_EQ(ticket->cert_sha256, CertHash("actor-x"));
   v1::FindLearnerResponse refused;
-  s = find(*actor_x, "y", &refused);
+  s = FindAs(*actor_x, "y", &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("actor id 'y' is not named by this client "
                                    "certificate (it names 'x')"),
             std::string::npos)
       << s.error_message();
   EXPECT_TRUE(refused.actor_ticket().empty());
-  s = find(*learner_a, "x", &refused);
+  s = FindAs(*learner_a, "x", &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("(it names no actor id)"), std::string::npos)
       << s.error_message();
@@ -919,21 +907,21 @@ TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
 
   // host-a (names nothing) takes y first; y's own certificate claims it,
   // after which host-a is refused as any other certificate would be.
-  s = find(*host_a, "y", &found);
+  s = FindAs(*host_a, "y", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
-  s = find(*actor_y, "y", &found);
+  s = FindAs(*actor_y, "y", &found);
   ASSERT_TRUE(s.ok()) << s.error_message();
   ticket = auth::VerifyActorTicket(found.actor_ticket(),
                                    {registered.ticket_key()}, kA, absl::Now());
   ASSERT_TRUE(ticket.ok()) << ticket.status();
   EXPECT_EQ(ticket->cert_sha256, CertHash("actor-y"));
-  s = find(*host_a, "y", &refused);
+  s = FindAs(*host_a, "y", &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(s.error_message().find("is in use by another client certificate"),
             std::string::npos)
       << s.error_message();
   // Nor can host-a take x, which x's certificate used.
-  EXPECT_EQ(find(*host_a, "x", &refused).error_code(),
+  EXPECT_EQ(FindAs(*host_a, "x", &refused).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Denied("FindLearner", "permission_denied"), 4);
 }
