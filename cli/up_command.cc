@@ -590,9 +590,24 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   // with the others, slower); with none left the study cannot go on.
   std::vector<bool> actor_gone(actors.size(), false);
   Subprocess* last_actor_gone = nullptr;
-  auto crashed = [&]() -> std::string {
-    if (!coordinator_process.running()) return "the coordinator";
-    if (!learner_process.running()) return "the learner";
+  // What ended the wait, if a process did (not Ctrl-C, not the study's end).
+  enum class Exited { kNone, kCoordinator, kLearner, kEveryActor };
+  auto what_exited = [](Exited e) -> const char* {
+    switch (e) {
+      case Exited::kCoordinator:
+        return "the coordinator";
+      case Exited::kLearner:
+        return "the learner";
+      case Exited::kEveryActor:
+        return "every actor";
+      case Exited::kNone:
+        break;
+    }
+    return "nothing";
+  };
+  auto crashed = [&]() -> Exited {
+    if (!coordinator_process.running()) return Exited::kCoordinator;
+    if (!learner_process.running()) return Exited::kLearner;
     size_t left = 0;
     for (size_t i = 0; i < actors.size(); ++i) {
       if (!actor_gone[i] && !actors[i]->running()) {
@@ -613,25 +628,25 @@ absl::Status Up(const ParsedCommandLine& parsed) {
       }
       if (!actor_gone[i]) ++left;
     }
-    if (!actors.empty() && left == 0) return "every actor";
-    return "";
+    if (!actors.empty() && left == 0) return Exited::kEveryActor;
+    return Exited::kNone;
   };
-  // What ended the wait, if a process did (not Ctrl-C, not the study's end).
-  std::string died;
+  Exited died = Exited::kNone;
   absl::Status waited = WaitForStudy(
       *store, config->name,
       [&] {
         if (g_stop.load()) return true;
         died = crashed();
-        return !died.empty();
+        return died != Exited::kNone;
       },
       stdout,
       [&] {
-        return died.empty()
+        return died == Exited::kNone
                    ? absl::StrCat("stopped waiting; study ", config->name,
                                   " is left running in its database (the "
                                   "same command resumes it)")
-                   : absl::StrCat("stopped waiting: ", died, " exited early");
+                   : absl::StrCat("stopped waiting: ", what_exited(died),
+                                  " exited early");
       });
 
   std::printf("up: shutting down\n");
@@ -640,18 +655,18 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   for (auto& a : actors) StopProcess(a.get(), 15s, /*signalled=*/true);
   StopProcess(&learner_process, 60s);
   StopProcess(&coordinator_process, 15s);
-  if (died == "every actor") {
+  if (died == Exited::kEveryActor) {
     return absl::InternalError(absl::StrCat(
         "every actor exited early, so the study cannot go on (run the same "
         "command again to resume it); the last to exit was ",
         last_actor_gone->log_path(), ", which ends:\n",
         LastLines(last_actor_gone->Log(), 20)));
   }
-  if (!died.empty()) {
+  if (died != Exited::kNone) {
     Subprocess& dead =
-        died == "the learner" ? learner_process : coordinator_process;
+        died == Exited::kLearner ? learner_process : coordinator_process;
     return absl::InternalError(absl::StrCat(
-        died, " exited early (status ",
+        what_exited(died), " exited early (status ",
         dead.Wait(std::chrono::milliseconds(0)).value_or(-1),
         "), so the study cannot go on (run the same command again to resume "
         "it); see ",
