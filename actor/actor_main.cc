@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "actor/actor.h"
+#include "common/cert_identity.h"
 #include "common/flags.h"
 #include "common/grpc_process.h"
 #include "common/grpc_security.h"
@@ -59,7 +60,8 @@ ABSL_FLAG(std::string, coordinator, "",
 ABSL_FLAG(int64_t, envs, ristretto::actor::ActorOptions{}.num_envs,
           "env copies stepped together, in [1, 1048576]");
 ABSL_FLAG(std::string, actor_id, "",
-          "unique id of this actor (empty: <hostname>-<pid>)");
+          "unique id of this actor (empty: the one its --tls-cert names, "
+          "else <hostname>-<pid>)");
 ABSL_FLAG(std::string, cache_dir, "",
           "dataset cache directory (empty: $RISTRETTO_CACHE, else "
           "~/.cache/ristretto/datasets)");
@@ -129,8 +131,14 @@ absl::StatusOr<Flags> FlagsFromCommandLine() {
   options.exit_when_idle = absl::GetFlag(FLAGS_exit_when_idle);
   Flags flags;
   flags.options = options;
-  ASSIGN_OR_RETURN(flags.credentials,
-                   MakeChannelCredentials(TlsFilesFromFlags()));
+  const TlsFiles tls = TlsFilesFromFlags();
+  ASSIGN_OR_RETURN(flags.credentials, MakeChannelCredentials(tls));
+  // A client certificate that names its holder decides the actor id (the
+  // coordinator admits no other).
+  ASSIGN_OR_RETURN(
+      flags.options.actor_id,
+      ResolveIdFromCertificate(auth::Role::kActor, flags.options.actor_id,
+                               tls.cert_file, "--actor-id"));
   ASSIGN_OR_RETURN(
       flags.token,
       ResolveToken(absl::GetFlag(FLAGS_token).has_value(),

@@ -50,6 +50,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/blas_thread_tuner.h"
+#include "common/cert_identity.h"
 #include "common/flags.h"
 #include "common/gpu_metrics.h"
 #include "common/grpc_process.h"
@@ -103,7 +104,8 @@ ABSL_FLAG(std::string, coordinator, "",
           "from the flags below)");
 ABSL_FLAG(int64_t, slots, 2, "runs leased at once, >= 1");
 ABSL_FLAG(std::string, member_id, "",
-          "id registered with the coordinator (empty: learner-HOST:PORT)");
+          "id registered with the coordinator (empty: the one the client "
+          "certificate shown to it names, else learner-HOST:PORT)");
 ABSL_FLAG(std::string, advertise, "",
           "HOST:PORT actors are told to connect to (empty: the bound address)");
 ABSL_FLAG(std::string, cache_dir, "",
@@ -191,6 +193,9 @@ struct Security {
   std::shared_ptr<grpc::ServerCredentials> server;
   // To the coordinator (null without --coordinator).
   std::shared_ptr<grpc::ChannelCredentials> coordinator;
+  // --member-id, or the one the client certificate shown to the
+  // coordinator names ("" : learner-<address>).
+  std::string member_id;
 };
 
 // Starts the gRPC server (--address, --port; 0 = any free port) with
@@ -303,7 +308,7 @@ absl::Status ServeCoordinated(const std::string& token, int64_t budget_bytes,
   if (options.advertise_address.empty()) {
     options.advertise_address = listening.address;
   }
-  options.member_id = absl::GetFlag(FLAGS_member_id);
+  options.member_id = security.member_id;
   if (options.member_id.empty()) {
     options.member_id = absl::StrCat("learner-", listening.address);
   }
@@ -417,6 +422,12 @@ absl::Status Main(const std::map<std::string, std::string>& run_flags) {
                        credentials.status().message()));
     }
     security.coordinator = *std::move(credentials);
+    // A client certificate that names its holder decides the member id
+    // (the coordinator admits no other).
+    ASSIGN_OR_RETURN(security.member_id,
+                     ResolveIdFromCertificate(
+                         auth::Role::kLearner, absl::GetFlag(FLAGS_member_id),
+                         towards_coordinator.cert_file, "--member-id"));
   } else if (!absl::GetFlag(FLAGS_coordinator_tls_ca).empty() ||
              !absl::GetFlag(FLAGS_coordinator_tls_cert).empty() ||
              !absl::GetFlag(FLAGS_coordinator_tls_key).empty()) {

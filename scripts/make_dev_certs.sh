@@ -15,10 +15,11 @@
 #   --actor ID, --learner ID
 #         also issue a client certificate that names its holder: actor id ID
 #         (actor-ID.pem/.key, URI SAN urn:ristretto:actor:ID) or learner
-#         member id ID (learner-ID.pem/.key, urn:ristretto:learner:ID; give
-#         the learner --member-id ID). ID: letters, digits, '.', '-', '_'.
-#         The coordinator lets such a certificate use only the ids it names,
-#         across coordinator restarts (no trust on first use).
+#         member id ID (learner-ID.pem/.key, urn:ristretto:learner:ID).
+#         ID: letters, digits, '.', '-', '_'. The coordinator lets such a
+#         certificate use only the ids it names, across coordinator restarts
+#         (no trust on first use); an actor or learner started with it takes
+#         that id (--actor-id/--member-id may be left out).
 #   NAME  extra DNS names or IP addresses the server certificate is valid for
 #         (compose service names, a host's address, a wildcard such as
 #         '*.learner.ristretto.svc' for Kubernetes learners); localhost and

@@ -5,17 +5,14 @@
 // and the named client certificates (one per actor and learner).
 #include "common/dev_certs.h"
 
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/cert_identity.h"
 #include "common/grpc_security.h"
 #include "common/tls_flags.h"
 #include "gmock/gmock.h"
@@ -129,30 +126,9 @@ TEST(DevCertsNamesTest, ExtraNamesAreDnsOrIpAndNothingElse) {
 
 // The URI subject alternative names of the certificate in `pem_file`.
 std::vector<std::string> UriNames(const std::string& pem_file) {
-  std::vector<std::string> out;
-  FILE* f = std::fopen(pem_file.c_str(), "r");
-  if (f == nullptr) {
-    ADD_FAILURE() << "cannot open " << pem_file;
-    return out;
-  }
-  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
-  std::fclose(f);
-  if (cert == nullptr) {
-    ADD_FAILURE() << "not a certificate: " << pem_file;
-    return out;
-  }
-  auto* names = static_cast<GENERAL_NAMES*>(
-      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
-  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names); ++i) {
-    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
-    if (name->type != GEN_URI) continue;
-    const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
-    out.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
-                     static_cast<size_t>(ASN1_STRING_length(uri)));
-  }
-  GENERAL_NAMES_free(names);
-  X509_free(cert);
-  return out;
+  absl::StatusOr<std::vector<std::string>> uris = ReadCertificateUris(pem_file);
+  EXPECT_TRUE(uris.ok()) << uris.status();
+  return uris.value_or(std::vector<std::string>{});
 }
 
 TEST(DevCertsNamedClientsTest, EachNamesItsHolderAndPassesMutualTls) {
@@ -202,6 +178,67 @@ TEST(DevCertsNamedClientsTest, BadFileNamesAndUrisAreRefusedBeforeWriting) {
         << clients.front().file << " " << clients.front().uri;
     EXPECT_FALSE(std::filesystem::exists(dir.Path("tls")));
   }
+}
+
+TEST(CertIdentityTest, ANamedCertificateDecidesTheIdAndRefusesAnother) {
+  tests::TempDir dir("cert-identity");
+  absl::StatusOr<DevCertificates> certs =
+      MakeDevCertificates(dir.Path("tls"), {}, 30,
+                          {{"actor-0", "urn:ristretto:actor:actor-0"},
+                           {"learner-0", "urn:ristretto:learner:learner-0"},
+                           {"odd", "urn:ristretto:actor:%zz"}});
+  ASSERT_TRUE(certs.ok()) << certs.status();
+  const std::string actor_cert = certs->named[0].cert;
+  const std::string learner_cert = certs->named[1].cert;
+  using auth::Role;
+  // No certificate, or one that names nothing: the id as given.
+  EXPECT_EQ(*ResolveIdFromCertificate(Role::kActor, "", "", "--actor-id"), "");
+  EXPECT_EQ(*ResolveIdFromCertificate(Role::kActor, "a", certs->client_cert,
+                                      "--actor-id"),
+            "a");
+  EXPECT_EQ(*ResolveIdFromCertificate(Role::kActor, "", certs->client_cert,
+                                      "--actor-id"),
+            "");
+  // Named: its id when none is given, the same id given, no other.
+  EXPECT_EQ(
+      *ResolveIdFromCertificate(Role::kActor, "", actor_cert, "--actor-id"),
+      "actor-0");
+  EXPECT_EQ(*ResolveIdFromCertificate(Role::kActor, "actor-0", actor_cert,
+                                      "--actor-id"),
+            "actor-0");
+  absl::StatusOr<std::string> other = ResolveIdFromCertificate(
+      Role::kActor, "actor-1", actor_cert, "--actor-id");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(other.status().message(),
+              HasSubstr("--actor-id 'actor-1' is not named by the client "
+                        "certificate " +
+                        actor_cert + " (it names actor ids 'actor-0')"));
+  EXPECT_EQ(*ResolveIdFromCertificate(Role::kLearner, "", learner_cert,
+                                      "--member-id"),
+            "learner-0");
+  // A certificate for the other role, or naming nothing usable.
+  absl::StatusOr<std::string> wrong_role =
+      ResolveIdFromCertificate(Role::kLearner, "", actor_cert, "--member-id");
+  EXPECT_EQ(wrong_role.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong_role.status().message(),
+              HasSubstr("names 0 learner member ids (none): it is not a "
+                        "certificate for this role"));
+  EXPECT_EQ(ResolveIdFromCertificate(Role::kActor, "", certs->named[2].cert,
+                                     "--actor-id")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Files that are not certificates.
+  EXPECT_EQ(ResolveIdFromCertificate(Role::kActor, "", dir.Path("missing"),
+                                     "--actor-id")
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolveIdFromCertificate(Role::kActor, "", certs->named[0].key,
+                                     "--actor-id")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CoordinatorClientTlsFilesTest, EachPartDefaultsToTheServersFile) {

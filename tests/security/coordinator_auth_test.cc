@@ -232,6 +232,16 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
         .value_or(-1);
   }
 
+  // Whether the database has a member `id` (FindLearner records actors).
+  bool MemberKnown(const std::string& id) {
+    absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+    if (!members.ok()) return false;
+    for (const MemberRow& m : *members) {
+      if (m.id == id) return true;
+    }
+    return false;
+  }
+
   // The run as the database has it.
   RunRow Run(int64_t run_id) {
     absl::StatusOr<RunRow> run = store_->GetRun(run_id);
@@ -943,14 +953,6 @@ TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
             /*envs=*/1),
         dir_ + "/" + id + ".log");
   };
-  auto member_known = [&](const std::string& id) {
-    absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
-    if (!members.ok()) return false;
-    for (const MemberRow& m : *members) {
-      if (m.id == id) return true;
-    }
-    return false;
-  };
   std::unique_ptr<Process> stranger = actor("actor-stranger", false);
   PollUntil([&] { return Denied("FindLearner", "unauthenticated") >= 1; }, 30s,
             100ms);
@@ -962,12 +964,104 @@ TEST_F(CoordinatorAuthTest, ActorNeedsTheClusterTokenToFindALearner) {
             30s, 100ms);
   EXPECT_NE(stranger->Log().find(said), std::string::npos) << stranger->Log();
   stranger.reset();
-  EXPECT_FALSE(member_known("actor-stranger"));
+  EXPECT_FALSE(MemberKnown("actor-stranger"));
   std::unique_ptr<Process> trusted = actor("actor-trusted", true);
-  PollUntil([&] { return member_known("actor-trusted"); }, 60s, 100ms);
-  EXPECT_TRUE(member_known("actor-trusted")) << trusted->Log();
+  PollUntil([&] { return MemberKnown("actor-trusted"); }, 60s, 100ms);
+  EXPECT_TRUE(MemberKnown("actor-trusted")) << trusted->Log();
+}
+
+// A real ristretto-actor with a certificate that names it: without
+// --actor-id it takes the id its certificate names (and is recorded as
+// that member); with another --actor-id it refuses to start, saying why,
+// instead of being refused by the coordinator on every call.
+TEST_F(CoordinatorMutualTlsTest, AnActorTakesTheIdItsCertificateNames) {
+  Session(kA);  // a learner to be found (nobody listens there)
+  const std::string tls = dir_ + "/tls/";
+  auto actor = [&](const std::string& log,
+                   const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {RISTRETTO_ACTOR_BINARY,
+                                     "--coordinator",
+                                     address_,
+                                     "--envs",
+                                     "1",
+                                     "--cache-dir",
+                                     dir_ + "/actor-cache",
+                                     "--token-file",
+                                     dir_ + "/actor-token",
+                                     "--tls-ca",
+                                     tls + "ca.pem",
+                                     "--tls-cert",
+                                     tls + "actor-x.pem",
+                                     "--tls-key",
+                                     tls + "actor-x.key"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(argv, dir_ + "/" + log);
+  };
+  std::unique_ptr<Process> wrong = actor("wrong.log", {"--actor-id", "y"});
+  const std::optional<int> status = wrong->Wait(60s);
+  ASSERT_TRUE(status.has_value()) << wrong->Log();
+  EXPECT_EQ(*status, 2) << wrong->Log();
+  EXPECT_NE(wrong->Log().find("--actor-id 'y' is not named by the client "
+                              "certificate"),
+            std::string::npos)
+      << wrong->Log();
+  EXPECT_FALSE(MemberKnown("y"));
+  std::unique_ptr<Process> named = actor("named.log", {});
+  PollUntil([&] { return MemberKnown("x"); }, 60s, 100ms);
+  EXPECT_TRUE(MemberKnown("x")) << named->Log();
+  EXPECT_NE(named->Log().find("actor x: "), std::string::npos) << named->Log();
+  EXPECT_LE(Denied("FindLearner", "permission_denied"), 0);  // -1: none yet
 }
 #endif  // RISTRETTO_ACTOR_BINARY
+
+#ifdef RISTRETTO_LEARNER_BINARY
+// A real ristretto-learner showing the coordinator a certificate that
+// names it: another --member-id is refused at start-up (exit 2, saying
+// why); without one it registers as the member its certificate names.
+TEST_F(CoordinatorMutualTlsTest, ALearnerTakesTheMemberIdItsCertificateNames) {
+  const std::string tls = dir_ + "/tls/";
+  auto learner = [&](const std::string& name,
+                     const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {RISTRETTO_LEARNER_BINARY,
+                                     "--coordinator",
+                                     address_,
+                                     "--port",
+                                     "0",
+                                     "--slots",
+                                     "1",
+                                     "--run-dir",
+                                     dir_ + "/" + name,
+                                     "--token-file",
+                                     dir_ + "/token",
+                                     "--tls-cert",
+                                     tls + "server.pem",
+                                     "--tls-key",
+                                     tls + "server.key",
+                                     "--tls-ca",
+                                     tls + "ca.pem",
+                                     "--coordinator-tls-cert",
+                                     tls + "learner-" + kA + ".pem",
+                                     "--coordinator-tls-key",
+                                     tls + "learner-" + kA + ".key"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(argv, dir_ + "/" + name + ".log");
+  };
+  std::unique_ptr<Process> wrong = learner("wrong", {"--member-id", kB});
+  const std::optional<int> status = wrong->Wait(60s);
+  ASSERT_TRUE(status.has_value()) << wrong->Log();
+  EXPECT_EQ(*status, 2) << wrong->Log();
+  EXPECT_NE(wrong->Log().find("--member-id 'learner-b' is not named by the "
+                              "client certificate"),
+            std::string::npos)
+      << wrong->Log();
+  std::unique_ptr<Process> named = learner("named", {});
+  const std::string said = std::string(" as ") + kA + " (1 slots)";
+  PollUntil([&] { return named->Log().find(said) != std::string::npos; }, 60s,
+            100ms);
+  EXPECT_NE(named->Log().find(said), std::string::npos) << named->Log();
+  EXPECT_LE(Denied("RegisterLearner", "permission_denied"), 0);
+}
+#endif  // RISTRETTO_LEARNER_BINARY
 
 }  // namespace
 }  // namespace ristretto::coordinator
