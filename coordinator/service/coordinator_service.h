@@ -28,11 +28,16 @@
 //                    (a random key per registration, handed to the learner
 //                    in RegisterLearnerResponse.ticket_key; common/auth.h).
 //                    Under mutual TLS the actor id is bound to the caller's
-//                    client certificate (trust on first use, for as long as
-//                    its tickets may be live: another certificate asking for
-//                    it is PERMISSION_DENIED) and the ticket carries the
+//                    client certificate: one that names actor ids
+//                    (urn:ristretto:actor:ID, auth::CertificateNames) may
+//                    ask only for those; one that names nothing holds an id
+//                    by trust on first use, for as long as its tickets may
+//                    be live (another certificate asking for it is
+//                    PERMISSION_DENIED); and the ticket carries the
 //                    certificate's hash (rt2), so it works only from that
-//                    certificate.
+//                    certificate. Learner member ids are bound the same way
+//                    (urn:ristretto:learner:ID) at RegisterLearner, LeaseRun
+//                    and Heartbeat.
 //   FetchDataset     the cluster token: datasets of running studies; a
 //                    learner's session secret: only the dataset of a run
 //                    leased to that learner. Actors fetch from their
