@@ -403,6 +403,19 @@ CertificateNames ParseCertificateNames(const std::vector<std::string>& uris) {
   return names;
 }
 
+std::string QuotedIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const std::string& id : ids) {
+    if (out.size() > 160) {
+      absl::StrAppend(&out, ", ...");
+      break;
+    }
+    absl::StrAppend(&out, out.empty() ? "'" : ", '", EscapeForMessage(id, 80),
+                    "'");
+  }
+  return out;
+}
+
 std::string CertificateNameUri(Role role, absl::string_view id) {
   std::string out;
   switch (role) {
@@ -449,15 +462,7 @@ absl::Status CertificateBindings::Claim(absl::string_view id,
                                         absl::Time now,
                                         absl::string_view what) {
   if (std::find(named.begin(), named.end(), id) == named.end()) {
-    std::string names;
-    for (const std::string& name : named) {
-      if (names.size() > 160) {
-        absl::StrAppend(&names, ", ...");
-        break;
-      }
-      absl::StrAppend(&names, names.empty() ? "'" : ", '",
-                      EscapeForMessage(name, 80), "'");
-    }
+    const std::string names = QuotedIds(named);
     return absl::PermissionDeniedError(
         absl::StrCat(what, " '", EscapeForMessage(id, 80),
                      "' is not named by this client certificate (it names ",

@@ -222,6 +222,10 @@ inline constexpr char kLearnerNamePrefix[] = "urn:ristretto:learner:";
 // The names among `uris` (the certificate's URI SANs; others are ignored).
 CertificateNames ParseCertificateNames(const std::vector<std::string>& uris);
 
+// "'a', 'b'" for messages: each id escaped and capped at 80 bytes, the
+// list cut with ", ..." once past 160 bytes; "" for none.
+std::string QuotedIds(const std::vector<std::string>& ids);
+
 // "urn:ristretto:actor:<id>" (kActor) or "urn:ristretto:learner:<id>"
 // (kLearner), the id percent-encoded; kOperator is not a certificate name
 // (returns "").

@@ -27,18 +27,9 @@ struct NamesFree {
   void operator()(GENERAL_NAMES* p) const { GENERAL_NAMES_free(p); }
 };
 
-// "'a', 'b'" (escaped, capped), or "none".
+// auth::QuotedIds, or "none".
 std::string Quoted(const std::vector<std::string>& ids) {
-  std::string out;
-  for (const std::string& id : ids) {
-    if (out.size() > 160) {
-      absl::StrAppend(&out, ", ...");
-      break;
-    }
-    absl::StrAppend(&out, out.empty() ? "'" : ", '", EscapeForMessage(id, 80),
-                    "'");
-  }
-  return out.empty() ? "none" : out;
+  return ids.empty() ? "none" : auth::QuotedIds(ids);
 }
 
 }  // namespace
