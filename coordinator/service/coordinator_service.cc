@@ -1,18 +1,16 @@
 #include "coordinator/service/coordinator_service.h"
 
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/call_credentials.h"
 #include "common/log.h"
 #include "common/secret_file.h"
 #include "common/text_util.h"
-#include "grpc/grpc_security_constants.h"
-#include "grpcpp/security/auth_context.h"
 #include "wire/grpc_status.h"
 
 namespace ristretto::coordinator {
@@ -23,45 +21,13 @@ bool IsDenial(const absl::Status& s) {
          s.code() == absl::StatusCode::kPermissionDenied;
 }
 
-// The client certificate a call came with: the hex SHA-256 of its DER and
-// the ids it names (URI SANs, auth::CertificateNames).
-struct PeerCertificate {
-  std::string sha256;
-  auth::CertificateNames names;
-};
-
-// The call's client certificate; nullopt without one. gRPC reports the
-// peer's leaf certificate only when it presented one, which under mutual
-// TLS the handshake has verified against --tls-ca (the server requires and
-// verifies client certificates; without --tls-ca it requests none).
-absl::StatusOr<std::optional<PeerCertificate>> PeerCertificateOf(
-    const grpc::ServerContextBase& context) {
-  const std::shared_ptr<const grpc::AuthContext> peer = context.auth_context();
-  if (peer == nullptr) return std::nullopt;
-  const std::vector<grpc::string_ref> pem =
-      peer->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-  if (pem.empty()) return std::nullopt;
-  absl::StatusOr<std::string> hash = auth::CertificateSha256(
-      absl::string_view(pem.front().data(), pem.front().size()));
-  if (!hash.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "cannot read the client certificate: ", hash.status().message()));
-  }
-  std::vector<std::string> uris;
-  for (const grpc::string_ref& uri :
-       peer->FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
-    uris.emplace_back(uri.data(), uri.size());
-  }
-  return std::optional<PeerCertificate>(
-      PeerCertificate{*std::move(hash), auth::ParseCertificateNames(uris)});
-}
-
 // Under mutual TLS, binds `id` to the call's certificate `cert`: a
 // certificate that names ids may use only its names of this `role` (and
 // claims them), one that names none is held to trust on first use.
 absl::Status BindToCertificate(auth::CertificateBindings& bindings,
-                               const PeerCertificate& cert, auth::Role role,
-                               const std::string& id, absl::string_view what) {
+                               const auth::PeerCertificate& cert,
+                               auth::Role role, const std::string& id,
+                               absl::string_view what) {
   const absl::Time now = absl::Now();
   if (!cert.names.any) return bindings.Bind(id, cert.sha256, now, what);
   return bindings.Claim(
@@ -100,19 +66,7 @@ grpc::Status CoordinatorService::Reply(const char* method,
 
 absl::StatusOr<auth::Principal> CoordinatorService::Caller(
     const grpc::ServerContext& context) const {
-  const auto& metadata = context.client_metadata();
-  const auto [first, last] = metadata.equal_range(auth::kMetadataKey);
-  if (first == last) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("no credentials: the call carries no '",
-                     auth::kMetadataKey, "' metadata"));
-  }
-  if (std::next(first) != last) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("more than one '", auth::kMetadataKey, "' metadata"));
-  }
-  const absl::string_view value(first->second.data(), first->second.size());
-  absl::StatusOr<std::string> secret = auth::ParseBearer(value);
+  absl::StatusOr<std::string> secret = auth::CallBearerSecret(context);
   if (!secret.ok()) return secret.status();
   if (auth::ConstantTimeEquals(*secret, token_)) {
     return auth::Principal{auth::Role::kOperator, "operator"};
@@ -164,8 +118,8 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessRole(
 std::optional<grpc::Status> CoordinatorService::RefuseUnlessMembersCertificate(
     const grpc::ServerContext& context, const std::string& member_id,
     const char* method) {
-  absl::StatusOr<std::optional<PeerCertificate>> cert =
-      PeerCertificateOf(context);
+  absl::StatusOr<std::optional<auth::PeerCertificate>> cert =
+      auth::CallPeerCertificate(context);
   if (!cert.ok()) return Finish(method, cert.status());
   if (!cert->has_value()) return std::nullopt;
   return Refusal(method,
@@ -314,8 +268,8 @@ grpc::Status CoordinatorService::FindLearner(
     return *refused;
   }
   // Under mutual TLS: the caller's client certificate.
-  absl::StatusOr<std::optional<PeerCertificate>> cert =
-      PeerCertificateOf(*context);
+  absl::StatusOr<std::optional<auth::PeerCertificate>> cert =
+      auth::CallPeerCertificate(*context);
   if (!cert.ok()) return Finish(kMethod, cert.status());
   const bool bind = cert->has_value() && !request->actor_id().empty();
   if (authenticating() || bind) {

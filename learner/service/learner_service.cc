@@ -11,10 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/call_credentials.h"
 #include "common/log.h"
 #include "common/text_util.h"
-#include "grpc/grpc_security_constants.h"
-#include "grpcpp/security/auth_context.h"
 #include "learner/service/learner_metrics.h"
 #include "wire/chunk_wire.h"
 #include "wire/grpc_status.h"
@@ -509,19 +508,7 @@ absl::StatusOr<auth::Principal> LearnerService::Authenticate(
     const grpc::ServerContextBase& context) const {
   const auth::Principal kOperator{auth::Role::kOperator, "operator"};
   if (!authenticating()) return kOperator;
-  const auto& metadata = context.client_metadata();
-  const auto [first, last] = metadata.equal_range(auth::kMetadataKey);
-  if (first == last) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("no credentials: the call carries no '",
-                     auth::kMetadataKey, "' metadata"));
-  }
-  if (std::next(first) != last) {
-    return absl::UnauthenticatedError(
-        absl::StrCat("more than one '", auth::kMetadataKey, "' metadata"));
-  }
-  absl::StatusOr<std::string> secret = auth::ParseBearer(
-      absl::string_view(first->second.data(), first->second.size()));
+  absl::StatusOr<std::string> secret = auth::CallBearerSecret(context);
   if (!secret.ok()) return secret.status();
   if (!options_.token.empty() &&
       auth::ConstantTimeEquals(*secret, options_.token)) {
@@ -534,23 +521,13 @@ absl::StatusOr<auth::Principal> LearnerService::Authenticate(
       ticket_keys_.Verify(*secret, absl::Now());
   if (!ticket.ok()) return ticket.status();
   // A ticket bound to the actor's client certificate works only from it
-  // (copied or sniffed, it is useless elsewhere). gRPC reports the peer's
-  // leaf certificate only when it presented one, which under mutual TLS the
-  // handshake verified against --tls-ca.
+  // (copied or sniffed, it is useless elsewhere).
   std::optional<std::string> peer_cert;
   if (!ticket->cert_sha256.empty()) {
-    const std::shared_ptr<const grpc::AuthContext> peer =
-        context.auth_context();
-    const std::vector<grpc::string_ref> pem =
-        peer == nullptr
-            ? std::vector<grpc::string_ref>{}
-            : peer->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
-    if (!pem.empty()) {
-      absl::StatusOr<std::string> hash = auth::CertificateSha256(
-          absl::string_view(pem.front().data(), pem.front().size()));
-      if (!hash.ok()) return hash.status();
-      peer_cert = *std::move(hash);
-    }
+    absl::StatusOr<std::optional<auth::PeerCertificate>> cert =
+        auth::CallPeerCertificate(context);
+    if (!cert.ok()) return cert.status();
+    if (cert->has_value()) peer_cert = std::move((*cert)->sha256);
   }
   if (absl::Status bound = auth::CheckTicketCertificate(*ticket, peer_cert);
       !bound.ok()) {

@@ -463,6 +463,28 @@ TEST_F(CoordinatorAuthTest, UnauthenticatedFindLearnerAndFetchDataset) {
   EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 1);
 }
 
+// The credential is one "authorization: Bearer <secret>" metadata: two of
+// them (even two copies of the operator's token) or another scheme are
+// refused, not read as either.
+TEST_F(CoordinatorAuthTest, RepeatedOrMalformedAuthorizationIsUnauthenticated) {
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-x");
+  auto find_with = [&](const std::vector<std::string>& values) {
+    std::unique_ptr<grpc::ClientContext> ctx = Context("");
+    for (const std::string& value : values) {
+      ctx->AddMetadata(auth::kMetadataKey, value);
+    }
+    v1::FindLearnerResponse found;
+    return stub_->FindLearner(ctx.get(), find, &found).error_code();
+  };
+  const std::string bearer = auth::BearerValue(token_);
+  EXPECT_EQ(find_with({bearer, bearer}), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(find_with({"Basic " + token_}), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(find_with({"Bearer "}), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Denied("FindLearner", "unauthenticated"), 3);
+  EXPECT_NE(find_with({bearer}), grpc::StatusCode::UNAUTHENTICATED);
+}
+
 // The actors' token finds learners (with a ticket), and is refused
 // everywhere a learner or an operator acts: an actor host cannot register a
 // learner, lease its runs, report on them, evict it or download datasets

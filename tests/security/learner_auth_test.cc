@@ -372,6 +372,30 @@ TEST_F(LearnerAuthTest, GetStatusIsTheOperators) {
   EXPECT_EQ(Denied("GetStatus", "permission_denied"), 1);
 }
 
+// The credential is one "authorization: Bearer <secret>" metadata: two of
+// them (even two copies of the operator's token, as a proxy adding its own
+// would send) or another scheme are refused, not read as either.
+TEST_F(LearnerAuthTest, RepeatedOrMalformedAuthorizationIsUnauthenticated) {
+  Serve(kToken, kKey0);
+  auto status_with = [&](const std::vector<std::string>& values) {
+    auto stub = v1::Learner::NewStub(
+        grpc::CreateChannel(address_, channel_credentials_));
+    grpc::ClientContext ctx;
+    for (const std::string& value : values) {
+      ctx.AddMetadata(auth::kMetadataKey, value);
+    }
+    v1::LearnerStatus status;
+    return stub->GetStatus(&ctx, v1::StatusRequest(), &status).error_code();
+  };
+  const std::string bearer = auth::BearerValue(kToken);
+  EXPECT_EQ(status_with({bearer}), grpc::StatusCode::OK);
+  EXPECT_EQ(status_with({bearer, bearer}), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(status_with({"Basic " + std::string(kToken)}),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(status_with({"Bearer "}), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Denied("GetStatus", "unauthenticated"), 3);
+}
+
 TEST_F(LearnerAuthTest, StandAloneActorsPresentTheToken) {
   Serve(kToken, /*key=*/"");
   const ActResult with = Hello(kToken, "any-actor");
