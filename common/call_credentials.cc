@@ -25,8 +25,8 @@ absl::StatusOr<std::string> CallBearerSecret(
     return absl::UnauthenticatedError(
         absl::StrCat("more than one '", kMetadataKey, "' metadata"));
   }
-  return ParseBearer(absl::string_view(first->second.data(),
-                                       first->second.size()));
+  return ParseBearer(
+      absl::string_view(first->second.data(), first->second.size()));
 }
 
 absl::StatusOr<std::optional<PeerCertificate>> CallPeerCertificate(
