@@ -94,16 +94,21 @@ std::optional<grpc::Status> CoordinatorService::Refusal(
   return Finish(method, authorized);
 }
 
-std::optional<grpc::Status> CoordinatorService::RefuseUnlessLearner(
+std::optional<grpc::Status> CoordinatorService::RefuseUnlessMember(
     const grpc::ServerContext& context, const std::string& member_id,
-    const char* method, bool operator_ok) const {
-  if (!authenticating()) return std::nullopt;
-  absl::StatusOr<auth::Principal> caller = Caller(context);
-  if (!caller.ok()) return Refusal(method, caller.status());
-  if (operator_ok && caller->role == auth::Role::kOperator) {
-    return std::nullopt;
+    const char* method, bool operator_ok) {
+  if (authenticating()) {
+    absl::StatusOr<auth::Principal> caller = Caller(context);
+    if (!caller.ok()) return Refusal(method, caller.status());
+    if (operator_ok && caller->role == auth::Role::kOperator) {
+      return std::nullopt;
+    }
+    if (std::optional<grpc::Status> refused = Refusal(
+            method, auth::RequireLearner(*caller, member_id, method))) {
+      return refused;
+    }
   }
-  return Refusal(method, auth::RequireLearner(*caller, member_id, method));
+  return RefuseUnlessMembersCertificate(context, member_id, method);
 }
 
 std::optional<grpc::Status> CoordinatorService::RefuseUnlessRole(
@@ -175,14 +180,9 @@ grpc::Status CoordinatorService::LeaseRun(grpc::ServerContext* context,
                                           const v1::LeaseRunRequest* request,
                                           v1::LeaseRunResponse* response) {
   constexpr char kMethod[] = "LeaseRun";
+  // The member is live: its certificate binding is refreshed.
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
-    return *refused;
-  }
-  // The member is live: its binding is refreshed (and its session secret
-  // works only from its certificate).
-  if (std::optional<grpc::Status> refused = RefuseUnlessMembersCertificate(
-          *context, request->member_id(), kMethod)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Reply(kMethod, scheduler_->LeaseRun(*request), response);
@@ -193,11 +193,7 @@ grpc::Status CoordinatorService::Heartbeat(grpc::ServerContext* context,
                                            v1::HeartbeatResponse* response) {
   constexpr char kMethod[] = "Heartbeat";
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
-    return *refused;
-  }
-  if (std::optional<grpc::Status> refused = RefuseUnlessMembersCertificate(
-          *context, request->member_id(), kMethod)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Reply(kMethod, scheduler_->Heartbeat(*request), response);
@@ -208,7 +204,7 @@ grpc::Status CoordinatorService::ReportEvaluation(
     v1::ReportEvaluationResponse* response) {
   constexpr char kMethod[] = "ReportEvaluation";
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Reply(kMethod, scheduler_->ReportEvaluation(*request), response);
@@ -219,7 +215,7 @@ grpc::Status CoordinatorService::CompleteRun(
     v1::CompleteRunResponse* /*response*/) {
   constexpr char kMethod[] = "CompleteRun";
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Finish(kMethod, scheduler_->CompleteRun(*request));
@@ -230,7 +226,7 @@ grpc::Status CoordinatorService::FailRun(grpc::ServerContext* context,
                                          v1::FailRunResponse* /*response*/) {
   constexpr char kMethod[] = "FailRun";
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod)) {
     return *refused;
   }
   return Finish(kMethod, scheduler_->FailRun(*request));
@@ -241,8 +237,8 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
                                          v1::ReleaseResponse* /*response*/) {
   constexpr char kMethod[] = "Release";
   if (std::optional<grpc::Status> refused =
-          RefuseUnlessLearner(*context, request->member_id(), kMethod,
-                              /*operator_ok=*/true)) {
+          RefuseUnlessMember(*context, request->member_id(), kMethod,
+                             /*operator_ok=*/true)) {
     return *refused;
   }
   const absl::Status released = scheduler_->Release(*request);
@@ -348,6 +344,12 @@ grpc::Status CoordinatorService::FetchDataset(
                                        /*running_studies_only=*/true);
         break;
       case auth::Role::kLearner:
+        // From the certificate the member is bound to only.
+        if (std::optional<grpc::Status> refused =
+                RefuseUnlessMembersCertificate(*context, caller->id,
+                                               kMethod)) {
+          return *refused;
+        }
         path = scheduler_->DatasetPathForLearner(request->dataset_id(),
                                                  caller->id);
         break;

@@ -143,11 +143,15 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // The authorization every call but RegisterLearner starts with: nullopt
   // when the call may go ahead (always in development mode), otherwise the
   // call's reply, the refusal counted and logged (Finish).
-  // RefuseUnlessLearner: the caller must be learner `member_id` (or, with
-  // `operator_ok`, the operator).
-  std::optional<grpc::Status> RefuseUnlessLearner(
+  // RefuseUnlessMember: the caller must be learner `member_id` (or, with
+  // `operator_ok`, the operator) and, under mutual TLS, call from the
+  // certificate the member is bound to (RefuseUnlessMembersCertificate):
+  // a session secret copied to another host is refused there on every
+  // call, and without a token (mutual TLS alone) a learner's certificate
+  // acts only for its own member id.
+  std::optional<grpc::Status> RefuseUnlessMember(
       const grpc::ServerContext& context, const std::string& member_id,
-      const char* method, bool operator_ok = false) const;
+      const char* method, bool operator_ok = false);
   // RefuseUnlessRole: the caller must hold one of `roles`.
   std::optional<grpc::Status> RefuseUnlessRole(
       const grpc::ServerContext& context,

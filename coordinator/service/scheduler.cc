@@ -800,8 +800,16 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   member.kind = "actor";
   member.address = "";
   member.capacity_json = "{}";
-  if (!member.id.empty())
-    RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
+  if (!member.id.empty()) {
+    const absl::Status upserted =
+        Db(DbOp::kUpsertMember)->UpsertMember(member);
+    // An actor naming itself after a learner (whose member ids FindLearner
+    // hands out) would replace the learner's row, incarnation included.
+    if (absl::IsFailedPrecondition(upserted)) {
+      return absl::PermissionDeniedError(upserted.message());
+    }
+    RETURN_IF_ERROR(upserted);
+  }
   return response;
 }
 

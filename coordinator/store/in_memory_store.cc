@@ -745,6 +745,9 @@ absl::Status InMemoryStore::UpsertMember(const MemberRow& row) {
   const absl::Time now = NowMicros();
   auto [it, added] = members_.emplace(row.id, MemberRow());
   MemberRow& m = it->second;
+  if (!added && m.kind == "learner" && row.kind != "learner") {
+    return LearnersMemberIdError(row);
+  }
   if (added) m.first_seen = now;
   m.id = row.id;
   m.kind = row.kind;

@@ -1600,13 +1600,16 @@ absl::StatusOr<std::vector<ArtifactRow>> PgStore::ListArtifacts(
 absl::Status PgStore::UpsertMember(const MemberRow& row) {
   RETURN_IF_ERROR(CheckUpsertMember(row));
   return impl_->TransactStatus("UpsertMember", [&](pqxx::work& txn) {
-    txn.exec_params(
+    // A learner's row is updated only by a learner (Store::UpsertMember).
+    const pqxx::result r = txn.exec_params(
         "INSERT INTO members (id, kind, address, capacity_json) "
         "VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET "
         "kind = EXCLUDED.kind, address = EXCLUDED.address, "
-        "capacity_json = EXCLUDED.capacity_json, last_seen = now()",
+        "capacity_json = EXCLUDED.capacity_json, last_seen = now() "
+        "WHERE members.kind <> 'learner' OR EXCLUDED.kind = 'learner'",
         row.id, row.kind, row.address,
         row.capacity_json.empty() ? std::string("{}") : row.capacity_json);
+    if (r.affected_rows() == 0) return LearnersMemberIdError(row);
     return absl::OkStatus();
   });
 }

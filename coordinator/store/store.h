@@ -353,8 +353,12 @@ class Store {
       int64_t trial_id) = 0;
 
   // --- members ---
-  virtual absl::Status UpsertMember(
-      const MemberRow& row) = 0;  // sets last_seen = now
+  // Adds or updates the member `row.id` (sets last_seen = now). A
+  // learner's row stays a learner's: an actor's upsert of a learner's id
+  // changes nothing and is kFailedPrecondition (an actor naming itself
+  // after a learner must not replace its address, capacity or incarnation);
+  // a learner may take an id an actor used.
+  virtual absl::Status UpsertMember(const MemberRow& row) = 0;
   virtual absl::StatusOr<std::vector<MemberRow>> ListMembers() = 0;
   // The member `id` (learner or actor); kNotFound when none has that id.
   virtual absl::StatusOr<MemberRow> GetMember(const std::string& id) = 0;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -215,6 +216,13 @@ absl::Status CheckUpsertMember(const MemberRow& row) {
                      "' is not \"learner\" or \"actor\""));
   }
   return absl::OkStatus();
+}
+
+absl::Status LearnersMemberIdError(const MemberRow& row) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("member id '", EscapeForMessage(row.id, 80),
+                   "' is a learner's; a ", EscapeForMessage(row.kind, 16),
+                   " cannot take it"));
 }
 
 absl::Status CheckStudyTransition(int64_t study_id, StudyState from,

@@ -821,6 +821,26 @@ TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   EXPECT_EQ(actor.kind, "actor");
   EXPECT_EQ(store_->GetMember("learner-2").status().code(),
             absl::StatusCode::kNotFound);
+  // An actor naming itself after a learner changes nothing of its row
+  // (address, capacity: a learner's incarnation lives there); a learner may
+  // take an id an actor used.
+  MemberRow impostor;
+  impostor.id = "learner-1";
+  impostor.kind = "actor";
+  EXPECT_EQ(store_->UpsertMember(impostor).code(),
+            absl::StatusCode::kFailedPrecondition);
+  MemberRow learner_after_actor = m;
+  learner_after_actor.id = "actor-1";
+  learner_after_actor.kind = "learner";
+  learner_after_actor.address = "host:3";
+  ASSERT_OK(store_->UpsertMember(learner_after_actor));
+  ASSERT_OK_AND_ASSIGN(const MemberRow was_actor, store_->GetMember("actor-1"));
+  EXPECT_EQ(was_actor.kind, "learner");
+  EXPECT_EQ(was_actor.address, "host:3");
+  ASSERT_OK_AND_ASSIGN(const MemberRow still_learner,
+                       store_->GetMember("learner-1"));
+  EXPECT_EQ(still_learner.kind, "learner");
+  EXPECT_EQ(still_learner.address, "host:2");
 
   const StudyRow study = RunningStudy("s");
   ASSERT_OK_AND_ASSIGN(std::optional<std::string> result,

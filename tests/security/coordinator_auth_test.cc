@@ -207,12 +207,13 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   // FetchDataset of `dataset_id` with `authorization`, the whole stream
   // read: its final status, and in `bytes` the bytes received.
   grpc::Status Fetch(const std::string& authorization,
-                     const std::string& dataset_id, int64_t* bytes) {
+                     const std::string& dataset_id, int64_t* bytes,
+                     v1::Coordinator::Stub* stub = nullptr) {
     v1::FetchDatasetRequest request;
     request.set_dataset_id(dataset_id);
     std::unique_ptr<grpc::ClientContext> ctx = Context(authorization);
     std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-        stub_->FetchDataset(ctx.get(), request);
+        (stub != nullptr ? stub : stub_.get())->FetchDataset(ctx.get(), request);
     v1::DatasetPiece piece;
     *bytes = 0;
     while (reader->Read(&piece)) {
@@ -882,6 +883,106 @@ TEST_F(CoordinatorMutualTlsTest, AMemberIdBelongsToItsCertificateWhileLive) {
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 1);
   EXPECT_EQ(Denied("Heartbeat", "permission_denied"), 1);
+}
+
+// A member's session secret works only from the certificate the member is
+// bound to on every call it makes, not just on LeaseRun and Heartbeat: from
+// another host's certificate it cannot report, complete or fail the
+// member's runs, fetch their datasets or release the member.
+TEST_F(CoordinatorMutualTlsTest, ASessionSecretWorksOnlyFromItsCertificate) {
+  std::unique_ptr<v1::Coordinator::Stub> host_b = StubAs("host-b");
+  const v1::RunLease lease = LeaseForA();  // kA, from client.pem
+  ASSERT_GT(lease.run_id(), 0);
+  const auto as_a = [&] { return Context(auth::BearerValue(secret_a_)); };
+  v1::ReportEvaluationRequest report;
+  report.set_member_id(kA);
+  report.set_run_id(lease.run_id());
+  report.mutable_evaluation()->set_sharpe(99);
+  report.mutable_evaluation()->set_env_steps(4096);
+  v1::ReportEvaluationResponse reported;
+  EXPECT_EQ(
+      host_b->ReportEvaluation(as_a().get(), report, &reported).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::CompleteRunRequest complete;
+  complete.set_member_id(kA);
+  complete.set_run_id(lease.run_id());
+  complete.mutable_final_evaluation()->set_sharpe(99);
+  complete.mutable_final_evaluation()->set_env_steps(8192);
+  v1::CompleteRunResponse completed;
+  EXPECT_EQ(
+      host_b->CompleteRun(as_a().get(), complete, &completed).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  v1::FailRunRequest fail;
+  fail.set_member_id(kA);
+  fail.set_run_id(lease.run_id());
+  fail.set_reason("sabotage");
+  v1::FailRunResponse failed;
+  EXPECT_EQ(host_b->FailRun(as_a().get(), fail, &failed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  int64_t bytes = 0;
+  EXPECT_EQ(Fetch(auth::BearerValue(secret_a_), lease.dataset_id(), &bytes,
+                  host_b.get())
+                .error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(bytes, 0);
+  v1::ReleaseRequest release;
+  release.set_member_id(kA);
+  v1::ReleaseResponse released;
+  EXPECT_EQ(host_b->Release(as_a().get(), release, &released).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  for (const char* method :
+       {"ReportEvaluation", "CompleteRun", "FailRun", "FetchDataset",
+        "Release"}) {
+    EXPECT_EQ(Denied(method, "permission_denied"), 1) << method;
+  }
+  // Nothing changed: the run is still kA's, no value was recorded.
+  const RunRow run = Run(lease.run_id());
+  EXPECT_EQ(run.state, RunState::kLeased);
+  EXPECT_EQ(run.member_id, kA);
+  absl::StatusOr<std::vector<IntermediateRow>> values =
+      store_->ListIntermediates(study_id_);
+  ASSERT_TRUE(values.ok()) << values.status();
+  EXPECT_TRUE(values->empty());
+  // From kA's own certificate the same calls go ahead.
+  grpc::Status s = stub_->ReportEvaluation(as_a().get(), report, &reported);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = Fetch(auth::BearerValue(secret_a_), lease.dataset_id(), &bytes);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_GT(bytes, 0);
+}
+
+// An actor naming itself after a learner (FindLearner hands out learners'
+// member ids) is refused and changes nothing of the learner's member row:
+// it used to overwrite it, incarnation included, so a restarted learner no
+// longer handed its previous process's leases back.
+TEST_F(CoordinatorAuthTest, AnActorCannotTakeALearnersMemberId) {
+  const v1::RunLease lease = LeaseForA();
+  ASSERT_GT(lease.run_id(), 0);
+  absl::StatusOr<MemberRow> before = store_->GetMember(kA);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->kind, "learner");
+  v1::FindLearnerRequest find;
+  find.set_actor_id(kA);
+  v1::FindLearnerResponse found;
+  const grpc::Status s = stub_->FindLearner(
+      Context(auth::BearerValue(actor_token_)).get(), find, &found);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("is a learner's"), std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(found.actor_ticket().empty());
+  absl::StatusOr<MemberRow> after = store_->GetMember(kA);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->kind, "learner");
+  EXPECT_EQ(after->address, before->address);
+  EXPECT_EQ(after->capacity_json, before->capacity_json);
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
+  // An actor id of its own is fine.
+  find.set_actor_id("actor-1");
+  const grpc::Status own = stub_->FindLearner(
+      Context(auth::BearerValue(actor_token_)).get(), find, &found);
+  EXPECT_TRUE(own.ok()) << own.error_message();
+  EXPECT_FALSE(found.actor_ticket().empty());
 }
 
 // A client certificate that names its holder (URI SAN urn:ristretto:actor:
