@@ -227,9 +227,37 @@ absl::StatusOr<std::string> ResolveToken(bool token_flag_given,
                      "use --",
                      flag, "-file FILE (mode 600) or $", env));
   }
-  if (!token_file.empty()) return ReadSecretFile(token_file);
-  if (env_value != nullptr) return std::string(env_value);
-  return std::string();
+  std::string token;
+  std::string from;
+  if (!token_file.empty()) {
+    absl::StatusOr<std::string> read = ReadSecretFile(token_file);
+    if (!read.ok()) return read.status();
+    token = *std::move(read);
+    from = token_file;
+  } else if (env_value != nullptr) {
+    token = env_value;
+    from = absl::StrCat("$", env);
+  }
+  if (token.empty()) return token;
+  // A guessable token opens every call it guards; one with spaces or
+  // control bytes cannot be sent as a bearer credential at all.
+  if (token.size() < kMinTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the token in ", from, " is ", token.size(), " bytes; use at least ",
+        kMinTokenBytes,
+        " random ones (e.g. `openssl rand -hex 32`, as ristretto up and "
+        "scripts/compose_up.sh make them)"));
+  }
+  for (const char c : token) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the token in ", from,
+          " holds a space, control or non-ASCII byte; a token is printable "
+          "ASCII (e.g. `openssl rand -hex 32`)"));
+    }
+  }
+  return token;
 }
 
 bool DsnHasPassword(absl::string_view dsn) {

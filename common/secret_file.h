@@ -47,6 +47,9 @@ absl::Status WriteSecretFile(const std::string& path, absl::string_view secret);
 // digits. kInternal if the kernel gives no randomness.
 absl::StatusOr<std::string> GenerateToken();
 
+// Shortest token ResolveToken accepts, in bytes (128 bits as hex).
+inline constexpr size_t kMinTokenBytes = 32;
+
 // The token a binary uses, from its flags and environment:
 //   `token_flag_given` (--FLAG VALUE was on the command line) ->
 //       kInvalidArgument, saying to use --FLAG-file or $ENV (`flag` and
@@ -55,6 +58,10 @@ absl::StatusOr<std::string> GenerateToken();
 //       environment: the explicit flag is what the operator meant);
 //   `env_value` non-null and non-empty -> it;
 //   otherwise "" (no token configured).
+// A token read is kInvalidArgument (naming the file or variable, never the
+// value) when shorter than kMinTokenBytes or holding a byte outside
+// printable ASCII other than space: it would be guessable, or could not be
+// presented as a bearer credential.
 absl::StatusOr<std::string> ResolveToken(
     bool token_flag_given, const std::string& token_file, const char* env_value,
     absl::string_view flag = "token",

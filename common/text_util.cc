@@ -76,4 +76,20 @@ size_t FindInvalidUtf8(absl::string_view text) {
   return absl::string_view::npos;
 }
 
+absl::Status CheckIdText(absl::string_view what, absl::string_view text,
+                         size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is ", text.size(), " bytes (limit ", max_bytes, ")"));
+  }
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " '", EscapeForMessage(text), "' contains control characters"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace ristretto

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace ristretto {
@@ -23,6 +24,17 @@ inline constexpr size_t kMessageTextCap = 80;
 // "...(N bytes)" is appended, N being text.size(). max_chars 0 means no cap.
 std::string EscapeForMessage(absl::string_view text,
                              size_t max_chars = kMessageTextCap);
+
+// Cap on an id that crosses the network and is logged and stored (actor
+// ids, member ids, run ids, addresses): a 10 MB id is an attack, not a name.
+inline constexpr size_t kMaxIdBytes = 256;
+
+// kOk when `text`, the value of `what` (e.g. "member_id"), is at most
+// `max_bytes` long and holds no control characters (bytes below 0x20, and
+// 0x7f). Otherwise kInvalidArgument: "WHAT is N bytes (limit M)" or
+// "WHAT 'ESCAPED' contains control characters".
+absl::Status CheckIdText(absl::string_view what, absl::string_view text,
+                         size_t max_bytes = kMaxIdBytes);
 
 // Byte offset of the first byte of `text` that does not start (or continue)
 // a well-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates,

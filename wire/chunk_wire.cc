@@ -662,18 +662,9 @@ namespace {
 
 // Checks one Hello string field: length cap, no control characters.
 absl::Status CheckHelloText(absl::string_view field, const std::string& s) {
-  if (s.size() > kMaxWireIdBytes) {
-    return Malformed(absl::StrCat("hello.", field, " is ", s.size(),
-                                  " bytes (limit ", kMaxWireIdBytes, ")"));
-  }
-  for (const char c : s) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      return Malformed(absl::StrCat("hello.", field, " '", EscapeForMessage(s),
-                                    "' contains control characters"));
-    }
-  }
-  return absl::OkStatus();
+  const absl::Status checked =
+      CheckIdText(absl::StrCat("hello.", field), s, kMaxWireIdBytes);
+  return checked.ok() ? checked : Malformed(checked.message());
 }
 
 }  // namespace

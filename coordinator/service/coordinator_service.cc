@@ -103,8 +103,8 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessMember(
     if (operator_ok && caller->role == auth::Role::kOperator) {
       return std::nullopt;
     }
-    if (std::optional<grpc::Status> refused = Refusal(
-            method, auth::RequireLearner(*caller, member_id, method))) {
+    if (std::optional<grpc::Status> refused =
+            Refusal(method, auth::RequireLearner(*caller, member_id, method))) {
       return refused;
     }
   }
@@ -242,15 +242,21 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
     return *refused;
   }
   const absl::Status released = scheduler_->Release(*request);
-  // A released member id is free: a learner with another certificate may
-  // register it at once.
-  if (released.ok()) learner_certs_.Forget(request->member_id());
-  if (released.ok() && authenticating()) {
-    // A released member registers again before its next call.
-    registry_.Revoke(
-        auth::Principal{auth::Role::kLearner, request->member_id()});
+  if (released.ok()) {
+    // One step against RegisterLearner's (under register_mu_): a
+    // registration racing this release either comes first and is revoked
+    // whole (the learner registers again on its next call) or comes after
+    // and keeps its secret and ticket key; never a secret without its key.
     absl::MutexLock lock(&register_mu_);
-    ticket_keys_.erase(request->member_id());
+    // A released member id is free: a learner with another certificate may
+    // register it at once.
+    learner_certs_.Forget(request->member_id());
+    if (authenticating()) {
+      // A released member registers again before its next call.
+      registry_.Revoke(
+          auth::Principal{auth::Role::kLearner, request->member_id()});
+      ticket_keys_.erase(request->member_id());
+    }
   }
   return Finish(kMethod, released);
 }
@@ -346,8 +352,7 @@ grpc::Status CoordinatorService::FetchDataset(
       case auth::Role::kLearner:
         // From the certificate the member is bound to only.
         if (std::optional<grpc::Status> refused =
-                RefuseUnlessMembersCertificate(*context, caller->id,
-                                               kMethod)) {
+                RefuseUnlessMembersCertificate(*context, caller->id, kMethod)) {
           return *refused;
         }
         path = scheduler_->DatasetPathForLearner(request->dataset_id(),

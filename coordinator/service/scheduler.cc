@@ -54,6 +54,18 @@ std::string IncarnationOf(const std::string& capacity_json) {
   return capacity_json.substr(value, end - value);
 }
 
+// `text` (no control characters: CheckIdText) as the inside of a JSON
+// string: quotes and backslashes escaped.
+std::string JsonStringBody(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 learner::EvaluationResult FromProto(const v1::Evaluation& e) {
   learner::EvaluationResult r;
   r.sharpe = e.sharpe();
@@ -501,8 +513,8 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
 
 absl::Status Scheduler::CheckMember(const std::string& member_id) {
   if (learners_.count(member_id) == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("learner ", member_id, " is not registered"));
+    return absl::NotFoundError(absl::StrCat(
+        "learner ", EscapeForMessage(member_id), " is not registered"));
   }
   return absl::OkStatus();
 }
@@ -529,6 +541,10 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
     return absl::InvalidArgumentError(
         "member_id, address and slots >= 1 are required");
   }
+  // Logged, stored, handed to actors and named in their tickets.
+  RETURN_IF_ERROR(CheckIdText("member_id", request.member_id()));
+  RETURN_IF_ERROR(CheckIdText("address", request.address()));
+  RETURN_IF_ERROR(CheckIdText("device", request.device()));
   const std::string& incarnation = request.incarnation();
   if (incarnation.size() > kMaxIncarnationLength ||
       !std::all_of(incarnation.begin(), incarnation.end(), [](char c) {
@@ -552,7 +568,7 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
     const std::string previous =
         known.ok() ? IncarnationOf(known->capacity_json) : "";
     if (!previous.empty() && previous != incarnation) {
-      RLOG(WARNING) << "learner " << request.member_id()
+      RLOG(WARNING) << "learner " << EscapeForMessage(request.member_id())
                     << " registered as a new process: the leases of its "
                        "previous process go back to the queue";
       RETURN_IF_ERROR(
@@ -566,15 +582,16 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
   member.capacity_json =
       absl::StrCat("{\"slots\":", request.slots(),
                    ",\"memory_mb\":", request.memory_budget_mb(),
-                   ",\"device\":\"", request.device(), "\"",
+                   ",\"device\":\"", JsonStringBody(request.device()), "\"",
                    incarnation.empty()
                        ? ""
                        : absl::StrCat(",\"incarnation\":\"", incarnation, "\""),
                    "}");
   RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
   learners_[request.member_id()] = request.address();
-  RLOG(INFO) << "learner " << request.member_id() << " at " << request.address()
-             << " (" << request.slots() << " slots)";
+  RLOG(INFO) << "learner " << EscapeForMessage(request.member_id()) << " at "
+             << EscapeForMessage(request.address()) << " (" << request.slots()
+             << " slots)";
   v1::RegisterLearnerResponse response;
   response.set_lease_ttl_ms(absl::ToInt64Milliseconds(options_.lease_ttl));
   response.set_heartbeat_interval_ms(
@@ -620,8 +637,9 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   }
   ++counters_.runs_leased;
   if (options_.metrics != nullptr) options_.metrics->CountRunLeased();
-  RLOG(INFO) << "leased " << lease->run_name() << " to " << request.member_id()
-             << " (attempt " << run->attempts << ")";
+  RLOG(INFO) << "leased " << lease->run_name() << " to "
+             << EscapeForMessage(request.member_id()) << " (attempt "
+             << run->attempts << ")";
   return response;
 }
 
@@ -750,9 +768,10 @@ absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
                                    reason, now + backoff, now + 2 * backoff));
     ++counters_.runs_retried;
     RLOG(WARNING) << "run " << request.run_id() << " failed on "
-                  << request.member_id() << " (attempt " << run.attempts
-                  << " of " << max_attempts << "): " << reason
-                  << "; retried in " << absl::FormatDuration(backoff)
+                  << EscapeForMessage(request.member_id()) << " (attempt "
+                  << run.attempts << " of " << max_attempts
+                  << "): " << EscapeForMessage(reason, 500) << "; retried in "
+                  << absl::FormatDuration(backoff)
                   << " (on that learner not before "
                   << absl::FormatDuration(2 * backoff) << ")";
     return absl::OkStatus();
@@ -763,7 +782,8 @@ absl::Status Scheduler::FailRun(const v1::FailRunRequest& request) {
                                              " of ", max_attempts, ")")));
   ++counters_.trials_failed;
   RLOG(WARNING) << "run " << request.run_id() << " failed (attempt "
-                << run.attempts << " of " << max_attempts << "): " << reason;
+                << run.attempts << " of " << max_attempts
+                << "): " << EscapeForMessage(reason, 500);
   return absl::OkStatus();
 }
 
@@ -795,14 +815,14 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   std::advance(it, next_learner_++ % static_cast<int64_t>(learners_.size()));
   response.set_learner_address(it->second);
   response.set_learner_member_id(it->first);
+  RETURN_IF_ERROR(CheckIdText("actor_id", request.actor_id()));
   MemberRow member;
   member.id = request.actor_id();
   member.kind = "actor";
   member.address = "";
   member.capacity_json = "{}";
   if (!member.id.empty()) {
-    const absl::Status upserted =
-        Db(DbOp::kUpsertMember)->UpsertMember(member);
+    const absl::Status upserted = Db(DbOp::kUpsertMember)->UpsertMember(member);
     // An actor naming itself after a learner (whose member ids FindLearner
     // hands out) would replace the learner's row, incarnation included.
     if (absl::IsFailedPrecondition(upserted)) {

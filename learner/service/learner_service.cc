@@ -99,9 +99,10 @@ class DatasetReactor final : public grpc::ServerWriteReactor<v1::DatasetPiece> {
   DatasetReactor(const std::string& path,
                  const v1::FetchDatasetRequest& request) {
     if (path.empty()) {
-      Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("dataset '", request.dataset_id(),
-                                       "' is not served here")));
+      Finish(grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          absl::StrCat("dataset '", EscapeForMessage(request.dataset_id()),
+                       "' is not served here")));
       return;
     }
     in_.open(path, std::ios::binary | std::ios::ate);
@@ -333,6 +334,7 @@ void ActorStream::HandleHello() {
   }
   LearnerService::Refusal refusal = LearnerService::Refusal::kNone;
   env_copies_ = hello.env_copies();
+  actor_id_ = hello.actor_id();
   run_ = service_->AssignRun(hello.want_run_id(), env_copies_, &refusal);
   if (refusal == LearnerService::Refusal::kMaxActors) {
     Send(StopMessage(
@@ -432,6 +434,17 @@ void ActorStream::HandleChunk() {
     ContinueReading();
     return;
   }
+  // A chunk speaks for the actor of this stream's Hello: another id would
+  // put its data (and a diverged update's blame) on another actor.
+  if (!view.actor_id.empty() && view.actor_id != actor_id_) {
+    Reject(sequence, absl::StatusCode::kInvalidArgument,
+           absl::StrCat("chunk.actor_id '", EscapeForMessage(view.actor_id, 80),
+                        "' is not this stream's actor '",
+                        EscapeForMessage(actor_id_, 80), "' (its Hello)"),
+           RejectReason::kProtocol);
+    ContinueReading();
+    return;
+  }
   TrajectoryChunk chunk;
   // The service's size limits with the run's own value bounds.
   wire::ChunkLimits limits = service_->options().limits;
@@ -444,6 +457,7 @@ void ActorStream::HandleChunk() {
   frame_.slices.clear();
   in_.Clear();
   if (decoded.ok()) {
+    chunk.actor_id = actor_id_;
     chunk_steps_.store(chunk.num_samples(), std::memory_order_relaxed);
   }
   if (!decoded.ok()) {

@@ -273,6 +273,9 @@ class ActorStream {
   // from the service stays valid until its last stream ends.
   std::shared_ptr<RunHost> run_;
   int64_t env_copies_ = 0;  // the Hello's, as given to AssignRun
+  // The Hello's actor id (a ticket's own): every chunk of this stream is
+  // this actor's, whatever its actor_id field says (HandleChunk).
+  std::string actor_id_;
   int listener_ = -1;
   bool done_ = false;  // OnDone ran (reader's thread)
   // Sequence of the last chunk that passed the order check (reader's

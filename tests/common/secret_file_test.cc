@@ -149,13 +149,41 @@ TEST_F(SecretFileTest, ResolveTokenRefusesArgvThenPrefersFileOverEnv) {
   EXPECT_THAT(t.status().message(), HasSubstr("--actor-token-file"));
   EXPECT_THAT(t.status().message(), HasSubstr("$RISTRETTO_ACTOR_TOKEN"));
 
-  const std::string file = Write("tok", "file-token\n", 0600);
-  EXPECT_EQ(*ResolveToken(false, file, "env-token"), "file-token");
-  EXPECT_EQ(*ResolveToken(false, "", "env-token"), "env-token");
+  const std::string file_token = "file-token-0123456789abcdef0123456789";
+  const std::string env_token = "env-token-0123456789abcdef0123456789ab";
+  const std::string file = Write("tok", file_token + "\n", 0600);
+  EXPECT_EQ(*ResolveToken(false, file, env_token.c_str()), file_token);
+  EXPECT_EQ(*ResolveToken(false, "", env_token.c_str()), env_token);
   EXPECT_EQ(*ResolveToken(false, "", nullptr), "");
+  EXPECT_EQ(*ResolveToken(false, "", ""), "");
   // A bad file is an error, not a silent fallback to the environment.
-  EXPECT_FALSE(
-      ResolveToken(false, Write("bad", "x\n", 0644), "env-token").ok());
+  EXPECT_FALSE(ResolveToken(false, Write("bad", file_token + "\n", 0644),
+                            env_token.c_str())
+                   .ok());
+}
+
+// A configured token is long and printable: a short one is guessable, one
+// with a space or a control byte cannot be sent as a bearer credential.
+// The refusal names where it came from, never the value.
+TEST_F(SecretFileTest, ResolveTokenRefusesWeakAndUnprintableTokens) {
+  const std::string weak = "sesame-1234";
+  absl::StatusOr<std::string> t =
+      ResolveToken(false, Write("weak", weak + "\n", 0600), nullptr);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("is 11 bytes; use at least 32"));
+  EXPECT_THAT(t.status().message(), Not(HasSubstr(weak)));
+  t = ResolveToken(false, "", weak.c_str(), "actor-token",
+                   "RISTRETTO_ACTOR_TOKEN");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("$RISTRETTO_ACTOR_TOKEN"));
+  const std::string spaced = "0123456789abcdef 0123456789abcdef";
+  t = ResolveToken(false, "", spaced.c_str());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("printable ASCII"));
+  EXPECT_THAT(t.status().message(), Not(HasSubstr(spaced)));
+  const std::string exactly(kMinTokenBytes, 'k');
+  EXPECT_EQ(*ResolveToken(false, "", exactly.c_str()), exactly);
+  EXPECT_FALSE(ResolveToken(false, "", exactly.substr(1).c_str()).ok());
 }
 
 TEST(DsnPasswordTest, FindsPasswordsInEveryLibpqForm) {

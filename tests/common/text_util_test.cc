@@ -54,5 +54,20 @@ TEST(FindInvalidUtf8Test, ReportsTheOffsetOfTheFirstBadByte) {
   EXPECT_EQ(FindInvalidUtf8("\xc3\xa9\xe9t\xc3\xa9"), 2u);  // latin-1 'é'
 }
 
+TEST(CheckIdTextTest, RefusesLongIdsAndControlCharactersNamingTheField) {
+  EXPECT_TRUE(CheckIdText("member_id", "learner-0").ok());
+  EXPECT_TRUE(CheckIdText("member_id", std::string(kMaxIdBytes, 'x')).ok());
+  EXPECT_TRUE(CheckIdText("device", "").ok());
+  EXPECT_TRUE(CheckIdText("host", "caf\xc3\xa9").ok());  // UTF-8 is fine
+  absl::Status s = CheckIdText("member_id", std::string(kMaxIdBytes + 1, 'x'));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "member_id is 257 bytes (limit 256)");
+  s = CheckIdText("actor_id", "a\r\nb", 2);
+  EXPECT_EQ(s.message(), "actor_id is 4 bytes (limit 2)");
+  s = CheckIdText("actor_id", "a\nb\x7f");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "actor_id 'a\\x0ab\\x7f' contains control characters");
+}
+
 }  // namespace
 }  // namespace ristretto

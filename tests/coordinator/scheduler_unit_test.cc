@@ -34,6 +34,7 @@
 #include "grpcpp/test/server_context_test_spouse.h"
 #include "gtest/gtest.h"
 #include "learner/run_config_codec.h"
+#include "nlohmann/json.hpp"
 #include "prometheus/registry.h"
 #include "tests/coordinator/scheduler_test_helpers.h"
 
@@ -436,6 +437,59 @@ TEST_F(SchedulerUnitTest, ARestartedLearnerProcessLosesItsPredecessorsLeases) {
   EXPECT_EQ(register_as(std::string(65, 'a')).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(state_of(again.lease().run_id()), RunState::kLeased);
+}
+
+// Member ids, addresses and devices are logged, stored and handed to
+// actors: long or control-character ones are refused; a device is stored
+// as JSON text whatever quotes it holds, so it cannot forge the
+// incarnation that decides whether a restarted learner's leases go back.
+TEST_F(SchedulerUnitTest, RegistrationFieldsAreCheckedAndStoredSafely) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  auto register_as = [&](const std::string& member, const std::string& address,
+                         const std::string& device,
+                         const std::string& incarnation = "aaaa01") {
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id(member);
+    reg.set_address(address);
+    reg.set_slots(1);
+    reg.set_device(device);
+    reg.set_incarnation(incarnation);
+    return scheduler_->RegisterLearner(reg).status();
+  };
+  absl::Status s = register_as("learner\nforged log line", "127.0.0.1:3", "");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "member_id 'learner\\x0aforged log line' contains control "
+            "characters");
+  s = register_as(std::string(257, 'm'), "127.0.0.1:3", "");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "member_id is 257 bytes (limit 256)");
+  EXPECT_EQ(register_as("m", std::string(300, 'a'), "").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(register_as("m", "127.0.0.1:3", "cuda\t0").code(),
+            absl::StatusCode::kInvalidArgument);
+  // Nothing was recorded for them (only the fixture's learner-unit).
+  absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 1u);
+  EXPECT_EQ(members->front().id, "learner-unit");
+
+  const std::string forged = "gpu\",\"incarnation\":\"ffff";
+  ASSERT_TRUE(register_as("learner-1", "127.0.0.1:3", forged).ok());
+  absl::StatusOr<MemberRow> row = store_->GetMember("learner-1");
+  ASSERT_TRUE(row.ok()) << row.status();
+  const nlohmann::json capacity = nlohmann::json::parse(row->capacity_json);
+  EXPECT_EQ(capacity.at("device"), forged);
+  EXPECT_EQ(capacity.at("incarnation"), "aaaa01");
+  Tick();
+  const v1::LeaseRunResponse leased = Lease("learner-1");
+  ASSERT_TRUE(leased.has_run());
+  // The same process (incarnation aaaa01) registering again keeps its
+  // lease: the device did not plant "ffff" as its incarnation.
+  ASSERT_TRUE(register_as("learner-1", "127.0.0.1:3", forged).ok());
+  absl::StatusOr<RunRow> run = store_->GetRun(leased.lease().run_id());
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->state, RunState::kLeased);
 }
 
 TEST_F(SchedulerUnitTest, PruningStopsTheTrialAndItsRunsAndFreesASlot) {

@@ -259,6 +259,35 @@ TEST_F(LearnerServiceTest, AChunkBeforeHelloAndASecondHelloAreRefused) {
   EXPECT_EQ(service_->chunks_rejected(), 2);
 }
 
+// A chunk speaks for the actor of its stream's Hello (the one a ticket
+// names): another actor_id in it is refused, so a holder of one actor's
+// ticket cannot put its data, or a diverged update's blame, on another.
+TEST_F(LearnerServiceTest, AChunkSpeaksOnlyForTheActorOfItsStream) {
+  Serve(1);
+  auto actor = Actor("a0");
+  learner::TrajectoryChunk other = SmallChunk("run-0", 0);
+  other.actor_id = "a1";
+  actor->ChunkAsIs(other, 0);
+  ASSERT_TRUE(actor->AckOf(0).has_value());
+  EXPECT_EQ(actor->AckOf(0)->code(),
+            static_cast<int>(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(actor->AckOf(0)->message(),
+            "chunk.actor_id 'a1' is not this stream's actor 'a0' (its Hello)");
+  EXPECT_EQ(service_->chunks_rejected(), 1);
+  // Its own id, or none (then the Hello's), is accepted.
+  learner::TrajectoryChunk own = SmallChunk("run-0", 0);
+  own.actor_id = "a0";
+  actor->ChunkAsIs(own, 1);
+  ASSERT_TRUE(actor->AckOf(1).has_value());
+  EXPECT_EQ(actor->AckOf(1)->code(), 0) << actor->AckOf(1)->message();
+  learner::TrajectoryChunk blank = SmallChunk("run-0", 0);
+  blank.actor_id = "";
+  actor->ChunkAsIs(blank, 2);
+  ASSERT_TRUE(actor->AckOf(2).has_value());
+  EXPECT_EQ(actor->AckOf(2)->code(), 0) << actor->AckOf(2)->message();
+  EXPECT_EQ(service_->chunks_rejected(), 1);
+}
+
 TEST_F(LearnerServiceTest, BytesThatAreNoActorMessageEndTheCall) {
   Serve(1);
   InProcessActor actor(service_.get());

@@ -266,6 +266,7 @@ class InProcessActor {
 
   // Hello (want_run_id, have_version -1), then completes the writes.
   void Hello(const std::string& actor_id, const std::string& want_run_id = "") {
+    actor_id_ = actor_id;
     v1::ActorMessage m;
     m.mutable_hello()->set_actor_id(actor_id);
     m.mutable_hello()->set_env_copies(2);
@@ -273,8 +274,15 @@ class InProcessActor {
     m.mutable_hello()->set_want_run_id(want_run_id);
     Send(m);
   }
-  // A chunk with `sequence`, then completes the writes.
+  // A chunk with `sequence` in the name of the Hello's actor (as a real
+  // actor sends it), then completes the writes.
   void Chunk(const TrajectoryChunk& chunk, int64_t sequence) {
+    TrajectoryChunk own = chunk;
+    own.actor_id = actor_id_;
+    ChunkAsIs(own, sequence);
+  }
+  // The same with the chunk's actor_id as given.
+  void ChunkAsIs(const TrajectoryChunk& chunk, int64_t sequence) {
     v1::ActorMessage m;
     wire::ChunkToProto(chunk, sequence, m.mutable_chunk());
     Send(m);
@@ -325,6 +333,7 @@ class InProcessActor {
  private:
   FakeActorTransport transport_;
   std::unique_ptr<ActorStream> stream_;
+  std::string actor_id_;  // the Hello's
 };
 
 }  // namespace ristretto::learner::testing
