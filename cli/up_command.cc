@@ -507,6 +507,7 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   const std::string learner_member_id = "learner-0";
   auto actor_id = [](int64_t i) { return absl::StrCat("actor-", i); };
   std::vector<std::string> server_tls;
+  std::vector<std::string> coordinator_tls;
   std::vector<std::string> learner_client_tls;
   std::vector<std::vector<std::string>> actor_tls(
       static_cast<size_t>(num_actors));
@@ -526,6 +527,10 @@ absl::Status Up(const ParsedCommandLine& parsed) {
                      MakeDevCertificates(data_dir + "/tls", {}, 30, named));
     server_tls = {"--tls-cert",     certs.server_cert, "--tls-key",
                   certs.server_key, "--tls-ca",        certs.ca_cert};
+    // Every process presents a certificate naming its id: the coordinator
+    // accepts no other for an actor or learner id.
+    coordinator_tls = server_tls;
+    coordinator_tls.push_back("--require-named-certificates");
     learner_client_tls = {"--coordinator-tls-cert", certs.named[0].cert,
                           "--coordinator-tls-key",  certs.named[0].key,
                           "--coordinator-tls-ca",   certs.ca_cert};
@@ -553,7 +558,7 @@ absl::Status Up(const ParsedCommandLine& parsed) {
             data_dir + "/coordinator", "--token-file", token_file,
             "--actor-token-file", actor_token_file, "--learner-token-file",
             learner_token_file},
-           {&server_tls}),
+           {&coordinator_tls}),
       logs + "/coordinator.log");
   ASSIGN_OR_RETURN(std::string coordinator_address,
                    WaitListening(coordinator_process, "the coordinator"));

@@ -444,6 +444,14 @@ absl::Status CertificateBindings::Bind(absl::string_view id,
                                        absl::string_view cert_sha256,
                                        absl::Time now, absl::string_view what) {
   absl::MutexLock lock(&mu_);
+  // A certificate named this id: another one never takes it by first use
+  // (not after an idle spell, nor by flooding other ids to evict it).
+  if (const auto named = claimed_.find(id);
+      named != claimed_.end() && named->second != cert_sha256) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(what, " '", EscapeForMessage(id, 80),
+                     "' is named by another client certificate"));
+  }
   const auto it = by_id_.find(id);
   if (it != by_id_.end() && it->second.cert_sha256 != cert_sha256 &&
       now - it->second.last_used < lifetime_) {
@@ -459,7 +467,6 @@ absl::Status CertificateBindings::Bind(absl::string_view id,
 absl::Status CertificateBindings::Claim(absl::string_view id,
                                         absl::string_view cert_sha256,
                                         const std::vector<std::string>& named,
-                                        absl::Time now,
                                         absl::string_view what) {
   if (std::find(named.begin(), named.end(), id) == named.end()) {
     const std::string names = QuotedIds(named);
@@ -469,7 +476,14 @@ absl::Status CertificateBindings::Claim(absl::string_view id,
                      names.empty() ? absl::StrCat("no ", what) : names, ")"));
   }
   absl::MutexLock lock(&mu_);
-  Put(id, cert_sha256, now);
+  // Held apart from the first-use bindings, which it outranks: the
+  // certificate that used the id first (naming nothing) is refused from now
+  // on, by Bind.
+  claimed_[std::string(id)] = std::string(cert_sha256);
+  if (const auto it = by_id_.find(id); it != by_id_.end()) {
+    lru_.erase(it->second.lru);
+    by_id_.erase(it);
+  }
   return absl::OkStatus();
 }
 
@@ -506,7 +520,7 @@ void CertificateBindings::Forget(absl::string_view id) {
 
 size_t CertificateBindings::size() const {
   absl::MutexLock lock(&mu_);
-  return by_id_.size();
+  return by_id_.size() + claimed_.size();
 }
 
 void TicketKeys::Rotate(absl::string_view learner_id, absl::string_view key) {

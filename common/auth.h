@@ -234,10 +234,15 @@ std::string CertificateNameUri(Role role, absl::string_view id);
 // Trust on first use of ids by client certificate: an id (an actor id, a
 // learner's member id) belongs to the first certificate that used it, for
 // as long as that certificate keeps using it (a binding not used for
-// `lifetime` lapses and the id is free again). At most `capacity` ids are
-// remembered; beyond that the least recently used binding is forgotten
+// `lifetime` lapses and the id is free again). At most `capacity` such ids
+// are remembered; beyond that the least recently used binding is forgotten
 // (the id is then free: a caller able to use `capacity` fresh ids can
 // release others' — the bound is what keeps memory finite).
+// An id a certificate claimed by naming it (Claim) is different: it never
+// lapses, is never evicted or forgotten, and a certificate that names
+// nothing is refused it for the life of this object (only a certificate
+// naming it can take it over). Their number is bounded by what the CA
+// issued, not by what callers ask.
 class CertificateBindings {
  public:
   CertificateBindings(size_t capacity, absl::Duration lifetime)
@@ -247,21 +252,24 @@ class CertificateBindings {
 
   // Binds `id` to `cert_sha256` (or refreshes its binding) at `now`.
   // kPermissionDenied, naming `what` and the id (escaped, capped), when `id`
-  // is bound to another certificate and was used within `lifetime`.
+  // is bound to another certificate and was used within `lifetime`, or was
+  // claimed by another certificate that names it.
   absl::Status Bind(absl::string_view id, absl::string_view cert_sha256,
                     absl::Time now, absl::string_view what)
       ABSL_LOCKS_EXCLUDED(mu_);
   // For a certificate that names ids (CertificateNames): kPermissionDenied
   // naming `what`, the id and (capped) the names when `id` is not among
-  // `named`; otherwise binds `id` to `cert_sha256` whatever it was bound to
-  // (a name the CA issued outranks a first use by a certificate that names
-  // nothing, which from then on is refused as by Bind).
+  // `named`; otherwise claims `id` for `cert_sha256` whatever held it (a
+  // name the CA issued outranks a first use by a certificate that names
+  // nothing, which from then on is refused by Bind, and an earlier claim).
   absl::Status Claim(absl::string_view id, absl::string_view cert_sha256,
-                     const std::vector<std::string>& named, absl::Time now,
+                     const std::vector<std::string>& named,
                      absl::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
-  // Forgets `id`'s binding (a learner released).
+  // Forgets `id`'s first-use binding (a learner released); a claim by a
+  // certificate that names it stays.
   void Forget(absl::string_view id) ABSL_LOCKS_EXCLUDED(mu_);
-  // Ids remembered (live or lapsed, not yet evicted).
+  // Ids remembered (claimed, and bound by first use: live or lapsed, not
+  // yet evicted).
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -278,9 +286,11 @@ class CertificateBindings {
   const size_t capacity_;
   const absl::Duration lifetime_;
   mutable absl::Mutex mu_;
-  // Ids, most recently used first.
+  // Ids bound by first use, most recently used first.
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Binding> by_id_ ABSL_GUARDED_BY(mu_);
+  // Ids claimed by a certificate naming them -> that certificate's hash.
+  absl::flat_hash_map<std::string, std::string> claimed_ ABSL_GUARDED_BY(mu_);
 };
 
 // A learner's ticket keys: the current one and the one before it (tickets

@@ -90,6 +90,12 @@ ABSL_FLAG(std::optional<std::string>, learner_token, std::nullopt,
 ABSL_FLAG(bool, allow_insecure_network, false,
           "serve on a non-loopback --address with no token and no mutual "
           "TLS: anyone who reaches the port may call (development only)");
+ABSL_FLAG(bool, require_named_certificates, false,
+          "under mutual TLS, refuse actors and learners whose client "
+          "certificate does not name their id (URI SAN "
+          "urn:ristretto:actor:ID / urn:ristretto:learner:ID; "
+          "make_dev_certs.sh --actor/--learner) instead of binding ids to "
+          "certificates on first use");
 ABSL_FLAG(std::string, metrics_port, "0",
           "Prometheus metrics port, 'auto' for any free one (0: off)");
 ABSL_FLAG(std::string, metrics_address, "0.0.0.0",
@@ -108,6 +114,7 @@ constexpr char kUsage[] =
     "    [--learner-token-file FILE (mode 600; or $RISTRETTO_LEARNER_TOKEN)]\n"
     "    [--metrics-port P|auto (0: off)] [--metrics-address A (0.0.0.0)]\n"
     "    [--tls-cert FILE --tls-key FILE [--tls-ca FILE (mutual TLS)]]\n"
+    "    [--require-named-certificates (with --tls-ca)]\n"
     "    [--allow-insecure-network (no token, no mTLS, not loopback)]\n";
 
 // Runs the coordinator with the parsed flags.
@@ -170,6 +177,13 @@ absl::Status Main() {
   const TlsFiles tls = TlsFilesFromFlags();
   ASSIGN_OR_RETURN(const std::shared_ptr<grpc::ServerCredentials> credentials,
                    MakeServerCredentials(tls));
+  const bool require_named = absl::GetFlag(FLAGS_require_named_certificates);
+  if (require_named && !MutualTlsFromFlags()) {
+    return absl::InvalidArgumentError(
+        "--require-named-certificates needs mutual TLS (--tls-cert, "
+        "--tls-key and --tls-ca): without client certificates there is "
+        "nothing to name an id");
+  }
   const std::string address = absl::GetFlag(FLAGS_address);
   // What protects the server, logged once. With a token every call is
   // authenticated (CoordinatorService), as with mutual TLS; without either
@@ -208,7 +222,11 @@ absl::Status Main() {
   RETURN_IF_ERROR(store->Migrate());
   Scheduler scheduler(std::move(store), options);
   CoordinatorService service(&scheduler, token, metrics.get(), actor_token,
-                             learner_token);
+                             learner_token, require_named);
+  if (require_named) {
+    RLOG(INFO) << "actors and learners must present a client certificate "
+                  "that names their id (--require-named-certificates)";
+  }
   if (!actor_token.empty()) {
     RLOG(INFO) << "actors authenticate with their own token (it finds "
                   "learners only)";

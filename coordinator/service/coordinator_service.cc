@@ -23,17 +23,26 @@ bool IsDenial(const absl::Status& s) {
 
 // Under mutual TLS, binds `id` to the call's certificate `cert`: a
 // certificate that names ids may use only its names of this `role` (and
-// claims them), one that names none is held to trust on first use.
+// claims them); one that names none is held to trust on first use, or
+// refused outright when `require_named`.
 absl::Status BindToCertificate(auth::CertificateBindings& bindings,
                                const auth::PeerCertificate& cert,
                                auth::Role role, const std::string& id,
-                               absl::string_view what) {
-  const absl::Time now = absl::Now();
-  if (!cert.names.any) return bindings.Bind(id, cert.sha256, now, what);
-  return bindings.Claim(
-      id, cert.sha256,
-      role == auth::Role::kActor ? cert.names.actors : cert.names.learners, now,
-      what);
+                               absl::string_view what, bool require_named) {
+  if (cert.names.any) {
+    return bindings.Claim(
+        id, cert.sha256,
+        role == auth::Role::kActor ? cert.names.actors : cert.names.learners,
+        what);
+  }
+  if (require_named) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        what, " '", EscapeForMessage(id, 80),
+        "': this client certificate names no ", auth::RoleName(role),
+        " id, and the coordinator accepts only certificates that name "
+        "their holder (--require-named-certificates)"));
+  }
+  return bindings.Bind(id, cert.sha256, absl::Now(), what);
 }
 
 }  // namespace
@@ -127,9 +136,10 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessMembersCertificate(
       auth::CallPeerCertificate(context);
   if (!cert.ok()) return Finish(method, cert.status());
   if (!cert->has_value()) return std::nullopt;
-  return Refusal(method,
-                 BindToCertificate(learner_certs_, **cert, auth::Role::kLearner,
-                                   member_id, "learner member id"));
+  return Refusal(
+      method,
+      BindToCertificate(learner_certs_, **cert, auth::Role::kLearner, member_id,
+                        "learner member id", require_named_certificates_));
 }
 
 grpc::Status CoordinatorService::RegisterLearner(
@@ -289,9 +299,9 @@ grpc::Status CoordinatorService::FindLearner(
     // names, to the one that first asked for it while its tickets may be
     // live; another host's certificate cannot take it (nor stream into its
     // runs, nor fetch its datasets).
-    if (absl::Status bound =
-            BindToCertificate(actor_certs_, **cert, auth::Role::kActor,
-                              request->actor_id(), "actor id");
+    if (absl::Status bound = BindToCertificate(
+            actor_certs_, **cert, auth::Role::kActor, request->actor_id(),
+            "actor id", require_named_certificates_);
         !bound.ok()) {
       return Finish(kMethod, bound);
     }

@@ -90,14 +90,20 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // ignored without a cluster token; must differ from it).
   // `learner_token`: the learners' token (empty: learners register with the
   // cluster token; ignored without a cluster token; must differ from both).
+  // `require_named_certificates`: under mutual TLS, an actor or learner
+  // call whose client certificate names no id of its role (URI SAN
+  // urn:ristretto:ROLE:ID) is refused instead of held to trust on first use
+  // (`ristretto up` gives every process such a certificate).
   explicit CoordinatorService(Scheduler* scheduler, std::string token = "",
                               CoordinatorMetrics* metrics = nullptr,
                               std::string actor_token = "",
-                              std::string learner_token = "")
+                              std::string learner_token = "",
+                              bool require_named_certificates = false)
       : scheduler_(scheduler),
         token_(std::move(token)),
         actor_token_(std::move(actor_token)),
         learner_token_(std::move(learner_token)),
+        require_named_certificates_(require_named_certificates),
         metrics_(metrics),
         learner_certs_(kMaxBoundMemberIds, scheduler->lease_ttl()) {}
 
@@ -176,6 +182,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
   const std::string token_;
   const std::string actor_token_;
   const std::string learner_token_;
+  const bool require_named_certificates_;
   CoordinatorMetrics* const metrics_;
   // Learners' session secrets.
   auth::TokenRegistry registry_;

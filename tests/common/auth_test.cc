@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -400,29 +401,57 @@ TEST(CertificateBindingsTest, ANamedCertificateClaimsOnlyItsNames) {
   // An unnamed certificate used "x" first; the certificate naming x takes
   // it over, and from then on the unnamed one is refused.
   ASSERT_TRUE(bindings.Bind("x", a, kNow, "actor id").ok());
-  EXPECT_TRUE(bindings.Claim("x", named, {"x", "z"}, kNow, "actor id").ok());
+  EXPECT_TRUE(bindings.Claim("x", named, {"x", "z"}, "actor id").ok());
   EXPECT_EQ(bindings.Bind("x", a, kNow, "actor id").code(),
             absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(bindings.size(), 1u);
   // An id it does not name: refused, naming the names, nothing bound.
-  const absl::Status other =
-      bindings.Claim("y", named, {"x", "z"}, kNow, "actor id");
+  const absl::Status other = bindings.Claim("y", named, {"x", "z"}, "actor id");
   EXPECT_EQ(other.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(std::string(other.message()),
             "actor id 'y' is not named by this client certificate (it names "
             "'x', 'z')");
   EXPECT_EQ(bindings.size(), 1u);
-  EXPECT_EQ(
-      std::string(bindings.Claim("y", named, {}, kNow, "actor id").message()),
-      "actor id 'y' is not named by this client certificate (it names no "
-      "actor id)");
+  EXPECT_EQ(std::string(bindings.Claim("y", named, {}, "actor id").message()),
+            "actor id 'y' is not named by this client certificate (it names no "
+            "actor id)");
   // Many or hostile names: escaped and capped.
   const std::vector<std::string> many(50, std::string(70, '\n'));
   const std::string message(
-      bindings.Claim("y", named, many, kNow, "actor id").message());
+      bindings.Claim("y", named, many, "actor id").message());
   EXPECT_THAT(message, Not(HasSubstr("\n")));
   EXPECT_LT(message.size(), 600u);
   EXPECT_THAT(message, HasSubstr(", ...)"));
+}
+
+// An id a certificate claimed by naming it is not trust on first use: a
+// certificate that names nothing is refused it however long it sits idle,
+// however many other ids are bound to push it out, and after a Forget; a
+// certificate naming it takes it over.
+TEST(CertificateBindingsTest, ANamedIdNeverLapsesNorIsEvicted) {
+  const std::string named(64, 'n');
+  const std::string unnamed(64, 'u');
+  const std::string renewed(64, 'r');
+  CertificateBindings bindings(/*capacity=*/3, absl::Minutes(16));
+  ASSERT_TRUE(bindings.Claim("x", named, {"x"}, "actor id").ok());
+  const absl::Status taken =
+      bindings.Bind("x", unnamed, kNow + absl::Hours(24 * 365), "actor id");
+  EXPECT_EQ(taken.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(std::string(taken.message()),
+            "actor id 'x' is named by another client certificate");
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(
+        bindings.Bind(absl::StrCat("flood-", i), unnamed, kNow, "actor id")
+            .ok());
+  }
+  EXPECT_EQ(bindings.size(), 4u);  // 3 first-use bindings + the claim
+  EXPECT_FALSE(bindings.Bind("x", unnamed, kNow, "actor id").ok());
+  bindings.Forget("x");
+  EXPECT_FALSE(bindings.Bind("x", unnamed, kNow, "actor id").ok());
+  // Its own certificate, even by first use, and a renewed one naming it.
+  EXPECT_TRUE(bindings.Bind("x", named, kNow, "actor id").ok());
+  EXPECT_TRUE(bindings.Claim("x", renewed, {"x"}, "actor id").ok());
+  EXPECT_FALSE(bindings.Bind("x", named, kNow, "actor id").ok());
 }
 
 TEST(CertificateNamesTest, ParsesRistrettoUrisPercentDecodedAndIgnoresOthers) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -68,9 +69,13 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   // `with_mtls`: it runs mutual TLS (scripts/make_dev_certs.sh certificates,
   // with client certificates host-a and host-b besides client); stub_
   // presents client.pem.
+  // `require_named`: it also runs with --require-named-certificates.
   explicit CoordinatorAuthTest(bool with_learner_token = false,
-                               bool with_mtls = false)
-      : with_learner_token_(with_learner_token), with_mtls_(with_mtls) {}
+                               bool with_mtls = false,
+                               bool require_named = false)
+      : with_learner_token_(with_learner_token),
+        with_mtls_(with_mtls),
+        require_named_(require_named) {}
 
   void SetUp() override {
     PgDatabaseTest::SetUp();
@@ -117,6 +122,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
                                  "--tls-key", dir_ + "/tls/server.key",
                                  "--tls-ca", dir_ + "/tls/ca.pem"});
     }
+    if (require_named_) flags.push_back("--require-named-certificates");
     coordinator_ = std::make_unique<Process>(
         CoordinatorArgv(RISTRETTO_COORDINATOR_BINARY, dsn(),
                         dir_ + "/coordinator", flags, "0", "100"),
@@ -213,7 +219,8 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     request.set_dataset_id(dataset_id);
     std::unique_ptr<grpc::ClientContext> ctx = Context(authorization);
     std::unique_ptr<grpc::ClientReader<v1::DatasetPiece>> reader =
-        (stub != nullptr ? stub : stub_.get())->FetchDataset(ctx.get(), request);
+        (stub != nullptr ? stub : stub_.get())
+            ->FetchDataset(ctx.get(), request);
     v1::DatasetPiece piece;
     *bytes = 0;
     while (reader->Read(&piece)) {
@@ -252,6 +259,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
 
   const bool with_learner_token_;
   const bool with_mtls_;
+  const bool require_named_;
   std::string address_;
   std::string dir_;
   std::string token_;
@@ -752,8 +760,9 @@ TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
 // certificate's hash: one actor host cannot get tickets in another's name.
 class CoordinatorMutualTlsTest : public CoordinatorAuthTest {
  protected:
-  CoordinatorMutualTlsTest()
-      : CoordinatorAuthTest(/*with_learner_token=*/false, /*with_mtls=*/true) {}
+  explicit CoordinatorMutualTlsTest(bool require_named = false)
+      : CoordinatorAuthTest(/*with_learner_token=*/false, /*with_mtls=*/true,
+                            require_named) {}
 
   // The hex SHA-256 of client certificate `name`.pem.
   std::string CertHash(const std::string& name) {
@@ -930,9 +939,8 @@ TEST_F(CoordinatorMutualTlsTest, ASessionSecretWorksOnlyFromItsCertificate) {
   v1::ReleaseResponse released;
   EXPECT_EQ(host_b->Release(as_a().get(), release, &released).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  for (const char* method :
-       {"ReportEvaluation", "CompleteRun", "FailRun", "FetchDataset",
-        "Release"}) {
+  for (const char* method : {"ReportEvaluation", "CompleteRun", "FailRun",
+                             "FetchDataset", "Release"}) {
     EXPECT_EQ(Denied(method, "permission_denied"), 1) << method;
   }
   // Nothing changed: the run is still kA's, no value was recorded.
@@ -983,6 +991,66 @@ TEST_F(CoordinatorAuthTest, AnActorCannotTakeALearnersMemberId) {
       Context(auth::BearerValue(actor_token_)).get(), find, &found);
   EXPECT_TRUE(own.ok()) << own.error_message();
   EXPECT_FALSE(found.actor_ticket().empty());
+}
+
+// With --require-named-certificates (as `ristretto up` runs it) a client
+// certificate that names no id of the caller's role cannot act as an actor
+// or a learner at all: no first use to win after a restart or an idle
+// spell. Certificates naming their holder work as before.
+class CoordinatorNamedOnlyTest : public CoordinatorMutualTlsTest {
+ protected:
+  CoordinatorNamedOnlyTest()
+      : CoordinatorMutualTlsTest(/*require_named=*/true) {}
+};
+
+TEST_F(CoordinatorNamedOnlyTest, OnlyCertificatesThatNameTheirHolderAct) {
+  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
+  std::unique_ptr<v1::Coordinator::Stub> actor_x = StubAs("actor-x");
+  std::unique_ptr<v1::Coordinator::Stub> learner_a =
+      StubAs(std::string("learner-") + kA);
+  v1::RegisterLearnerResponse registered;
+  grpc::Status s = RegisterAs(*host_a, kA, &registered);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("names no learner id"), std::string::npos)
+      << s.error_message();
+  s = RegisterAs(*learner_a, kA, &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  v1::FindLearnerResponse found;
+  s = FindAs(*host_a, "x", &found);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("--require-named-certificates"),
+            std::string::npos)
+      << s.error_message();
+  EXPECT_TRUE(found.actor_ticket().empty());
+  s = FindAs(*actor_x, "x", &found);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(found.actor_ticket().empty());
+  EXPECT_EQ(Denied("RegisterLearner", "permission_denied"), 1);
+  EXPECT_EQ(Denied("FindLearner", "permission_denied"), 1);
+  // The operator's token is no actor or learner: it still finds learners.
+  v1::FindLearnerRequest look;
+  v1::FindLearnerResponse seen;
+  s = host_a->FindLearner(Context(auth::BearerValue(token_)).get(), look,
+                          &seen);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(seen.learner_member_id(), kA);
+}
+
+TEST(CoordinatorNamedOnlyFlagTest, NeedsMutualTls) {
+  absl::StatusOr<std::string> dir = testing::MakeTempDir("ristretto_named_");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  Process coordinator(
+      {RISTRETTO_COORDINATOR_BINARY, "--db", "host=/nonexistent dbname=x",
+       "--data-dir", *dir + "/coordinator", "--require-named-certificates"},
+      *dir + "/coordinator.log");
+  const std::optional<int> status = coordinator.Wait(60s);
+  ASSERT_TRUE(status.has_value()) << coordinator.Log();
+  EXPECT_EQ(*status, 2) << coordinator.Log();
+  EXPECT_NE(
+      coordinator.Log().find("--require-named-certificates needs mutual TLS"),
+      std::string::npos)
+      << coordinator.Log();
+  std::filesystem::remove_all(*dir);
 }
 
 // A client certificate that names its holder (URI SAN urn:ristretto:actor:
@@ -1050,7 +1118,7 @@ TEST_F(CoordinatorMutualTlsTest, ANamedCertificateUsesOnlyTheIdsItNames) {
   EXPECT_EQ(ticket->cert_sha256, CertHash("actor-y"));
   s = FindAs(*host_a, "y", &refused);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_NE(s.error_message().find("is in use by another client certificate"),
+  EXPECT_NE(s.error_message().find("is named by another client certificate"),
             std::string::npos)
       << s.error_message();
   // Nor can host-a take x, which x's certificate used.
