@@ -1,13 +1,17 @@
 #include "cli/up_command.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -17,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
@@ -346,6 +352,46 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
   return std::optional<GivenData>(std::move(given));
 }
 
+// `up`'s hold on its data directory: an exclusive flock on DATA_DIR/up.lock
+// for the process's life, released by the kernel however it ends (kill -9
+// included), with the holder's pid written in it for the message a second
+// `up` gets. Returns the descriptor (close-on-exec: the processes up starts
+// do not inherit the lock).
+absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
+  const std::string path = data_dir + "/up.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char holder[32] = {};
+    const ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
+    close(fd);
+    if (err != EWOULDBLOCK) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
+    }
+    const std::string pid(absl::StripAsciiWhitespace(
+        absl::string_view(holder, n > 0 ? static_cast<size_t>(n) : 0)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another `ristretto up` (pid ", pid.empty() ? "unknown" : pid,
+        ") is running on ", data_dir,
+        "; stop it first (Ctrl-C, or kill that pid) or give another "
+        "--data-dir"));
+  }
+  const std::string pid = absl::StrCat(getpid(), "\n");
+  if (ftruncate(fd, 0) != 0 ||
+      pwrite(fd, pid.data(), pid.size(), 0) !=
+          static_cast<ssize_t>(pid.size())) {
+    // The lock holds without the pid; only the message would lack it.
+    std::fprintf(stderr, "up: cannot write its pid to %s: %s\n", path.c_str(),
+                 std::strerror(errno));
+  }
+  return fd;
+}
+
 absl::Status Up(const ParsedCommandLine& parsed) {
   RETURN_IF_ERROR(CheckDataFlags(parsed));
   std::string data_dir = absl::GetFlag(FLAGS_data_dir);
@@ -357,6 +403,9 @@ absl::Status Up(const ParsedCommandLine& parsed) {
         absl::StrCat("cannot create ", data_dir, ": ", ec.message()));
   }
   data_dir = fs::absolute(data_dir).string();
+  // One `up` per data directory, checked before anything in it changes.
+  ASSIGN_OR_RETURN(const int lock_fd, LockDataDir(data_dir));
+  absl::Cleanup unlock = [lock_fd] { close(lock_fd); };
   // Read the study file first: a missing one fails before a long import.
   std::string study_file;
   std::string text;
@@ -442,6 +491,9 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   std::fflush(stdout);
   coordinator::PgClusterOptions pg_options;
   pg_options.data_dir = data_dir + "/pg";
+  // We hold the data directory: a server running there was left by an
+  // `up` that died (kill -9) and is stopped before ours starts.
+  pg_options.stop_stale_server = true;
   ASSIGN_OR_RETURN(std::unique_ptr<coordinator::PgCluster> pg,
                    coordinator::PgCluster::Start(pg_options));
   ASSIGN_OR_RETURN(std::unique_ptr<coordinator::Store> store,
@@ -715,6 +767,9 @@ int RunUpCommand(int argc, char** argv, int first) {
   // Subprocess reaps the processes up starts: an inherited SIG_IGN would
   // make the kernel reap them and lose their exit statuses.
   signal(SIGCHLD, SIG_DFL);
+  // A closed stdout (a pipe whose reader died) must not kill up before it
+  // stops what it started: writes then fail with EPIPE instead.
+  signal(SIGPIPE, SIG_IGN);
   struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);

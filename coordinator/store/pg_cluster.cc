@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -341,6 +342,20 @@ absl::Status PgCluster::Impl::Start() {
       args.emplace_back("--wal-segsize=1");
     }
     RETURN_IF_ERROR(Tool("initdb", args).status());
+  }
+  if (options_.stop_stale_server) {
+    // pg_ctl status: 0 running, 3 not running.
+    ASSIGN_OR_RETURN(ProcessResult status,
+                     RunTool("pg_ctl", {"status", "-D", data_dir_}));
+    if (status.exit_code == 0) {
+      std::fprintf(stderr,
+                   "PostgreSQL on %s was left running by an earlier process; "
+                   "stopping it\n",
+                   data_dir_.c_str());
+      RETURN_IF_ERROR(Tool("pg_ctl", {"stop", "-w", "-t", "60", "-m", "fast",
+                                      "-D", data_dir_})
+                          .status());
+    }
   }
   if (options_.port != 0) {
     port_ = options_.port;

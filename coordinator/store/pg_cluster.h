@@ -25,6 +25,11 @@ struct PgClusterOptions {
   // initdb --no-sync --wal-segsize=1. Fast, but an OS crash or power loss
   // can corrupt the cluster. `ristretto up` keeps the default (durable).
   bool unsafe_fast = false;
+  // The caller holds the data directory exclusively (`ristretto up`'s lock
+  // on it): a server found running there is an orphan of an earlier process
+  // that died without stopping it (kill -9), and Start stops it first
+  // (pg_ctl stop -m fast) instead of failing on its lock file.
+  bool stop_stale_server = false;
 };
 
 class PgCluster {

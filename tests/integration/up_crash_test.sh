@@ -9,12 +9,17 @@
 # Mode "actors": up runs two actors; the first killed is reported on
 # up's stderr while the study goes on, the second ends up the same way as
 # a dead learner ("every actor exited early").
-# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML [learner|actors]
+# Mode "up": up itself is killed (-9). What it started stops with it (their
+# parent-death signal), but its PostgreSQL, a daemon of pg_ctl, is left
+# running on the data directory; the same command again must stop that
+# orphan, resume the study and train, while a concurrent `up` on the same
+# data directory is refused at once, naming the running one.
+# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML [learner|actors|up]
 set -euo pipefail
 ristretto=$1
 small=$2
 mode=${3:-learner}
-case "$mode" in learner) actors=1 ;; actors) actors=2 ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$mode" in learner | up) actors=1 ;; actors) actors=2 ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/ristretto-up-crash.XXXXXX)
 chmod 755 "$work"
 up_pid=
@@ -109,7 +114,54 @@ wait_up_exit() {
   [ "$status" -ne 0 ] || fail "ristretto up exited 0 after $1 was killed"
 }
 
-if [ "$mode" = learner ]; then
+if [ "$mode" = up ]; then
+  pg_pid=$(head -n 1 "$work/data/pg/postmaster.pid")
+  echo "up ($up_pid) started ${#started[@]} processes and PostgreSQL ($pg_pid); killing up itself"
+  kill -KILL "$up_pid"
+  wait "$up_pid" 2>/dev/null || true
+  up_pid=
+  gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+  while [ "$SECONDS" -lt "$deadline" ] && ! gone "${started[@]}"; do sleep 0.1; done
+  gone "${started[@]}" || fail "processes up started outlived it: ${started[*]}"
+  pg_left=0
+  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pg_pid/stat" 2>/dev/null || true)
+  [ -n "$state" ] && [ "$state" != Z ] && pg_left=1
+  echo "its processes stopped with it; its PostgreSQL left running: $pg_left"
+  # The same command again: stops the orphan (if any), resumes, trains.
+  # (The first run's actor log is moved aside, so that only the second
+  # run's can say the actor trained.)
+  mv "$logs/actor-0.log" "$work/actor-0.first-run.log"
+  "$ristretto" up --study "$work/study.yaml" --data-dir "$work/data" \
+    --actors "$actors" > "$work/up.log" 2>&1 &
+  up_pid=$!
+  if [ "$pg_left" = 1 ]; then
+    wait_for "the orphaned PostgreSQL stopped" up_said 'was left running by an earlier process; stopping it'
+  fi
+  wait_for "the study resumed" up_said 'resuming study up-crash'
+  wait_for "actor-0 trained again" grep -qs 'assigned run' "$logs/actor-0.log"
+  # (Stopped, it may linger as a zombie until init reaps it.)
+  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pg_pid/stat" 2>/dev/null || true)
+  [ -z "$state" ] || [ "$state" = Z ] ||
+    fail "the orphaned PostgreSQL ($pg_pid) still runs (state $state)"
+  # A second `up` on the same data directory is refused before it touches
+  # anything, naming the one running.
+  second=0
+  second_out=$("$ristretto" up --study "$work/study.yaml" --data-dir "$work/data" \
+    --actors "$actors" 2>&1) || second=$?
+  [ "$second" -ne 0 ] || fail "a second up on the same data directory exited 0"
+  grep -qF "another \`ristretto up\` (pid $up_pid) is running on $work/data" <<<"$second_out" ||
+    fail "a second up was not refused naming the first: $second_out"
+  kill -0 "$up_pid" 2>/dev/null || fail "the second up disturbed the running one"
+  wait_for "actor-0 still training" grep -qs 'assigned run' "$logs/actor-0.log"
+  # Stopped as a user would (SIGTERM): it stops what it started.
+  kill -TERM "$up_pid"
+  while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$up_pid" 2>/dev/null; do sleep 0.1; done
+  kill -0 "$up_pid" 2>/dev/null && fail "ristretto up still runs at the deadline after SIGTERM"
+  status=0
+  wait "$up_pid" || status=$?
+  up_pid=
+  up_said 'up: shutting down' || fail "up did not shut down on SIGTERM"
+elif [ "$mode" = learner ]; then
   [ -n "$learner" ] || fail "no ristretto-learner among up's children (${started[*]})"
   echo "up ($up_pid) started ${#started[@]} processes; killing the learner ($learner)"
   kill -KILL "$learner"
