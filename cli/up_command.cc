@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -382,9 +382,8 @@ absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
         "--data-dir"));
   }
   const std::string pid = absl::StrCat(getpid(), "\n");
-  if (ftruncate(fd, 0) != 0 ||
-      pwrite(fd, pid.data(), pid.size(), 0) !=
-          static_cast<ssize_t>(pid.size())) {
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=
+                                   static_cast<ssize_t>(pid.size())) {
     // The lock holds without the pid; only the message would lack it.
     std::fprintf(stderr, "up: cannot write its pid to %s: %s\n", path.c_str(),
                  std::strerror(errno));
