@@ -219,10 +219,9 @@ absl::Status CheckUpsertMember(const MemberRow& row) {
 }
 
 absl::Status LearnersMemberIdError(const MemberRow& row) {
-  return absl::FailedPreconditionError(
-      absl::StrCat("member id '", EscapeForMessage(row.id, 80),
-                   "' is a learner's; a ", EscapeForMessage(row.kind, 16),
-                   " cannot take it"));
+  return absl::FailedPreconditionError(absl::StrCat(
+      "member id '", EscapeForMessage(row.id, 80), "' is a learner's; a ",
+      EscapeForMessage(row.kind, 16), " cannot take it"));
 }
 
 absl::Status CheckStudyTransition(int64_t study_id, StudyState from,
