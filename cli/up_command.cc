@@ -19,6 +19,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
@@ -352,34 +353,69 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
   return std::optional<GivenData>(std::move(given));
 }
 
-// `up`'s hold on its data directory: an exclusive flock on DATA_DIR/up.lock
-// for the process's life, released by the kernel however it ends (kill -9
-// included), with the holder's pid written in it for the message a second
-// `up` gets. Returns the descriptor (close-on-exec: the processes up starts
-// do not inherit the lock).
+// `up`'s hold on its data directory: an exclusive flock on DATA_DIR/up.lock,
+// with the holder's pid written in it for the message a second `up` gets.
+// The descriptor is inherited by the processes `up` starts (not by
+// PostgreSQL's tools, which close it), so the lock lasts until `up` and all
+// of them are gone, however they end: after a kill -9 of `up` its
+// processes get SIGTERM (their parent-death signal) and may still be
+// writing checkpoints for seconds. A second `up` is refused while the
+// holder lives; when the pid in the file is gone (only its processes hold
+// the lock) it waits up to a minute for them to stop.
 absl::StatusOr<int> LockDataDir(const std::string& data_dir) {
   const std::string path = data_dir + "/up.lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
   if (fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  const auto holder = [fd] {
+    char text[32] = {};
+    const ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+    return std::string(absl::StripAsciiWhitespace(
+        absl::string_view(text, n > 0 ? static_cast<size_t>(n) : 0)));
+  };
+  const auto alive = [](const std::string& pid_text) {
+    int pid = 0;
+    return absl::SimpleAtoi(pid_text, &pid) && pid > 0 &&
+           (kill(pid, 0) == 0 || errno == EPERM);
+  };
+  bool announced = false;
+  const auto give_up =
+      std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
-    char holder[32] = {};
-    const ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
-    close(fd);
+    if (err == EINTR) continue;
+    const std::string pid = holder();
     if (err != EWOULDBLOCK) {
+      close(fd);
       return absl::FailedPreconditionError(
           absl::StrCat("cannot lock ", path, ": ", std::strerror(err)));
     }
-    const std::string pid(absl::StripAsciiWhitespace(
-        absl::string_view(holder, n > 0 ? static_cast<size_t>(n) : 0)));
-    return absl::FailedPreconditionError(absl::StrCat(
-        "another `ristretto up` (pid ", pid.empty() ? "unknown" : pid,
-        ") is running on ", data_dir,
-        "; stop it first (Ctrl-C, or kill that pid) or give another "
-        "--data-dir"));
+    if (alive(pid)) {
+      close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another `ristretto up` (pid ", pid, ") is running on ", data_dir,
+          "; stop it first (Ctrl-C, or kill that pid) or give another "
+          "--data-dir"));
+    }
+    if (std::chrono::steady_clock::now() > give_up) {
+      close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the processes of an earlier `ristretto up` (pid ",
+          pid.empty() ? "unknown" : pid, ", gone) still run on ", data_dir,
+          " after a minute; stop them (their command lines name ", data_dir,
+          ") and run the same command again"));
+    }
+    if (!announced) {
+      std::printf(
+          "up: the processes of an earlier up (pid %s, gone) are still "
+          "stopping on %s; waiting for them (at most a minute)\n",
+          pid.empty() ? "unknown" : pid.c_str(), data_dir.c_str());
+      std::fflush(stdout);
+      announced = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const std::string pid = absl::StrCat(getpid(), "\n");
   if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) !=

@@ -59,9 +59,9 @@ inline constexpr size_t kMinTokenBytes = 32;
 //   `env_value` non-null and non-empty -> it;
 //   otherwise "" (no token configured).
 // A token read is kInvalidArgument (naming the file or variable, never the
-// value) when shorter than kMinTokenBytes or holding a byte outside
-// printable ASCII other than space: it would be guessable, or could not be
-// presented as a bearer credential.
+// value) when shorter than kMinTokenBytes or holding a space, a control
+// byte or a byte >= 0x7f: it would be guessable, or could not be presented
+// as a bearer credential.
 absl::StatusOr<std::string> ResolveToken(
     bool token_flag_given, const std::string& token_file, const char* env_value,
     absl::string_view flag = "token",

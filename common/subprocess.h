@@ -42,6 +42,11 @@ class Subprocess {
     if (pid_ == 0) {
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // An ignored SIGPIPE (`up` ignores it) would be inherited across
+      // execv: the child starts with the default.
+      struct sigaction default_action = {};
+      default_action.sa_handler = SIG_DFL;
+      sigaction(SIGPIPE, &default_action, nullptr);
       if (fd >= 0) {
         dup2(fd, 1);  // dup2 clears O_CLOEXEC on the copies
         dup2(fd, 2);

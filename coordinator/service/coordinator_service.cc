@@ -136,6 +136,10 @@ std::optional<grpc::Status> CoordinatorService::RefuseUnlessMembersCertificate(
       auth::CallPeerCertificate(context);
   if (!cert.ok()) return Finish(method, cert.status());
   if (!cert->has_value()) return std::nullopt;
+  // Checked before it is remembered (the bindings hold up to 100 000 ids).
+  if (absl::Status valid = CheckIdText("member_id", member_id); !valid.ok()) {
+    return Finish(method, valid);
+  }
   return Refusal(
       method,
       BindToCertificate(learner_certs_, **cert, auth::Role::kLearner, member_id,
@@ -253,10 +257,13 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
   }
   const absl::Status released = scheduler_->Release(*request);
   if (released.ok()) {
-    // One step against RegisterLearner's (under register_mu_): a
-    // registration racing this release either comes first and is revoked
-    // whole (the learner registers again on its next call) or comes after
-    // and keeps its secret and ticket key; never a secret without its key.
+    // Secrets and ticket keys change only under register_mu_, here and in
+    // RegisterLearner, so a registration racing this release leaves either
+    // both revoked (the learner registers again on its next call) or both
+    // valid — never a secret without its ticket key. (The scheduler's
+    // membership and the certificate binding are not part of that step: a
+    // learner the scheduler forgot gets NOT_FOUND on LeaseRun and
+    // registers again.)
     absl::MutexLock lock(&register_mu_);
     // A released member id is free: a learner with another certificate may
     // register it at once.
@@ -295,6 +302,10 @@ grpc::Status CoordinatorService::FindLearner(
     }
   }
   if (bind) {
+    if (absl::Status valid = CheckIdText("actor_id", request->actor_id());
+        !valid.ok()) {
+      return Finish(kMethod, valid);
+    }
     // The actor id belongs to the certificate that names it or, with no
     // names, to the one that first asked for it while its tickets may be
     // live; another host's certificate cannot take it (nor stream into its
@@ -350,6 +361,22 @@ grpc::Status CoordinatorService::FetchDataset(
   // ticket), never here: the actors' token is refused.
   absl::StatusOr<std::string> path;
   if (!authenticating()) {
+    // No token: under mutual TLS with --require-named-certificates only a
+    // learner's certificate (one naming a member id) fetches; otherwise
+    // anyone who reaches the port does (development mode).
+    if (require_named_certificates_) {
+      absl::StatusOr<std::optional<auth::PeerCertificate>> cert =
+          auth::CallPeerCertificate(*context);
+      if (!cert.ok()) return Finish(kMethod, cert.status());
+      if (!cert->has_value() || (*cert)->names.learners.empty()) {
+        return Finish(
+            kMethod,
+            absl::PermissionDeniedError(
+                "FetchDataset: this client certificate names no learner, and "
+                "the coordinator accepts only certificates that name their "
+                "holder (--require-named-certificates)"));
+      }
+    }
     path = scheduler_->DatasetPath(request->dataset_id());
   } else {
     absl::StatusOr<auth::Principal> caller = Caller(*context);

@@ -825,7 +825,7 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
     const absl::Status upserted = Db(DbOp::kUpsertMember)->UpsertMember(member);
     // An actor naming itself after a learner (whose member ids FindLearner
     // hands out) would replace the learner's row, incarnation included.
-    if (absl::IsFailedPrecondition(upserted)) {
+    if (absl::IsAlreadyExists(upserted)) {
       return absl::PermissionDeniedError(upserted.message());
     }
     RETURN_IF_ERROR(upserted);

@@ -21,7 +21,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,6 +38,33 @@
 
 namespace ristretto::coordinator {
 namespace {
+
+// Whether postmaster.pid in `data_dir` names a live `postgres` process
+// started on `data_dir` (command line `.../postgres -D DATA_DIR ...`, as
+// pg_ctl starts it): the PID in a file left by a server that died with its
+// machine may since belong to any process, which must not be signalled.
+bool PostmasterOfDataDirRuns(const std::string& data_dir) {
+  std::ifstream pid_file(data_dir + "/postmaster.pid");
+  int64_t pid = 0;
+  if (!(pid_file >> pid) || pid <= 0) return false;
+  std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline",
+                        std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(cmdline)),
+                         std::istreambuf_iterator<char>());
+  const std::vector<std::string> argv = absl::StrSplit(text, '\0');
+  if (argv.empty() || std::filesystem::path(argv[0]).filename() != "postgres") {
+    return false;  // gone, a zombie (empty), or another program
+  }
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] != "-D") continue;
+    std::error_code ec;
+    if (argv[i + 1] == data_dir ||
+        std::filesystem::equivalent(argv[i + 1], data_dir, ec)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 namespace fs = std::filesystem;
 
@@ -343,19 +372,14 @@ absl::Status PgCluster::Impl::Start() {
     }
     RETURN_IF_ERROR(Tool("initdb", args).status());
   }
-  if (options_.stop_stale_server) {
-    // pg_ctl status: 0 running, 3 not running.
-    ASSIGN_OR_RETURN(ProcessResult status,
-                     RunTool("pg_ctl", {"status", "-D", data_dir_}));
-    if (status.exit_code == 0) {
-      std::fprintf(stderr,
-                   "PostgreSQL on %s was left running by an earlier process; "
-                   "stopping it\n",
-                   data_dir_.c_str());
-      RETURN_IF_ERROR(Tool("pg_ctl", {"stop", "-w", "-t", "60", "-m", "fast",
-                                      "-D", data_dir_})
-                          .status());
-    }
+  if (options_.stop_stale_server && PostmasterOfDataDirRuns(data_dir_)) {
+    std::fprintf(stderr,
+                 "PostgreSQL on %s was left running by an earlier process; "
+                 "stopping it\n",
+                 data_dir_.c_str());
+    RETURN_IF_ERROR(Tool("pg_ctl", {"stop", "-w", "-t", "60", "-m", "fast",
+                                    "-D", data_dir_})
+                        .status());
   }
   if (options_.port != 0) {
     port_ = options_.port;

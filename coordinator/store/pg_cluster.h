@@ -28,7 +28,9 @@ struct PgClusterOptions {
   // The caller holds the data directory exclusively (`ristretto up`'s lock
   // on it): a server found running there is an orphan of an earlier process
   // that died without stopping it (kill -9), and Start stops it first
-  // (pg_ctl stop -m fast) instead of failing on its lock file.
+  // (pg_ctl stop -m fast) instead of failing on its lock file. Only a live
+  // `postgres` started on this data directory is stopped: the PID in a
+  // stale postmaster.pid may since belong to another process.
   bool stop_stale_server = false;
 };
 

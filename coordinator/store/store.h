@@ -355,7 +355,7 @@ class Store {
   // --- members ---
   // Adds or updates the member `row.id` (sets last_seen = now). A
   // learner's row stays a learner's: an actor's upsert of a learner's id
-  // changes nothing and is kFailedPrecondition (an actor naming itself
+  // changes nothing and is kAlreadyExists (an actor naming itself
   // after a learner must not replace its address, capacity or incarnation);
   // a learner may take an id an actor used.
   virtual absl::Status UpsertMember(const MemberRow& row) = 0;

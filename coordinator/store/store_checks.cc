@@ -219,7 +219,7 @@ absl::Status CheckUpsertMember(const MemberRow& row) {
 }
 
 absl::Status LearnersMemberIdError(const MemberRow& row) {
-  return absl::FailedPreconditionError(absl::StrCat(
+  return absl::AlreadyExistsError(absl::StrCat(
       "member id '", EscapeForMessage(row.id, 80), "' is a learner's; a ",
       EscapeForMessage(row.kind, 16), " cannot take it"));
 }

@@ -84,8 +84,9 @@ absl::Status CheckArtifacts(int64_t run_id,
 
 // UpsertMember: a non-empty id and kind "learner" or "actor".
 absl::Status CheckUpsertMember(const MemberRow& row);
-// kFailedPrecondition: `row` (an actor's) names a learner's member id
-// (Store::UpsertMember keeps a learner's row a learner's).
+// kAlreadyExists: `row` (an actor's) names a learner's member id
+// (Store::UpsertMember keeps a learner's row a learner's; a code no
+// database failure produces).
 absl::Status LearnersMemberIdError(const MemberRow& row);
 
 // ---------------------------------------------------------- state checks

@@ -828,7 +828,7 @@ TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   impostor.id = "learner-1";
   impostor.kind = "actor";
   EXPECT_EQ(store_->UpsertMember(impostor).code(),
-            absl::StatusCode::kFailedPrecondition);
+            absl::StatusCode::kAlreadyExists);
   MemberRow learner_after_actor = m;
   learner_after_actor.id = "actor-1";
   learner_after_actor.kind = "learner";

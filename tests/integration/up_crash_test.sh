@@ -120,29 +120,31 @@ if [ "$mode" = up ]; then
   kill -KILL "$up_pid"
   wait "$up_pid" 2>/dev/null || true
   up_pid=
-  gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
-  while [ "$SECONDS" -lt "$deadline" ] && ! gone "${started[@]}"; do sleep 0.1; done
-  gone "${started[@]}" || fail "processes up started outlived it: ${started[*]}"
-  pg_left=0
-  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pg_pid/stat" 2>/dev/null || true)
-  [ -n "$state" ] && [ "$state" != Z ] && pg_left=1
-  echo "its processes stopped with it; its PostgreSQL left running: $pg_left"
-  # The same command again: stops the orphan (if any), resumes, trains.
-  # (The first run's actor log is moved aside, so that only the second
-  # run's can say the actor trained.)
+  # alive PID: runs and is not a zombie (a stopped orphan may linger as one
+  # until init reaps it).
+  alive() {
+    local state
+    state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null || true)
+    [ -n "$state" ] && [ "$state" != Z ]
+  }
+  # Its PostgreSQL, a daemon of pg_ctl, is left running (its processes get
+  # SIGTERM from their parent-death signal and are stopping).
+  alive "$pg_pid" || fail "expected the PostgreSQL of the killed up ($pg_pid) to be left running"
+  # The same command again, at once (its processes may still be stopping:
+  # up waits for them, as they hold its lock on the data directory), stops
+  # the orphaned PostgreSQL, resumes, trains. (The first run's actor log is
+  # moved aside, so that only the second run's can say the actor trained.)
   mv "$logs/actor-0.log" "$work/actor-0.first-run.log"
   "$ristretto" up --study "$work/study.yaml" --data-dir "$work/data" \
     --actors "$actors" > "$work/up.log" 2>&1 &
   up_pid=$!
-  if [ "$pg_left" = 1 ]; then
-    wait_for "the orphaned PostgreSQL stopped" up_said 'was left running by an earlier process; stopping it'
-  fi
+  wait_for "the orphaned PostgreSQL stopped" up_said 'was left running by an earlier process; stopping it'
   wait_for "the study resumed" up_said 'resuming study up-crash'
   wait_for "actor-0 trained again" grep -qs 'assigned run' "$logs/actor-0.log"
-  # (Stopped, it may linger as a zombie until init reaps it.)
-  state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$pg_pid/stat" 2>/dev/null || true)
-  [ -z "$state" ] || [ "$state" = Z ] ||
-    fail "the orphaned PostgreSQL ($pg_pid) still runs (state $state)"
+  alive "$pg_pid" && fail "the orphaned PostgreSQL ($pg_pid) still runs"
+  for p in "${started[@]}"; do
+    alive "$p" && fail "process $p that the killed up started still runs"
+  done
   # A second `up` on the same data directory is refused before it touches
   # anything, naming the one running.
   second=0

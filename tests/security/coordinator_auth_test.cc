@@ -70,12 +70,16 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   // with client certificates host-a and host-b besides client); stub_
   // presents client.pem.
   // `require_named`: it also runs with --require-named-certificates.
+  // `with_token` false: no --token-file nor --actor-token-file (mutual TLS
+  // alone authenticates, if on).
   explicit CoordinatorAuthTest(bool with_learner_token = false,
                                bool with_mtls = false,
-                               bool require_named = false)
+                               bool require_named = false,
+                               bool with_token = true)
       : with_learner_token_(with_learner_token),
         with_mtls_(with_mtls),
-        require_named_(require_named) {}
+        require_named_(require_named),
+        with_token_(with_token) {}
 
   void SetUp() override {
     PgDatabaseTest::SetUp();
@@ -103,10 +107,12 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
     ASSERT_TRUE(learner_token.ok()) << learner_token.status();
     learner_token_ = *learner_token;
     ASSERT_TRUE(WriteSecretFile(dir_ + "/learner-token", learner_token_).ok());
-    std::vector<std::string> flags = {
-        "--token-file",        dir_ + "/token",  "--actor-token-file",
-        dir_ + "/actor-token", "--metrics-port", "auto",
-        "--metrics-address",   "127.0.0.1"};
+    std::vector<std::string> flags = {"--metrics-port", "auto",
+                                      "--metrics-address", "127.0.0.1"};
+    if (with_token_) {
+      flags.insert(flags.end(), {"--token-file", dir_ + "/token",
+                                 "--actor-token-file", dir_ + "/actor-token"});
+    }
     if (with_learner_token_) {
       flags.insert(flags.end(),
                    {"--learner-token-file", dir_ + "/learner-token"});
@@ -260,6 +266,7 @@ class CoordinatorAuthTest : public testing::PgDatabaseTest {
   const bool with_learner_token_;
   const bool with_mtls_;
   const bool require_named_;
+  const bool with_token_;
   std::string address_;
   std::string dir_;
   std::string token_;
@@ -760,9 +767,10 @@ TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
 // certificate's hash: one actor host cannot get tickets in another's name.
 class CoordinatorMutualTlsTest : public CoordinatorAuthTest {
  protected:
-  explicit CoordinatorMutualTlsTest(bool require_named = false)
+  explicit CoordinatorMutualTlsTest(bool require_named = false,
+                                    bool with_token = true)
       : CoordinatorAuthTest(/*with_learner_token=*/false, /*with_mtls=*/true,
-                            require_named) {}
+                            require_named, with_token) {}
 
   // The hex SHA-256 of client certificate `name`.pem.
   std::string CertHash(const std::string& name) {
@@ -957,6 +965,13 @@ TEST_F(CoordinatorMutualTlsTest, ASessionSecretWorksOnlyFromItsCertificate) {
   s = Fetch(auth::BearerValue(secret_a_), lease.dataset_id(), &bytes);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_GT(bytes, 0);
+  // A member id the coordinator would not store is refused before any
+  // certificate binding remembers it.
+  v1::RegisterLearnerResponse refused;
+  EXPECT_EQ(RegisterAs(*host_b, std::string(300, 'm'), &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(RegisterAs(*host_b, "learner\nforged", &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // An actor naming itself after a learner (FindLearner hands out learners'
@@ -1034,6 +1049,35 @@ TEST_F(CoordinatorNamedOnlyTest, OnlyCertificatesThatNameTheirHolderAct) {
                           &seen);
   EXPECT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(seen.learner_member_id(), kA);
+}
+
+// Without a token FetchDataset has no caller identity; with
+// --require-named-certificates only a certificate naming a learner may
+// fetch (one naming nothing, or an actor, is refused).
+class CoordinatorNamedOnlyNoTokenTest : public CoordinatorMutualTlsTest {
+ protected:
+  CoordinatorNamedOnlyNoTokenTest()
+      : CoordinatorMutualTlsTest(/*require_named=*/true,
+                                 /*with_token=*/false) {}
+};
+
+TEST_F(CoordinatorNamedOnlyNoTokenTest, OnlyALearnersCertificateFetches) {
+  std::unique_ptr<v1::Coordinator::Stub> host_a = StubAs("host-a");
+  std::unique_ptr<v1::Coordinator::Stub> actor_x = StubAs("actor-x");
+  std::unique_ptr<v1::Coordinator::Stub> learner_a =
+      StubAs(std::string("learner-") + kA);
+  const std::string unknown(64, '0');
+  int64_t bytes = 0;
+  const grpc::Status unnamed = Fetch("", unknown, &bytes, host_a.get());
+  EXPECT_EQ(unnamed.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(unnamed.error_message().find("names no learner"), std::string::npos)
+      << unnamed.error_message();
+  EXPECT_EQ(Fetch("", unknown, &bytes, actor_x.get()).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // A learner's certificate gets the store's answer (no such dataset).
+  EXPECT_EQ(Fetch("", unknown, &bytes, learner_a.get()).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Denied("FetchDataset", "permission_denied"), 2);
 }
 
 TEST(CoordinatorNamedOnlyFlagTest, NeedsMutualTls) {
