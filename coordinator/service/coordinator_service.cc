@@ -290,22 +290,15 @@ grpc::Status CoordinatorService::FindLearner(
   absl::StatusOr<std::optional<auth::PeerCertificate>> cert =
       auth::CallPeerCertificate(*context);
   if (!cert.ok()) return Finish(kMethod, cert.status());
-  const bool bind = cert->has_value() && !request->actor_id().empty();
-  if (authenticating() || bind) {
-    // The ticket (and the binding) names the actor: an id it cannot carry
-    // is refused before anything is recorded.
-    if (request->actor_id().size() > auth::kMaxTicketIdBytes) {
-      return Finish(kMethod,
-                    absl::InvalidArgumentError(absl::StrCat(
-                        "actor_id must be at most ", auth::kMaxTicketIdBytes,
-                        " bytes, got ", request->actor_id().size())));
-    }
+  // The ticket, the binding and the member row name the actor: an id they
+  // cannot carry is refused before anything is recorded.
+  if (absl::Status valid =
+          CheckIdText("actor_id", request->actor_id(), auth::kMaxTicketIdBytes);
+      !valid.ok()) {
+    return Finish(kMethod, valid);
   }
+  const bool bind = cert->has_value() && !request->actor_id().empty();
   if (bind) {
-    if (absl::Status valid = CheckIdText("actor_id", request->actor_id());
-        !valid.ok()) {
-      return Finish(kMethod, valid);
-    }
     // The actor id belongs to the certificate that names it or, with no
     // names, to the one that first asked for it while its tickets may be
     // live; another host's certificate cannot take it (nor stream into its

@@ -815,7 +815,6 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   std::advance(it, next_learner_++ % static_cast<int64_t>(learners_.size()));
   response.set_learner_address(it->second);
   response.set_learner_member_id(it->first);
-  RETURN_IF_ERROR(CheckIdText("actor_id", request.actor_id()));
   MemberRow member;
   member.id = request.actor_id();
   member.kind = "actor";

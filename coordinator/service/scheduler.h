@@ -96,6 +96,9 @@ class Scheduler {
   absl::Status FailRun(const v1::FailRunRequest& request);
   absl::Status Release(const v1::ReleaseRequest& request);
   // --- actor RPCs ---
+  // `request.actor_id` is checked by the caller (CoordinatorService:
+  // CheckIdText before any binding or ticket); an actor naming a learner's
+  // member id is kPermissionDenied.
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request);
   // The dataset file to serve for `id` (kNotFound if unknown). With

@@ -760,6 +760,13 @@ TEST_F(CoordinatorAuthTest, FindLearnerHandsOutTicketsOfTheLearnersKey) {
                               &refused)
                 .error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  // So is one with a control character (it would forge log lines).
+  huge.set_actor_id("actor\nforged");
+  EXPECT_EQ(stub_
+                ->FindLearner(Context(auth::BearerValue(token_)).get(), huge,
+                              &refused)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // Under mutual TLS an actor id belongs to the client certificate that first
