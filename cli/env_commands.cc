@@ -293,7 +293,7 @@ absl::Status EnvDemo() {
           .count();
   const int64_t last_row = vec->row(0);
   const double bpy = env::BarsPerYear(dataset.interval_seconds);
-  std::vector<double> bench = env::EqualWeightBuyAndHold(
+  std::vector<double> bench = env::BuyAndHoldAccount(
       market->price, n, first_row, last_row + 1, options.env.initial_capital,
       options.env.buy_fee, options.env.slippage_bps);
   std::printf("episode: %zu steps in %.2f ms\n\n", values[0].size() - 1,

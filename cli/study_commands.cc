@@ -336,6 +336,12 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
                  static_cast<long long>(*s.best_trial), s.cv_sharpe,
                  s.cv_sharpe_se, static_cast<long long>(s.cv_bars),
                  s.cv_skewness, s.cv_kurtosis);
+    if (s.cv_bar_multiplicity > 1.0 + 1e-9) {
+      std::fprintf(out,
+                   "                   (distinct bars: the folds test each "
+                   "%.3g times, so their pooled returns count once)\n",
+                   s.cv_bar_multiplicity);
+    }
   }
   if (s.has_dsr) {
     std::fprintf(out,
@@ -371,6 +377,23 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
         FormatSharpeSe(l.sharpe, l.sharpe_se).c_str(), 100 * l.total_return,
         l.bh_sharpe, 100 * l.bh_return, l.random_sharpe_mean,
         l.random_sharpe_std);
+    // The tests ComputeStudyStatistics made for the verdict (one-sided);
+    // a result stored before they existed has none of them.
+    const bool tested = l.vs_bh_se > 0 || !l.tests_note.empty() ||
+                        l.p_vs_cash < 1 || l.p_vs_random < 1;
+    std::string bh =
+        l.vs_bh_se > 0
+            ? absl::StrFormat(
+                  "buy & hold p = %.3g (difference %.2f ± %.2f, "
+                  "paired)",
+                  l.p_vs_buy_and_hold, l.vs_bh_difference, l.vs_bh_se)
+            : std::string("buy & hold not tested");
+    if (tested) {
+      std::fprintf(
+          out, "  beyond noise?    cash p = %.3g, %s, random p = %.3g%s%s\n",
+          l.p_vs_cash, bh.c_str(), l.p_vs_random,
+          l.tests_note.empty() ? "" : "; ", l.tests_note.c_str());
+    }
   }
   std::fprintf(out, "verdict: %s\n", s.verdict.c_str());
   std::fflush(out);

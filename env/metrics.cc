@@ -124,6 +124,16 @@ std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
   return values;
 }
 
+std::vector<double> BuyAndHoldAccount(absl::Span<const double> prices,
+                                      int num_assets, int64_t begin,
+                                      int64_t end, double initial_capital,
+                                      double buy_fee, double slippage_bps) {
+  std::vector<double> values = EqualWeightBuyAndHold(
+      prices, num_assets, begin, end, initial_capital, buy_fee, slippage_bps);
+  if (!values.empty()) values.front() = initial_capital;
+  return values;
+}
+
 PerformanceSummary Summarize(absl::Span<const double> values,
                              double bars_per_year) {
   PerformanceSummary s;

@@ -84,6 +84,20 @@ std::vector<double> EqualWeightBuyAndHold(absl::Span<const double> prices,
                                           double buy_fee,
                                           double slippage_bps = 0.0);
 
+// The account of an equal-weight buy-and-hold investor over rows
+// [begin, end), as a policy's account is scored: it starts in cash, C0 =
+// initial_capital at row `begin`, buys there, and from row begin + 1 on is
+// worth EqualWeightBuyAndHold's value_t. So the first bar's return pays the
+// purchase's fee and slippage, as a policy's first trade does (scoring
+// EqualWeightBuyAndHold's series itself, which starts after the purchase,
+// would leave every metric of it untouched by those costs: they only scale
+// the whole series). Same length and errors as EqualWeightBuyAndHold.
+std::vector<double> BuyAndHoldAccount(absl::Span<const double> prices,
+                                      int num_assets, int64_t begin,
+                                      int64_t end, double initial_capital,
+                                      double buy_fee,
+                                      double slippage_bps = 0.0);
+
 // All metrics of one value series.
 struct PerformanceSummary {
   double total_return = 0.0;  // v_{T−1} / v_0 − 1 (0 if T < 2 or v_0 <= 0)

@@ -149,17 +149,28 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
   }
   const double bpy = env::BarsPerYear(market->interval_seconds);
   result.log_returns.reserve(static_cast<size_t>(result.steps));
+  // Sharpe and Sortino over every bar of every domain (the bars their
+  // standard error counts); the other summaries are means over domains
+  // weighted by their steps, so that a short piece (a few bars by a gap in
+  // the data) weighs as little as it says.
+  std::vector<double> bot_returns, bench_returns;
+  bot_returns.reserve(static_cast<size_t>(result.steps));
+  bench_returns.reserve(static_cast<size_t>(result.steps));
+  const double all_steps =
+      static_cast<double>(std::max<int64_t>(result.steps, 1));
   for (int b = 0; b < B; ++b) {
     const std::vector<double>& v = values[b];
+    const double weight =
+        static_cast<double>(v.empty() ? 0 : v.size() - 1) / all_steps;
     for (size_t t = 1; t < v.size(); ++t) {
       result.log_returns.push_back(std::log(std::max(v[t], kTinyValue) /
                                             std::max(v[t - 1], kTinyValue)));
     }
     const env::PerformanceSummary bot = env::Summarize(v, bpy);
-    const std::vector<double> bench = env::EqualWeightBuyAndHold(
-        market->price, n, first_row[b], last_row[b] + 1,
-        env_options.initial_capital, env_options.buy_fee,
-        env_options.slippage_bps);
+    const std::vector<double> bench =
+        env::BuyAndHoldAccount(market->price, n, first_row[b], last_row[b] + 1,
+                               env_options.initial_capital, env_options.buy_fee,
+                               env_options.slippage_bps);
     const env::PerformanceSummary eq = env::Summarize(bench, bpy);
     if (trace != nullptr) {
       if (next_bar[b] != bar_begin[b + 1] ||
@@ -173,15 +184,20 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
                 trace->buy_and_hold.begin() +
                     static_cast<std::ptrdiff_t>(bar_begin[b]));
     }
-    result.sharpe += bot.sharpe / B;
-    result.sortino += bot.sortino / B;
-    result.calmar += bot.calmar / B;
-    result.total_return += bot.total_return / B;
+    const std::vector<double> bot_bars = env::BarReturns(v);
+    bot_returns.insert(bot_returns.end(), bot_bars.begin(), bot_bars.end());
+    const std::vector<double> bench_bars = env::BarReturns(bench);
+    bench_returns.insert(bench_returns.end(), bench_bars.begin(),
+                         bench_bars.end());
+    result.calmar += bot.calmar * weight;
+    result.total_return += bot.total_return * weight;
     result.max_drawdown = std::max(result.max_drawdown, bot.max_drawdown);
-    result.benchmark_sharpe += eq.sharpe / B;
-    result.benchmark_return += eq.total_return / B;
-    result.turnover += traded[b] / env_options.initial_capital / B;
+    result.benchmark_return += eq.total_return * weight;
+    result.turnover += traded[b] / env_options.initial_capital * weight;
   }
+  result.sharpe = env::SharpeRatio(bot_returns, bpy);
+  result.sortino = env::SortinoRatio(bot_returns, bpy);
+  result.benchmark_sharpe = env::SharpeRatio(bench_returns, bpy);
   result.exposure =
       result.steps > 0 ? exposure_sum / static_cast<double>(result.steps) : 0;
   result.score = result.sharpe - result.benchmark_sharpe;

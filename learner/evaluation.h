@@ -41,9 +41,10 @@ struct EvaluationTrace {
   std::vector<double> value;    // portfolio value, quote currency
   std::vector<double> cash;     // cash, quote currency
   std::vector<float> holdings;  // bars × n coins, row per bar
-  // Equal-weight buy and hold on the same rows (EqualWeightBuyAndHold with
-  // the env options' capital, buy fee and slippage, bought at the domain's
-  // first bar): the benchmark of the result.
+  // Equal-weight buy and hold on the same rows (env::BuyAndHoldAccount with
+  // the env options' capital, buy fee and slippage: the capital at the
+  // domain's first bar, bought there, so its first return pays the costs
+  // like the policy's): the benchmark of the result.
   std::vector<double> buy_and_hold;
 
   size_t bars() const { return value.size(); }
@@ -58,7 +59,9 @@ struct EvaluationTrace {
 //                concatenated in order (length = steps);
 //   turnover     Σ_steps Σ_i |Δholding_i| · price_i / initial_capital per
 //                domain (traded value before fees, at the step's prices,
-//                net per asset within a step), mean over domains;
+//                net per asset within a step), mean over domains
+//                weighted by their steps (as return and Calmar; Sharpe
+//                and Sortino are over every bar of every domain);
 //   exposure     mean over all steps of all domains of 1 − cash_t / v_t;
 //   score        sharpe − benchmark_sharpe (callers that know the study
 //                objective replace it with ObjectiveValue).

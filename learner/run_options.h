@@ -125,11 +125,14 @@ absl::Status CheckLockbox(const TrainerOptions& options);
 
 // Deterministic-policy result on validation domains (one copy per domain).
 struct EvaluationResult {
-  double sharpe = 0;  // mean over domains, annualised by interval
+  // Sharpe and Sortino over every bar of every domain (per-bar returns
+  // pooled), annualised by interval; return, Calmar and turnover are means
+  // over domains weighted by their steps.
+  double sharpe = 0;
   double sortino = 0;
   double max_drawdown = 0;  // worst over domains, fraction
   double calmar = 0;
-  double total_return = 0;      // mean over domains
+  double total_return = 0;
   double benchmark_sharpe = 0;  // equal-weight buy and hold, same slices
   double benchmark_return = 0;
   double score = 0;  // sharpe − benchmark_sharpe
@@ -137,7 +140,7 @@ struct EvaluationResult {
   int64_t trades = 0;
   double fees = 0;
   int64_t at_env_steps = 0;  // training progress when evaluated
-  double turnover = 0;  // Σ|traded value| / initial capital, mean over domains
+  double turnover = 0;       // Σ|traded value| / initial capital per domain
   double exposure = 0;  // mean over bars of 1 − cash / value (share invested)
   // Per-bar log returns ln(v_t / v_{t−1}) of the policy, every domain's in
   // domain order (the standard error, deflated Sharpe and PBO need them).

@@ -2,7 +2,9 @@
 // and one trial's parameters to the TrainerOptions of its runs.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
@@ -52,6 +54,32 @@ absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
     folds.resize(static_cast<size_t>(cv.max_folds));
   }
   return folds;
+}
+
+absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
+                                                 int64_t num_rows) {
+  ASSIGN_OR_RETURN(const std::vector<env::Fold> folds, MakeFolds(cv, num_rows));
+  std::vector<env::Domain> tested;
+  int64_t total = 0;
+  for (const env::Fold& f : folds) {
+    for (const env::Domain& d : f.test) {
+      tested.push_back(d);
+      total += d.size();
+    }
+  }
+  std::sort(tested.begin(), tested.end(),
+            [](const env::Domain& a, const env::Domain& b) {
+              return a.begin < b.begin;
+            });
+  int64_t distinct = 0;
+  int64_t covered_to = std::numeric_limits<int64_t>::min();
+  for (const env::Domain& d : tested) {
+    const int64_t from = std::max(d.begin, covered_to);
+    if (d.end > from) distinct += d.end - from;
+    covered_to = std::max(covered_to, d.end);
+  }
+  if (distinct <= 0) return 1.0;
+  return static_cast<double>(total) / static_cast<double>(distinct);
 }
 
 absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,

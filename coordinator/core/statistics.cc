@@ -1,6 +1,7 @@
 #include "coordinator/core/statistics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -187,6 +188,97 @@ SharpeStats ReturnStats(absl::Span<const double> log_returns) {
 
 double AnnualiseSharpe(double per_bar, double bars_per_year) {
   return per_bar * std::sqrt(bars_per_year);
+}
+
+absl::StatusOr<SharpeDifference> SharpeDifferenceTest(
+    absl::Span<const double> a, absl::Span<const double> b) {
+  if (a.size() != b.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Sharpe difference: the series have ", a.size(), " and ",
+                     b.size(), " values (they must be the same bars)"));
+  }
+  const size_t n = a.size();
+  if (n < 8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Sharpe difference: ", n, " pairs (at least 8 are needed)"));
+  }
+  for (size_t t = 0; t < n; ++t) {
+    if (!std::isfinite(a[t]) || !std::isfinite(b[t])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Sharpe difference: a non-finite value at ", t));
+    }
+  }
+  const SharpeStats sa = ReturnStats(a);
+  const SharpeStats sb = ReturnStats(b);
+  const double tn = static_cast<double>(n);
+  double ma = 0, mb = 0, qa = 0, qb = 0;
+  for (size_t t = 0; t < n; ++t) {
+    ma += a[t];
+    mb += b[t];
+  }
+  ma /= tn;
+  mb /= tn;
+  for (size_t t = 0; t < n; ++t) {
+    qa += a[t] * a[t];
+    qb += b[t] * b[t];
+  }
+  qa /= tn;
+  qb /= tn;
+  const double va = qa - ma * ma;  // population variances
+  const double vb = qb - mb * mb;
+  if (!(sa.std > 1e-12 * std::abs(sa.mean)) || !(va > 0) ||
+      !(sb.std > 1e-12 * std::abs(sb.mean)) || !(vb > 0)) {
+    return absl::InvalidArgumentError(
+        "Sharpe difference: a series has no variance (its Sharpe ratio has "
+        "no sampling distribution)");
+  }
+  // ∇f at u = (mean_a, mean_b, E[a²], E[b²]).
+  const double grad[4] = {qa / std::pow(va, 1.5), -qb / std::pow(vb, 1.5),
+                          -0.5 * ma / std::pow(va, 1.5),
+                          0.5 * mb / std::pow(vb, 1.5)};
+  std::vector<std::array<double, 4>> y(n);
+  for (size_t t = 0; t < n; ++t) {
+    y[t] = {a[t] - ma, b[t] - mb, a[t] * a[t] - qa, b[t] * b[t] - qb};
+  }
+  // g_t = ∇fᵀ y_t: the long-run variance of the scalar series g is
+  // ∇fᵀ Ψ ∇f (Bartlett weights keep it non-negative).
+  std::vector<double> g(n);
+  for (size_t t = 0; t < n; ++t) {
+    g[t] = grad[0] * y[t][0] + grad[1] * y[t][1] + grad[2] * y[t][2] +
+           grad[3] * y[t][3];
+  }
+  const int lags =
+      static_cast<int>(std::floor(4.0 * std::pow(tn / 100.0, 2.0 / 9.0)));
+  const int max_lag = std::min<int>(lags, static_cast<int>(n) - 1);
+  double psi = 0;
+  for (size_t t = 0; t < n; ++t) psi += g[t] * g[t];
+  psi /= tn;
+  for (int j = 1; j <= max_lag; ++j) {
+    double gamma = 0;
+    for (size_t t = static_cast<size_t>(j); t < n; ++t) {
+      gamma += g[t] * g[t - static_cast<size_t>(j)];
+    }
+    gamma /= tn;
+    psi += 2.0 * (1.0 - static_cast<double>(j) / (max_lag + 1.0)) * gamma;
+  }
+  SharpeDifference d;
+  d.n = static_cast<int64_t>(n);
+  d.sharpe_a = sa.sharpe;
+  d.sharpe_b = sb.sharpe;
+  d.difference = sa.sharpe - sb.sharpe;
+  d.lags = max_lag;
+  double cov = 0;
+  for (size_t t = 0; t < n; ++t) cov += y[t][0] * y[t][1];
+  d.correlation = (cov / tn) / std::sqrt(va * vb);
+  d.standard_error = psi > 0 ? std::sqrt(psi / tn) : 0.0;
+  if (!(d.standard_error > 0) || !std::isfinite(d.standard_error)) {
+    return absl::InvalidArgumentError(
+        "Sharpe difference: the standard error is 0 (the two series move "
+        "together exactly)");
+  }
+  d.z = d.difference / d.standard_error;
+  d.p_value = NormalCdf(-d.z);
+  return d;
 }
 
 absl::StatusOr<double> SharpeStandardError(const SharpeStats& stats) {

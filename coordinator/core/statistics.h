@@ -160,6 +160,41 @@ absl::StatusOr<DeflatedSharpeResult> DeflatedSharpeRatio(
     const SharpeStats& selected, int64_t num_trials,
     double trial_sharpe_variance);
 
+// A paired test of two Sharpe ratios measured on the same bars (a policy
+// against a baseline on one test segment): H0 "a's true Sharpe <= b's".
+// The estimates are correlated (the same market moves both), so the error
+// of the difference is not the two errors combined: it is the delta method
+// of [LW08] on the sample moments u = (mean_a, mean_b, E[a²], E[b²]),
+//   Δ = f(u) = mean_a / sqrt(E[a²] − mean_a²) − mean_b / sqrt(E[b²] − mean_b²),
+//   Var(Δ̂) = ∇f(u)ᵀ Ψ ∇f(u) / T,
+// with Ψ the long-run covariance of y_t = (a_t − mean_a, b_t − mean_b,
+// a_t² − E[a²], b_t² − E[b²]) estimated with Bartlett weights over
+// L = ⌊4·(T/100)^(2/9)⌋ lags (Newey & West 1994's rule), so that fat tails
+// and serially correlated returns (a policy holding positions for many
+// bars) widen the error instead of being assumed away. The difference
+// reported and tested is that of the ddof-1 Sharpe ratios (ReturnStats);
+// per bar, like everything here.
+//   [LW08] O. Ledoit, M. Wolf, "Robust performance hypothesis testing with
+//          the Sharpe ratio", Journal of Empirical Finance 15(5), 2008.
+struct SharpeDifference {
+  int64_t n = 0;              // T, bars (pairs)
+  double sharpe_a = 0;        // per bar, ReturnStats(a).sharpe
+  double sharpe_b = 0;        // per bar, ReturnStats(b).sharpe
+  double difference = 0;      // sharpe_a − sharpe_b
+  double standard_error = 0;  // of the difference, per bar
+  double correlation = 0;     // of a and b (Pearson)
+  int lags = 0;               // L
+  double z = 0;               // difference / standard_error
+  double p_value = 1;         // one-sided, Φ(−z)
+};
+
+// Errors: series of different lengths; fewer than 8 pairs; a non-finite
+// value; a series with no variance (std <= 1e-12·|mean|: its Sharpe ratio
+// has no sampling distribution); a standard error of 0 (a and b move
+// together exactly, e.g. the same series twice).
+absl::StatusOr<SharpeDifference> SharpeDifferenceTest(
+    absl::Span<const double> a, absl::Span<const double> b);
+
 // Options of ProbabilityOfBacktestOverfitting.
 struct PboOptions {
   // S, the number of row blocks. 0 (default) = automatic: the largest even

@@ -74,6 +74,14 @@ struct CvSpec {
 absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
                                                  int64_t num_rows);
 
+// How many times, on average, the folds of `cv` over `num_rows` rows test
+// each validation row: Σ test rows over the folds / rows tested at least
+// once. 1 for holdout, k-fold and walk-forward with step_bars >= test_bars;
+// C(N − 1, k − 1) for CPCV (every group is tested that often); with
+// max_folds the average over the folds kept. Errors: those of MakeFolds.
+absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
+                                                 int64_t num_rows);
+
 // The lockbox: the study's final test segment, the last rows of the
 // dataset, that no training, validation, pruning or sampling ever reads.
 // Only each complete trial's final run is evaluated on it, once.

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "coordinator/core/statistics.h"
@@ -43,7 +46,13 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   // begin + L − 1 to the done row begin + size − L − 1 (env.md).
   const int64_t lookback = env_options.lookback;
   learner::EvaluationResult& bh = out.buy_and_hold;
-  const double copies = static_cast<double>(domains.size());
+  // As EvaluateActions aggregates: Sharpe and Sortino over every bar,
+  // return and Calmar weighted by each domain's steps.
+  std::vector<double> bars;
+  int64_t all_steps = 0;
+  for (const env::Domain& d : domains) {
+    all_steps += std::max<int64_t>(d.size() - 2 * lookback, 0);
+  }
   for (const env::Domain& d : domains) {
     const int64_t first = d.begin + lookback - 1;
     const int64_t end = d.begin + d.size() - lookback;
@@ -51,20 +60,24 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
       return absl::InvalidArgumentError(absl::StrCat(
           "baselines: domain [", d.begin, ", ", d.end, ") is too short"));
     }
-    const std::vector<double> values = env::EqualWeightBuyAndHold(
+    const std::vector<double> values = env::BuyAndHoldAccount(
         market->price, n, first, end, env_options.initial_capital,
         env_options.buy_fee, env_options.slippage_bps);
     const env::PerformanceSummary s = env::Summarize(values, bpy);
-    bh.sharpe += s.sharpe / copies;
-    bh.sortino += s.sortino / copies;
-    bh.calmar += s.calmar / copies;
-    bh.total_return += s.total_return / copies;
+    const double weight = static_cast<double>(values.size() - 1) /
+                          static_cast<double>(std::max<int64_t>(all_steps, 1));
+    const std::vector<double> r = env::BarReturns(values);
+    bars.insert(bars.end(), r.begin(), r.end());
+    bh.calmar += s.calmar * weight;
+    bh.total_return += s.total_return * weight;
     bh.max_drawdown = std::max(bh.max_drawdown, s.max_drawdown);
     for (size_t t = 1; t < values.size(); ++t) {
       bh.log_returns.push_back(std::log(values[t] / values[t - 1]));
     }
     bh.steps += static_cast<int64_t>(values.size()) - 1;
   }
+  bh.sharpe = env::SharpeRatio(bars, bpy);
+  bh.sortino = env::SortinoRatio(bars, bpy);
   bh.benchmark_sharpe = bh.sharpe;
   bh.benchmark_return = bh.total_return;
   bh.exposure = 1;
@@ -101,10 +114,65 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   return out;
 }
 
+namespace {
+
+// Fills the baseline tests of `l` (see TrialEvidence::Lockbox) from the
+// best trial's lockbox returns.
+void TestLockboxAgainstBaselines(const TrialEvidence& trial,
+                                 double bars_per_year,
+                                 TrialEvidence::Lockbox* l) {
+  const double annual = std::sqrt(bars_per_year);
+  std::vector<std::string> notes;
+  if (l->sharpe_se > 0 && std::isfinite(l->sharpe_se) &&
+      std::isfinite(l->sharpe)) {
+    l->p_vs_cash = NormalCdf(-l->sharpe / l->sharpe_se);
+  } else {
+    notes.push_back("no standard error for the lockbox Sharpe");
+  }
+  const double spread = std::sqrt(l->sharpe_se * l->sharpe_se +
+                                  l->random_sharpe_std * l->random_sharpe_std);
+  if (spread > 0 && std::isfinite(spread) &&
+      std::isfinite(l->random_sharpe_mean)) {
+    l->p_vs_random = NormalCdf(-(l->sharpe - l->random_sharpe_mean) / spread);
+  } else {
+    notes.push_back("no spread to test against the random policies");
+  }
+  if (trial.lockbox_log_returns.empty() ||
+      trial.lockbox_bh_log_returns.empty()) {
+    notes.push_back(
+        "no paired test against buy and hold (its lockbox returns were not "
+        "recorded)");
+  } else {
+    absl::StatusOr<SharpeDifference> d = SharpeDifferenceTest(
+        trial.lockbox_log_returns, trial.lockbox_bh_log_returns);
+    if (d.ok()) {
+      l->p_vs_buy_and_hold = d->p_value;
+      l->vs_bh_difference = d->difference * annual;
+      l->vs_bh_se = d->standard_error * annual;
+    } else {
+      notes.push_back(absl::StrCat("no paired test against buy and hold: ",
+                                   d.status().message()));
+    }
+  }
+  l->tests_note = absl::StrJoin(notes, "; ");
+}
+
+// "p = 0.012", or "p < 0.001".
+std::string PValueText(double p) {
+  return p < 0.001 ? std::string("p < 0.001") : absl::StrFormat("p = %.3f", p);
+}
+
+}  // namespace
+
 StudyStatistics ComputeStudyStatistics(
     const std::vector<TrialEvidence>& complete, int64_t trials_tried,
-    int64_t checkpoints_per_run, double bars_per_year) {
+    int64_t checkpoints_per_run, double bars_per_year,
+    double validation_bar_multiplicity) {
   StudyStatistics s;
+  const double multiplicity = std::isfinite(validation_bar_multiplicity)
+                                  ? std::max(validation_bar_multiplicity, 1.0)
+                                  : 1.0;
+  s.cv_bar_multiplicity = multiplicity;
   s.complete_trials = static_cast<int64_t>(complete.size());
   s.trials_tried = std::max<int64_t>(trials_tried, s.complete_trials);
   s.checkpoints_per_run = std::max<int64_t>(checkpoints_per_run, 1);
@@ -126,12 +194,21 @@ StudyStatistics ComputeStudyStatistics(
   s.best_trial = best->number;
   s.best_score = best->score;
   s.lockbox = best->lockbox;
-  const SharpeStats stats = ReturnStats(best->cv_log_returns);
+  // The pooled returns repeat each bar `multiplicity` times on average:
+  // as evidence they are worth the distinct bars only.
+  SharpeStats stats = ReturnStats(best->cv_log_returns);
+  if (multiplicity > 1.0 && stats.n >= 2) {
+    stats.n = std::max<int64_t>(
+        2, std::llround(static_cast<double>(stats.n) / multiplicity));
+  }
   s.cv_sharpe = stats.sharpe * annual;
   s.cv_bars = stats.n;
   s.cv_skewness = stats.skewness;
   s.cv_kurtosis = stats.kurtosis;
-  s.cv_sharpe_se = AnnualisedSharpeError(best->cv_log_returns, bars_per_year);
+  {
+    const absl::StatusOr<double> se = SharpeStandardError(stats);
+    s.cv_sharpe_se = se.ok() ? *se * annual : Nan();
+  }
 
   // Deflated Sharpe ratio.
   std::vector<double> trial_sharpes;
@@ -179,6 +256,11 @@ StudyStatistics ComputeStudyStatistics(
   // PBO over the complete trials' CV returns.
   if (complete.size() < 2) {
     s.pbo_note = "needs at least 2 complete trials";
+  } else if (multiplicity > 1.0 + 1e-9) {
+    s.pbo_note = absl::StrFormat(
+        "not computed: the CV folds test each bar %.2g times, so the blocks "
+        "of the pooled returns would put the same bars in and out of sample",
+        multiplicity);
   } else {
     const size_t rows = complete.front().cv_log_returns.size();
     bool same = true;
@@ -222,13 +304,34 @@ StudyStatistics ComputeStudyStatistics(
   if (!s.lockbox.has_value()) {
     lockbox_text = "the best trial has no lockbox result";
   } else {
-    const TrialEvidence::Lockbox& l = *s.lockbox;
-    beats = l.sharpe > l.bh_sharpe && l.sharpe > 0;
+    TrialEvidence::Lockbox& l = *s.lockbox;
+    TestLockboxAgainstBaselines(*best, bars_per_year, &l);
+    const bool vs_cash = l.p_vs_cash < kEdgeSignificance;
+    const bool vs_bh = l.p_vs_buy_and_hold < kEdgeSignificance;
+    const bool vs_random = l.p_vs_random < kEdgeSignificance;
+    beats = vs_cash && vs_bh && vs_random;
+    std::string bh_text =
+        l.vs_bh_se > 0
+            ? absl::StrFormat(
+                  "buy & hold %.2f (difference %.2f ± %.2f, "
+                  "paired, %s)",
+                  l.bh_sharpe, l.vs_bh_difference, l.vs_bh_se,
+                  PValueText(l.p_vs_buy_and_hold))
+            : absl::StrFormat("buy & hold %.2f (not tested)", l.bh_sharpe);
     lockbox_text = absl::StrFormat(
-        "lockbox Sharpe %.2f ± %.2f vs buy & hold %.2f, cash 0, random "
-        "%.2f ± %.2f",
-        l.sharpe, l.sharpe_se, l.bh_sharpe, l.random_sharpe_mean,
-        l.random_sharpe_std);
+        "lockbox Sharpe %.2f ± %.2f vs cash 0 (%s), %s, random %.2f ± %.2f "
+        "(%s)",
+        l.sharpe, l.sharpe_se, PValueText(l.p_vs_cash), bh_text,
+        l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
+    if (!beats) {
+      std::vector<std::string> missed;
+      if (!vs_cash) missed.push_back("cash");
+      if (!vs_bh) missed.push_back("buy & hold");
+      if (!vs_random) missed.push_back("random");
+      absl::StrAppend(&lockbox_text, " (does not beat ",
+                      absl::StrJoin(missed, ", "), " at p < 0.05",
+                      l.tests_note.empty() ? "" : "; ", l.tests_note, ")");
+    }
   }
   s.edge = significant && beats;
   if (s.edge) {
@@ -239,8 +342,7 @@ StudyStatistics ComputeStudyStatistics(
     if (!significant) why = dsr_text;
     if (!beats) {
       if (!why.empty()) absl::StrAppend(&why, "; ");
-      absl::StrAppend(&why, lockbox_text,
-                      s.lockbox.has_value() ? " (does not beat both)" : "");
+      absl::StrAppend(&why, lockbox_text);
     } else {
       absl::StrAppend(&why, "; ", lockbox_text);
     }
@@ -264,6 +366,7 @@ std::string StudyStatisticsToJson(const StudyStatistics& s) {
       {"cv_skewness", num(s.cv_skewness)},
       {"cv_kurtosis", num(s.cv_kurtosis)},
       {"cv_bars", s.cv_bars},
+      {"cv_bar_multiplicity", num(s.cv_bar_multiplicity)},
       {"has_dsr", s.has_dsr},
       {"dsr", num(s.dsr)},
       {"dsr_p_value", num(s.dsr_p_value)},
@@ -289,6 +392,12 @@ std::string StudyStatisticsToJson(const StudyStatistics& s) {
                         {"bh_return", num(l.bh_return)},
                         {"random_sharpe_mean", num(l.random_sharpe_mean)},
                         {"random_sharpe_std", num(l.random_sharpe_std)},
+                        {"p_vs_cash", num(l.p_vs_cash)},
+                        {"p_vs_buy_and_hold", num(l.p_vs_buy_and_hold)},
+                        {"p_vs_random", num(l.p_vs_random)},
+                        {"vs_bh_difference", num(l.vs_bh_difference)},
+                        {"vs_bh_se", num(l.vs_bh_se)},
+                        {"tests_note", l.tests_note},
                         {"bars", l.bars}};
   }
   return j.dump();
@@ -318,6 +427,7 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
     num("cv_skewness", &s.cv_skewness);
     num("cv_kurtosis", &s.cv_kurtosis);
     s.cv_bars = j.value("cv_bars", int64_t{0});
+    num("cv_bar_multiplicity", &s.cv_bar_multiplicity);
     s.has_dsr = j.value("has_dsr", false);
     num("dsr", &s.dsr);
     num("dsr_p_value", &s.dsr_p_value);
@@ -347,6 +457,12 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
       lnum("bh_return", &x.bh_return);
       lnum("random_sharpe_mean", &x.random_sharpe_mean);
       lnum("random_sharpe_std", &x.random_sharpe_std);
+      lnum("p_vs_cash", &x.p_vs_cash);
+      lnum("p_vs_buy_and_hold", &x.p_vs_buy_and_hold);
+      lnum("p_vs_random", &x.p_vs_random);
+      lnum("vs_bh_difference", &x.vs_bh_difference);
+      lnum("vs_bh_se", &x.vs_bh_se);
+      x.tests_note = l.value("tests_note", std::string());
       x.bars = l.value("bars", int64_t{0});
       s.lockbox = x;
     }

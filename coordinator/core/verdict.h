@@ -31,7 +31,8 @@ inline constexpr double kEdgeSignificance = 0.05;
 struct SegmentBaselines {
   // Equal-weight buy and hold (bought at the first row with the buy fee):
   // sharpe, sortino, calmar, max_drawdown, total_return (each as
-  // EvaluateActions aggregates them: mean over domains, worst drawdown) and
+  // EvaluateActions aggregates them: Sharpe and Sortino over every bar,
+  // return and Calmar weighted by each domain's steps, worst drawdown) and
   // log_returns (domains concatenated).
   learner::EvaluationResult buy_and_hold;
   double buy_and_hold_sharpe_se = 0;  // annualised (Mertens)
@@ -69,8 +70,25 @@ struct TrialEvidence {
     double bh_sharpe = 0, bh_return = 0;
     double random_sharpe_mean = 0, random_sharpe_std = 0;
     int64_t bars = 0;
+    // Whether it beats each baseline by more than noise (filled by
+    // ComputeStudyStatistics for the best trial; one-sided p-values, 1 when
+    // a test could not be made, `tests_note` then says why):
+    //   cash: Φ(−sharpe / sharpe_se) (PSR(0));
+    //   buy and hold: the paired SharpeDifferenceTest of the policy's and
+    //     buy and hold's log returns on the lockbox bars (annualised
+    //     difference and its standard error);
+    //   random: Φ(−(sharpe − random_sharpe_mean) / sqrt(sharpe_se² +
+    //     random_sharpe_std²)), the policy against the spread of random
+    //     policies on the same bars.
+    double p_vs_cash = 1, p_vs_buy_and_hold = 1, p_vs_random = 1;
+    double vs_bh_difference = 0, vs_bh_se = 0;
+    std::string tests_note;
   };
   std::optional<Lockbox> lockbox;
+  // The lockbox log returns of the final run's policy and of buy and hold
+  // on the same bars (empty when not known: the paired test is then not
+  // made and the trial cannot show an edge).
+  std::vector<double> lockbox_log_returns, lockbox_bh_log_returns;
 };
 
 // The statistics and the verdict of a study.
@@ -82,9 +100,14 @@ struct StudyStatistics {
   std::optional<int64_t> best_trial;  // by score
   double best_score = 0;
   // The best trial's CV returns (all folds): annualised Sharpe and its
-  // standard error, per-bar moments.
+  // standard error, per-bar moments. cv_bars counts distinct bars: when the
+  // folds test each bar several times (cv_bar_multiplicity > 1: CPCV tests
+  // each C(N − 1, k − 1) times) the pooled returns are not that many
+  // independent observations, so the standard error, the deflated Sharpe
+  // and its variance floor use T = pooled returns / multiplicity.
   double cv_sharpe = 0, cv_sharpe_se = 0, cv_skewness = 0, cv_kurtosis = 3;
   int64_t cv_bars = 0;
+  double cv_bar_multiplicity = 1;
   // Deflated Sharpe ratio of the best trial (annualised SR0 for display).
   bool has_dsr = false;
   double dsr = 0, dsr_p_value = 1, expected_max_sharpe = 0;
@@ -99,7 +122,10 @@ struct StudyStatistics {
   // The best trial's lockbox result.
   std::optional<TrialEvidence::Lockbox> lockbox;
   // The verdict: an edge only when the DSR is significant (p < 0.05) AND
-  // the lockbox Sharpe beats buy and hold's and cash's (0).
+  // the best trial's lockbox Sharpe beats cash (0), buy and hold's and the
+  // random policies', each by more than noise (p < 0.05 each, see
+  // TrialEvidence::Lockbox; all three must hold, so no multiplicity
+  // correction is needed).
   bool edge = false;
   std::string verdict;  // one line, with the numbers that decided it
 };
@@ -111,9 +137,14 @@ struct StudyStatistics {
 // variance of the trials' per-bar Sharpes, is the complete trials' sample
 // variance but never below 1/(T − 1), the sampling variance of one Sharpe
 // estimate over T bars under the null (few trials underestimate it).
+// `validation_bar_multiplicity`: how many times the folds test each
+// validation bar on average (ValidationBarMultiplicity; >= 1). When it is
+// above 1 the pooled returns repeat bars, so PBO (whose blocks would put the
+// same bars in and out of sample) is not computed.
 StudyStatistics ComputeStudyStatistics(
     const std::vector<TrialEvidence>& complete, int64_t trials_tried,
-    int64_t checkpoints_per_run, double bars_per_year);
+    int64_t checkpoints_per_run, double bars_per_year,
+    double validation_bar_multiplicity = 1.0);
 
 std::string StudyStatisticsToJson(const StudyStatistics& s);
 absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(

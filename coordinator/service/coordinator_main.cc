@@ -266,6 +266,8 @@ absl::Status Main() {
       if (!s.ok()) {
         RLOG(ERROR) << "scheduling pass failed: " << s.ToString();
       }
+      // Learners that died without Release leave nothing behind.
+      service.ForgetSilentLearners();
     }
   }
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

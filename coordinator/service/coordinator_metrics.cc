@@ -54,6 +54,19 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& registry)
                           .Help("Leases that expired without a heartbeat.")
                           .Register(registry)
                           .Add({})),
+      learners_(prometheus::BuildGauge()
+                    .Name("ristretto_coordinator_learners")
+                    .Help("Learners registered and heard from within a "
+                          "lease lifetime, as of the last scheduling pass.")
+                    .Register(registry)
+                    .Add({})),
+      learners_forgotten_(
+          prometheus::BuildCounter()
+              .Name("ristretto_coordinator_learners_forgotten_total")
+              .Help("Learners forgotten after a lease lifetime without a "
+                    "call (died without Release, or cut off).")
+              .Register(registry)
+              .Add({})),
       denied_(prometheus::BuildCounter()
                   .Name("ristretto_coordinator_rpc_denied_total")
                   .Help("Coordinator RPCs refused: code unauthenticated (no "
@@ -80,6 +93,15 @@ void CoordinatorMetrics::CountRunLeased() { runs_leased_.Increment(); }
 
 void CoordinatorMetrics::CountLeasesExpired(int64_t leases) {
   if (leases > 0) lease_expiries_.Increment(static_cast<double>(leases));
+}
+
+void CoordinatorMetrics::SetLearners(int64_t live) {
+  learners_.Set(static_cast<double>(live));
+}
+
+void CoordinatorMetrics::CountLearnersForgotten(int64_t learners) {
+  if (learners > 0)
+    learners_forgotten_.Increment(static_cast<double>(learners));
 }
 
 void CoordinatorMetrics::ObserveDbLatency(DbOp op, double seconds) {

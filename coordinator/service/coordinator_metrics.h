@@ -73,6 +73,11 @@ class CoordinatorMetrics {
 
   void CountRunLeased();
   void CountLeasesExpired(int64_t leases);
+  // ristretto_coordinator_learners: learners registered and heard from
+  // within a lease lifetime; ristretto_coordinator_learners_forgotten_total:
+  // those forgotten after a lease lifetime of silence.
+  void SetLearners(int64_t live);
+  void CountLearnersForgotten(int64_t learners);
   void ObserveDbLatency(DbOp op, double seconds);
   // Sets ristretto_coordinator_trials{study, state} for the four states.
   void SetTrials(const std::string& study, const TrialCounts& counts);
@@ -93,6 +98,8 @@ class CoordinatorMetrics {
   prometheus::Family<prometheus::Gauge>& trials_;
   prometheus::Counter& runs_leased_;
   prometheus::Counter& lease_expiries_;
+  prometheus::Gauge& learners_;
+  prometheus::Counter& learners_forgotten_;
   std::array<prometheus::Histogram*, kNumDbOps> db_latency_{};
   prometheus::Family<prometheus::Counter>& denied_;
 

@@ -278,6 +278,22 @@ grpc::Status CoordinatorService::Release(grpc::ServerContext* context,
   return Finish(kMethod, released);
 }
 
+int CoordinatorService::ForgetSilentLearners() {
+  // Under register_mu_, like Release: a registration racing this either
+  // comes after (fresh secret and key, heard from now) or is forgotten
+  // whole (it registers again on its next call).
+  absl::MutexLock lock(&register_mu_);
+  const std::vector<std::string> forgotten = scheduler_->ForgetSilentLearners();
+  for (const std::string& member_id : forgotten) {
+    learner_certs_.Forget(member_id);
+    if (authenticating()) {
+      registry_.Revoke(auth::Principal{auth::Role::kLearner, member_id});
+      ticket_keys_.erase(member_id);
+    }
+  }
+  return static_cast<int>(forgotten.size());
+}
+
 grpc::Status CoordinatorService::FindLearner(
     grpc::ServerContext* context, const v1::FindLearnerRequest* request,
     v1::FindLearnerResponse* response) {
@@ -310,6 +326,8 @@ grpc::Status CoordinatorService::FindLearner(
       return Finish(kMethod, bound);
     }
   }
+  // A dead learner's entry goes first: actors are sent to live ones only.
+  ForgetSilentLearners();
   absl::StatusOr<v1::FindLearnerResponse> found =
       scheduler_->FindLearner(*request);
   // No actor id (an operator looking): the address only, no ticket.

@@ -20,7 +20,10 @@
 //                    named by request.member_id; the scheduler then refuses
 //                    runs not leased to that member (PERMISSION_DENIED).
 //   Release          the member's session secret, or the cluster token (an
-//                    operator evicting a learner).
+//                    operator evicting a learner). A learner that stops
+//                    calling is forgotten a lease lifetime after its last
+//                    registration, LeaseRun or Heartbeat, as if released
+//                    (ForgetSilentLearners).
 //   FindLearner      "Bearer <cluster token>" (actors, operators) or
 //                    "Bearer <actor token>" (actors only); the reply
 //                    also carries an actor ticket for request.actor_id at
@@ -109,6 +112,15 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
   // True when calls are authenticated (a token was given).
   bool authenticating() const { return !token_.empty(); }
+
+  // Forgets learners not heard from for a lease lifetime
+  // (Scheduler::ForgetSilentLearners) with their session secrets, ticket
+  // keys and certificate bindings, so that a learner that died without
+  // Release leaves nothing behind; one still alive gets UNAUTHENTICATED
+  // (or NOT_FOUND without a token) and registers again. Called before
+  // every FindLearner and by the coordinator's scheduling loop. Returns how
+  // many were forgotten.
+  int ForgetSilentLearners() ABSL_LOCKS_EXCLUDED(register_mu_);
 
   grpc::Status RegisterLearner(grpc::ServerContext* context,
                                const v1::RegisterLearnerRequest* request,

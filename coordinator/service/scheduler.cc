@@ -456,6 +456,7 @@ absl::Status Scheduler::CompleteFinalRun(
   row.random_sharpe_std = base.random_sharpe_std;
   row.random_return_mean = base.random_return_mean;
   row.random_return_std = base.random_return_std;
+  row.bh_log_returns = base.buy_and_hold.log_returns;
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
   RETURN_IF_ERROR(Db(DbOp::kCompleteFinalRun)
@@ -511,11 +512,13 @@ absl::Status Scheduler::MaybeCompleteTrial(int64_t trial_id) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::CheckMember(const std::string& member_id) {
-  if (learners_.count(member_id) == 0) {
+absl::Status Scheduler::TouchMember(const std::string& member_id) {
+  const auto it = learners_.find(member_id);
+  if (it == learners_.end()) {
     return absl::NotFoundError(absl::StrCat(
         "learner ", EscapeForMessage(member_id), " is not registered"));
   }
+  it->second.last_call = Now();
   return absl::OkStatus();
 }
 
@@ -588,7 +591,7 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
                        : absl::StrCat(",\"incarnation\":\"", incarnation, "\""),
                    "}");
   RETURN_IF_ERROR(Db(DbOp::kUpsertMember)->UpsertMember(member));
-  learners_[request.member_id()] = request.address();
+  learners_[request.member_id()] = Learner{request.address(), Now()};
   RLOG(INFO) << "learner " << EscapeForMessage(request.member_id()) << " at "
              << EscapeForMessage(request.address()) << " (" << request.slots()
              << " slots)";
@@ -602,7 +605,7 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
 absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
     const v1::LeaseRunRequest& request) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckMember(request.member_id()));
+  RETURN_IF_ERROR(TouchMember(request.member_id()));
   v1::LeaseRunResponse response;
   ASSIGN_OR_RETURN(
       std::optional<RunRow> run,
@@ -646,7 +649,7 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
 absl::StatusOr<v1::HeartbeatResponse> Scheduler::Heartbeat(
     const v1::HeartbeatRequest& request) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(CheckMember(request.member_id()));
+  RETURN_IF_ERROR(TouchMember(request.member_id()));
   std::vector<std::pair<int64_t, int64_t>> steps;
   for (const v1::RunProgress& p : request.runs()) {
     steps.emplace_back(p.run_id(), p.env_steps());
@@ -806,14 +809,48 @@ absl::Status Scheduler::Release(const v1::ReleaseRequest& request) {
   return Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id());
 }
 
+std::vector<std::string> Scheduler::ForgetSilentLearners() {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> forgotten;
+  const absl::Time now = Now();
+  for (auto it = learners_.begin(); it != learners_.end();) {
+    if (Live(it->second.last_call)) {
+      ++it;
+      continue;
+    }
+    RLOG(WARNING) << "learner " << EscapeForMessage(it->first) << " at "
+                  << EscapeForMessage(it->second.address)
+                  << " has not called for "
+                  << absl::FormatDuration(now - it->second.last_call)
+                  << " (lease lifetime "
+                  << absl::FormatDuration(options_.lease_ttl)
+                  << "): forgotten; it registers again if it comes back";
+    forgotten.push_back(it->first);
+    leased_runs_.erase(it->first);
+    it = learners_.erase(it);
+  }
+  if (options_.metrics != nullptr) {
+    options_.metrics->SetLearners(static_cast<int64_t>(learners_.size()));
+    options_.metrics->CountLearnersForgotten(
+        static_cast<int64_t>(forgotten.size()));
+  }
+  return forgotten;
+}
+
 absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
     const v1::FindLearnerRequest& request) {
   absl::MutexLock lock(&mu_);
   v1::FindLearnerResponse response;
-  if (learners_.empty()) return response;
-  auto it = learners_.begin();
-  std::advance(it, next_learner_++ % static_cast<int64_t>(learners_.size()));
-  response.set_learner_address(it->second);
+  // Learners in turn, skipping any not heard from for a lease lifetime
+  // (dead, or cut off: its leases have expired).
+  std::vector<std::map<std::string, Learner>::const_iterator> live;
+  for (auto it = learners_.cbegin(); it != learners_.cend(); ++it) {
+    if (Live(it->second.last_call)) live.push_back(it);
+  }
+  if (live.empty()) return response;
+  const auto it = live[static_cast<size_t>(next_learner_++ %
+                                           static_cast<int64_t>(live.size()))];
+  response.set_learner_address(it->second.address);
   response.set_learner_member_id(it->first);
   MemberRow member;
   member.id = request.actor_id();

@@ -95,10 +95,18 @@ class Scheduler {
   // SchedulerOptions::retry_backoff); its last attempt fails the trial.
   absl::Status FailRun(const v1::FailRunRequest& request);
   absl::Status Release(const v1::ReleaseRequest& request);
+  // Forgets every learner not heard from (RegisterLearner, LeaseRun,
+  // Heartbeat) for a lease lifetime: its leases have expired, so it holds
+  // nothing, and actors are no longer sent to its address. Returns their
+  // member ids (the service drops their secrets and ticket keys). A
+  // forgotten learner that is still alive gets kNotFound on its next
+  // LeaseRun or Heartbeat and registers again.
+  std::vector<std::string> ForgetSilentLearners();
   // --- actor RPCs ---
   // `request.actor_id` is checked by the caller (CoordinatorService:
   // CheckIdText before any binding or ticket); an actor naming a learner's
-  // member id is kPermissionDenied.
+  // member id is kPermissionDenied. Learners take turns; one not heard from
+  // for a lease lifetime is skipped (no address when none is left).
   absl::StatusOr<v1::FindLearnerResponse> FindLearner(
       const v1::FindLearnerRequest& request);
   // The dataset file to serve for `id` (kNotFound if unknown). With
@@ -159,8 +167,15 @@ class Scheduler {
   absl::Status CompleteFinalRun(const RunRow& run,
                                 const v1::CompleteRunRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckMember(const std::string& member_id)
+  // OkStatus, and the member marked as heard from now, when `member_id` is
+  // a registered learner; else kNotFound (it registers again).
+  absl::Status TouchMember(const std::string& member_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a learner last heard from at `last_call` is within a lease
+  // lifetime of it.
+  bool Live(absl::Time last_call) const {
+    return Now() - last_call <= options_.lease_ttl;
+  }
   absl::Time Now() const {
     return options_.clock ? options_.clock() : absl::Now();
   }
@@ -213,8 +228,13 @@ class Scheduler {
   // Each study's lease attempts per run (its file's max_attempts), parsed
   // once; a study whose file does not parse gets the default (3).
   std::map<int64_t, int> max_attempts_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> learners_
-      ABSL_GUARDED_BY(mu_);  // id → address
+  // Registered learners: member id → where actors reach it, and when it
+  // last called (RegisterLearner, LeaseRun, Heartbeat).
+  struct Learner {
+    std::string address;
+    absl::Time last_call;
+  };
+  std::map<std::string, Learner> learners_ ABSL_GUARDED_BY(mu_);
   // Member id → ids of runs LeaseRun granted it (newest kMaxRememberedLeases
   // per member): where DatasetPathForLearner looks first. Only a hint: each
   // is checked against the store, and a miss falls back to a scan.

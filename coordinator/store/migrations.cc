@@ -244,6 +244,14 @@ ALTER TABLE runs
   ADD COLUMN env_steps_dropped  bigint NOT NULL DEFAULT 0;
 )sql";
 
+// 6: buy and hold's lockbox log returns beside the policy's, so that the
+// verdict tests the policy against buy and hold on the same bars (a paired
+// test) instead of comparing two point estimates.
+constexpr char kLockboxBuyAndHoldReturns[] = R"sql(
+ALTER TABLE lockbox_results
+  ADD COLUMN bh_log_returns text NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -253,6 +261,7 @@ const std::vector<Migration>& Migrations() {
       {3, "lockbox results, fold statistics, study results", kLockbox},
       {4, "retry back-off of failed runs, study stop reasons", kRetryBackoff},
       {5, "env steps received and dropped per run", kRunDataFlow},
+      {6, "buy and hold's lockbox returns", kLockboxBuyAndHoldReturns},
   };
   return *kMigrations;
 }

@@ -1466,16 +1466,17 @@ absl::Status PgStore::CompleteFinalRun(
         "turnover, fees, trades, exposure, env_steps, bh_sharpe, "
         "bh_sharpe_se, bh_sortino, bh_return, bh_max_drawdown, random_seeds, "
         "random_sharpe_mean, random_sharpe_std, random_return_mean, "
-        "random_return_std, log_returns) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-        "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
-        "$22, $23, $24, $25, $26)",
+        "random_return_std, log_returns, bh_log_returns) VALUES ($1, $2, $3, "
+        "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
+        "$19, $20, $21, $22, $23, $24, $25, $26, $27)",
         trial_id, run_id, study_id, result.bars, p.sharpe, result.sharpe_se,
         p.sortino, p.calmar, p.total_return, p.max_drawdown, p.turnover, p.fees,
         p.trades, p.exposure, p.env_steps, result.bh_sharpe,
         result.bh_sharpe_se, result.bh_sortino, result.bh_return,
         result.bh_max_drawdown, result.random_seeds, result.random_sharpe_mean,
         result.random_sharpe_std, result.random_return_mean,
-        result.random_return_std, ReturnsText(p.log_returns));
+        result.random_return_std, ReturnsText(p.log_returns),
+        ReturnsText(result.bh_log_returns));
     FinishRunLocked(txn, study_id, trial_id, run_id, p, artifacts);
     return absl::OkStatus();
   });
@@ -1493,7 +1494,8 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
                  "exposure, env_steps, bh_sharpe, bh_sharpe_se, bh_sortino, "
                  "bh_return, bh_max_drawdown, random_seeds, "
                  "random_sharpe_mean, random_sharpe_std, random_return_mean, "
-                 "random_return_std, log_returns FROM lockbox_results "
+                 "random_return_std, log_returns, bh_log_returns FROM "
+                 "lockbox_results "
                  "WHERE study_id = $1 ORDER BY trial_id",
                  study_id)) {
           LockboxRow x;
@@ -1523,6 +1525,7 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
           x.random_return_mean = r[22].as<double>();
           x.random_return_std = r[23].as<double>();
           x.policy.log_returns = ParseReturnsText(r[24].as<std::string>());
+          x.bh_log_returns = ParseReturnsText(r[25].as<std::string>());
           x.policy.benchmark_sharpe = x.bh_sharpe;
           x.policy.benchmark_return = x.bh_return;
           rows.push_back(std::move(x));

@@ -156,6 +156,9 @@ struct LockboxRow {
   int random_seeds = 0;        // uniform random actions, that many seeds
   double random_sharpe_mean = 0, random_sharpe_std = 0, random_return_mean = 0,
          random_return_std = 0;
+  // Buy and hold's log returns on the same bars as policy.log_returns (the
+  // verdict's paired test); empty in rows written before schema version 6.
+  std::vector<double> bh_log_returns;
 };
 
 struct ArtifactRow {

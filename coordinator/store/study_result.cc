@@ -49,6 +49,18 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
   ASSIGN_OR_RETURN(const StudyConfig config,
                    ParseStudyConfig(study.config_text));
   ASSIGN_OR_RETURN(const double bars_per_year, StudyBarsPerYear(store, study));
+  // How often the folds test each CV bar (CPCV: several times), so that
+  // the pooled validation returns count as the bars they are.
+  int64_t num_rows = config.dataset.rows;
+  if (!config.dataset.synthetic) {
+    ASSIGN_OR_RETURN(const DatasetRow dataset,
+                     store.GetDataset(config.dataset.id));
+    num_rows = dataset.rows;
+  }
+  ASSIGN_OR_RETURN(const LockboxLayout layout,
+                   MakeLockboxLayout(config.lockbox, config.cv, num_rows));
+  ASSIGN_OR_RETURN(const double multiplicity,
+                   ValidationBarMultiplicity(config.cv, layout.guard));
   ASSIGN_OR_RETURN(const std::vector<TrialRow> trials,
                    store.ListTrials(study.id));
   ASSIGN_OR_RETURN(const auto folds, store.ListStudyFoldMetrics(study.id));
@@ -86,6 +98,8 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
       x.random_sharpe_std = r.random_sharpe_std;
       x.bars = r.bars;
       e.lockbox = x;
+      e.lockbox_log_returns = r.policy.log_returns;
+      e.lockbox_bh_log_returns = r.bh_log_returns;
     }
     complete.push_back(std::move(e));
   }
@@ -95,7 +109,8 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
     checkpoints = (config.budget_env_steps + config.eval_every_env_steps - 1) /
                   config.eval_every_env_steps;
   }
-  return ComputeStudyStatistics(complete, tried, checkpoints, bars_per_year);
+  return ComputeStudyStatistics(complete, tried, checkpoints, bars_per_year,
+                                multiplicity);
 }
 
 absl::StatusOr<StudyStatistics> LoadOrComputeStudyResult(

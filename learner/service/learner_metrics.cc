@@ -131,7 +131,8 @@ LearnerMetrics::LearnerMetrics(MetricsServer* server,
       validation_score_(prometheus::BuildGauge()
                             .Name("ristretto_learner_validation_score")
                             .Help("Latest validation score of the fold "
-                                  "(Sharpe minus buy-and-hold Sharpe).")
+                                  "(the study's objective: sharpe, "
+                                  "excess_sharpe, ...).")
                             .Register(server->registry())),
       runs_hosted_(prometheus::BuildGauge()
                        .Name("ristretto_learner_runs_hosted")

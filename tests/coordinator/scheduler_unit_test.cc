@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,7 @@ class SchedulerUnitTest : public ::testing::Test {
     options.data_dir = data_dir_;
     options.lease_ttl = lease_ttl;
     options.clock = clock_;
+    options.metrics = scheduler_metrics_;
     scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
                                              std::move(options));
     if (!token.empty()) return;
@@ -172,6 +174,8 @@ class SchedulerUnitTest : public ::testing::Test {
   int64_t study_id_ = 0;
   // The scheduler's clock (Start passes it); empty: the real one.
   std::function<absl::Time()> clock_;
+  // The scheduler's metrics (Start passes them); null: none.
+  CoordinatorMetrics* scheduler_metrics_ = nullptr;
 };
 
 TEST_F(SchedulerUnitTest, StudyAdvancesTrialsUpToConcurrencyAndMaxTrials) {
@@ -1032,6 +1036,118 @@ TEST_F(AuthServiceTest, TheLearnersTokenOnlyRegisters) {
   // The session secret it got is the learner's credential.
   EXPECT_TRUE(
       LeaseAs(auth::BearerValue(registered.session_token()), kA, &lease).ok());
+}
+
+// A learner that dies without Release (a killed pod: a new one comes back
+// under another name) must not keep getting actors sent to its address,
+// nor stay in the coordinator's memory with its secret and ticket key.
+TEST_F(AuthServiceTest, ALearnerThatStopsCallingIsForgottenWithItsSecret) {
+  absl::Time now = absl::FromUnixSeconds(1800000000);
+  clock_ = [&now] { return now; };
+  StartService();  // lease lifetime 30 s; A and B registered now
+  now += absl::Seconds(20);
+  v1::LeaseRunResponse lease;
+  ASSERT_TRUE(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).ok());
+  now += absl::Seconds(15);  // A heard from 15 s ago, B 35 s ago
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-1");
+  CallContext actor(auth::BearerValue(kToken));
+  for (int i = 0; i < 3; ++i) {
+    v1::FindLearnerResponse found;
+    ASSERT_TRUE(service_->FindLearner(actor.get(), &find, &found).ok());
+    EXPECT_EQ(found.learner_member_id(), kA);
+    EXPECT_FALSE(found.actor_ticket().empty());
+  }
+  // B was forgotten with its session secret; it registers again.
+  EXPECT_EQ(LeaseAs(auth::BearerValue(secret_b_), kB, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  const std::string again = Register(kB);
+  ASSERT_FALSE(again.empty());
+  EXPECT_TRUE(LeaseAs(auth::BearerValue(again), kB, &lease).ok());
+  std::set<std::string> seen;
+  for (int i = 0; i < 4; ++i) {
+    v1::FindLearnerResponse found;
+    ASSERT_TRUE(service_->FindLearner(actor.get(), &find, &found).ok());
+    seen.insert(found.learner_member_id());
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{kA, kB}));
+  EXPECT_EQ(service_->ForgetSilentLearners(), 0);
+  // Both silent for more than a lease lifetime: no learner to go to.
+  now += absl::Seconds(31);
+  EXPECT_EQ(service_->ForgetSilentLearners(), 2);
+  v1::FindLearnerResponse none;
+  ASSERT_TRUE(service_->FindLearner(actor.get(), &find, &none).ok());
+  EXPECT_TRUE(none.learner_address().empty());
+  EXPECT_TRUE(none.actor_ticket().empty());
+  EXPECT_EQ(LeaseAs(auth::BearerValue(secret_a_), kA, &lease).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Without a token: the scheduler alone skips and forgets silent learners;
+// a forgotten one gets NOT_FOUND (the learner then registers again).
+TEST_F(SchedulerUnitTest, ActorsGoOnlyToLearnersHeardFromWithinALeaseLifetime) {
+  absl::Time now = absl::FromUnixSeconds(1800000000);
+  clock_ = [&now] { return now; };
+  prometheus::Registry registry;
+  CoordinatorMetrics metrics(registry);
+  scheduler_metrics_ = &metrics;
+  const auto metric = [&registry](const std::string& name) {
+    for (const prometheus::MetricFamily& family : registry.Collect()) {
+      if (family.name != name || family.metric.size() != 1) continue;
+      const prometheus::ClientMetric& m = family.metric[0];
+      return family.type == prometheus::MetricType::Gauge ? m.gauge.value
+                                                          : m.counter.value;
+    }
+    return -1.0;
+  };
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));  // kMember, 127.0.0.1:1
+  v1::RegisterLearnerRequest other;
+  other.set_member_id("learner-other");
+  other.set_address("127.0.0.1:2");
+  other.set_slots(1);
+  ASSERT_TRUE(scheduler_->RegisterLearner(other).ok());
+  const auto addresses = [&](int calls) {
+    std::set<std::string> seen;
+    v1::FindLearnerRequest find;
+    find.set_actor_id("actor-1");
+    for (int i = 0; i < calls; ++i) {
+      absl::StatusOr<v1::FindLearnerResponse> found =
+          scheduler_->FindLearner(find);
+      EXPECT_TRUE(found.ok()) << found.status();
+      if (found.ok()) seen.insert(found->learner_address());
+    }
+    return seen;
+  };
+  EXPECT_EQ(addresses(4),
+            (std::set<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
+  now += absl::Seconds(20);
+  v1::HeartbeatRequest beat;
+  beat.set_member_id(kMember);
+  ASSERT_TRUE(scheduler_->Heartbeat(beat).ok());
+  now += absl::Seconds(15);
+  EXPECT_EQ(addresses(4), (std::set<std::string>{"127.0.0.1:1"}));
+  EXPECT_THAT(scheduler_->ForgetSilentLearners(), ElementsAre("learner-other"));
+  EXPECT_EQ(metric("ristretto_coordinator_learners"), 1);
+  EXPECT_EQ(metric("ristretto_coordinator_learners_forgotten_total"), 1);
+  EXPECT_TRUE(scheduler_->ForgetSilentLearners().empty());
+  v1::HeartbeatRequest gone;
+  gone.set_member_id("learner-other");
+  EXPECT_EQ(scheduler_->Heartbeat(gone).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(scheduler_->RegisterLearner(other).ok());
+  EXPECT_EQ(addresses(4),
+            (std::set<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
+  now += absl::Seconds(31);
+  EXPECT_EQ(addresses(2), (std::set<std::string>{""}));
+  EXPECT_THAT(scheduler_->ForgetSilentLearners(),
+              ElementsAre("learner-other", kMember));
+  EXPECT_EQ(metric("ristretto_coordinator_learners"), 0);
+  EXPECT_EQ(metric("ristretto_coordinator_learners_forgotten_total"), 3);
+  v1::LeaseRunRequest lease;
+  lease.set_member_id(kMember);
+  EXPECT_EQ(scheduler_->LeaseRun(lease).status().code(),
+            absl::StatusCode::kNotFound);
+  scheduler_.reset();  // before the metrics it points to
 }
 
 TEST_F(AuthServiceTest, DatasetsOnlyOfRunningStudiesWhenAuthenticating) {

@@ -69,6 +69,7 @@ LockboxRow Lockbox(double sharpe) {
   row.random_sharpe_std = 0.2;
   row.random_return_mean = -0.01;
   row.random_return_std = 0.02;
+  row.bh_log_returns = {0.0007654321098765, -0.001, 2e-12};
   return row;
 }
 
@@ -675,6 +676,10 @@ TEST_P(StoreContractTest, FinalRunOnlyForACompleteTrialOnceAndOnTheLockbox) {
   EXPECT_EQ(x.random_seeds, 5);
   EXPECT_DOUBLE_EQ(x.random_return_std, 0.02);
   EXPECT_EQ(x.policy.log_returns.size(), 3U);
+  // Buy and hold's returns on the same bars, for the paired test.
+  ASSERT_EQ(x.bh_log_returns.size(), 3U);
+  EXPECT_NEAR(x.bh_log_returns[0], 0.0007654321098765, 1e-11);
+  EXPECT_DOUBLE_EQ(x.bh_log_returns[1], -0.001);
   // The lockbox never enters the CV metrics.
   ASSERT_OK_AND_ASSIGN(const std::vector<FoldMetrics> folds,
                        store_->ListFoldMetrics(trial.id));

@@ -328,5 +328,48 @@ TEST(CheckStudyFitsDatasetTest, DomainsShorterThanAnEpisodeAreRefused) {
                                    "the longest training block has 500"));
 }
 
+// CPCV tests each row C(N − 1, k − 1) times; the other schemes once unless
+// walk-forward test blocks overlap.
+TEST(RunBuilderTest, ValidationBarMultiplicityCountsRepeatedTestRows) {
+  CvSpec cpcv;
+  cpcv.scheme = "cpcv";
+  cpcv.groups = 6;
+  cpcv.test_groups = 2;
+  cpcv.embargo_bars = 10;
+  absl::StatusOr<double> m = ValidationBarMultiplicity(cpcv, 6000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 5.0);  // C(5, 1)
+  cpcv.test_groups = 3;
+  m = ValidationBarMultiplicity(cpcv, 6000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 10.0);  // C(5, 2)
+  CvSpec kfold;
+  kfold.scheme = "kfold";
+  kfold.folds = 4;
+  m = ValidationBarMultiplicity(kfold, 1000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 1.0);
+  CvSpec holdout;
+  m = ValidationBarMultiplicity(holdout, 1000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 1.0);
+  CvSpec wf;
+  wf.scheme = "walk_forward";
+  wf.train_bars = 1000;
+  wf.test_bars = 400;
+  wf.step_bars = 400;
+  m = ValidationBarMultiplicity(wf, 3000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 1.0);
+  // Test blocks [1000, 1400), [1200, 1600), …, [2600, 3000): 9 blocks of 400
+  // over the 2000 rows [1000, 3000).
+  wf.step_bars = 200;
+  m = ValidationBarMultiplicity(wf, 3000);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 9 * 400 / 2000.0);
+  wf.test_bars = 5000;
+  EXPECT_FALSE(ValidationBarMultiplicity(wf, 3000).ok());
+}
+
 }  // namespace
 }  // namespace ristretto::coordinator

@@ -1,5 +1,6 @@
 #include "coordinator/core/statistics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -315,6 +316,117 @@ std::vector<std::vector<double>> TwoRowBlocks(
     }
   }
   return rows;
+}
+
+// n iid N(mean, 0.01²) values.
+std::vector<double> NormalSeries(uint64_t seed, double mean, int n) {
+  Rng rng(seed);
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) out.push_back(mean + 0.01 * rng.Normal());
+  return out;
+}
+
+TEST(SharpeDifferenceTest, Errors) {
+  const std::vector<double> a = NormalSeries(1, 0.001, 100);
+  const std::vector<double> b = NormalSeries(2, 0.0, 100);
+  EXPECT_THAT(
+      SharpeDifferenceTest(a, std::vector<double>(b.begin(), b.end() - 1))
+          .status()
+          .message(),
+      HasSubstr("the same bars"));
+  EXPECT_FALSE(
+      SharpeDifferenceTest(std::vector<double>(a.begin(), a.begin() + 7),
+                           std::vector<double>(b.begin(), b.begin() + 7))
+          .ok());
+  EXPECT_THAT(SharpeDifferenceTest(a, a).status().message(),
+              HasSubstr("move together exactly"));
+  EXPECT_THAT(
+      SharpeDifferenceTest(a, std::vector<double>(100, 0.0)).status().message(),
+      HasSubstr("no variance"));
+  std::vector<double> bad = b;
+  bad[5] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(SharpeDifferenceTest(a, bad).ok());
+}
+
+TEST(SharpeDifferenceTest, IndependentNormalSeriesGiveTheJobsonKorkieError) {
+  // Independent iid normal series: Var(ŝa − ŝb) = (2 + (sa² + sb²)/2) / T
+  // (Lo's variance of each, no covariance).
+  const int n = 20000;
+  const std::vector<double> a = NormalSeries(3, 0.002, n);
+  const std::vector<double> b = NormalSeries(4, 0.0005, n);
+  absl::StatusOr<SharpeDifference> d = SharpeDifferenceTest(a, b);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->n, n);
+  EXPECT_EQ(d->lags, 12);  // ⌊4 · 200^(2/9)⌋ = ⌊12.98⌋
+  EXPECT_DOUBLE_EQ(d->difference, d->sharpe_a - d->sharpe_b);
+  EXPECT_DOUBLE_EQ(d->sharpe_a, ReturnStats(a).sharpe);
+  const double expected = std::sqrt(
+      (2 + (d->sharpe_a * d->sharpe_a + d->sharpe_b * d->sharpe_b) / 2) / n);
+  EXPECT_NEAR(d->standard_error, expected, 0.1 * expected);
+  EXPECT_NEAR(d->correlation, 0, 0.03);
+  EXPECT_GT(d->z, 5);  // 0.2 − 0.05 per bar over 20000 bars
+  EXPECT_LT(d->p_value, 1e-6);
+  EXPECT_DOUBLE_EQ(d->p_value, NormalCdf(-d->z));
+}
+
+TEST(SharpeDifferenceTest, CorrelatedSeriesAreComparedMorePrecisely) {
+  // b = a + independent noise: the common part cancels in the difference,
+  // so its error is far below that of two independent series.
+  const int n = 2000;
+  const std::vector<double> a = NormalSeries(5, 0.001, n);
+  const std::vector<double> noise = NormalSeries(6, 0.0, n);
+  std::vector<double> b(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) b[t] = a[t] + 0.3 * noise[t];
+  absl::StatusOr<SharpeDifference> d = SharpeDifferenceTest(a, b);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_GT(d->correlation, 0.9);
+  EXPECT_LT(d->standard_error, 0.5 * std::sqrt(2.0 / n));
+}
+
+TEST(SharpeDifferenceTest, EqualSharpesAreRejectedAboutFivePercentOfTheTime) {
+  // The test's size: 400 pairs of independent series with the same true
+  // Sharpe (0.1 per bar), 300 bars each. The rejection rate at 5 % has a
+  // standard error of about 1.1 %.
+  int rejected = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    absl::StatusOr<SharpeDifference> d =
+        SharpeDifferenceTest(NormalSeries(2 * seed, 0.001, 300),
+                             NormalSeries(2 * seed + 1, 0.001, 300));
+    ASSERT_TRUE(d.ok()) << d.status();
+    if (d->p_value < 0.05) ++rejected;
+  }
+  EXPECT_GE(rejected, 8);   // 2 %
+  EXPECT_LE(rejected, 36);  // 9 %
+}
+
+TEST(SharpeDifferenceTest, SeriallyCorrelatedReturnsWidenTheError) {
+  // AR(1) returns with φ = 0.6 (a policy holding positions): the long-run
+  // variance is (1 + φ)/(1 − φ) = 4 times the iid one. The same values in
+  // a shuffled order have no autocorrelation: the HAC error must be
+  // clearly larger on the ordered series.
+  const int n = 3000;
+  Rng rng(11);
+  std::vector<double> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+  double ea = 0, eb = 0;
+  for (int t = 0; t < n; ++t) {
+    ea = 0.6 * ea + 0.01 * rng.Normal();
+    eb = 0.6 * eb + 0.01 * rng.Normal();
+    a[t] = 0.001 + ea;
+    b[t] = eb;
+  }
+  absl::StatusOr<SharpeDifference> ordered = SharpeDifferenceTest(a, b);
+  ASSERT_TRUE(ordered.ok()) << ordered.status();
+  std::vector<double> sa = a, sb = b;
+  for (int t = n - 1; t > 0; --t) {  // Fisher–Yates, the same permutation
+    const int j = static_cast<int>(rng.Uniform() * (t + 1));
+    std::swap(sa[t], sa[j]);
+    std::swap(sb[t], sb[j]);
+  }
+  absl::StatusOr<SharpeDifference> shuffled = SharpeDifferenceTest(sa, sb);
+  ASSERT_TRUE(shuffled.ok()) << shuffled.status();
+  EXPECT_NEAR(ordered->difference, shuffled->difference, 1e-12);
+  EXPECT_GT(ordered->standard_error, 1.4 * shuffled->standard_error);
 }
 
 TEST(PboTest, HandComputedThreeTrialsFourBlocks) {

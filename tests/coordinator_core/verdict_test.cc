@@ -49,21 +49,117 @@ TrialEvidence::Lockbox Lockbox(double sharpe, double bh) {
 
 constexpr double kBpy = 17520;  // 30-minute bars
 
+// Gives `t` a lockbox result and the returns behind it: the policy's
+// per-bar mean `policy_mean`, buy and hold's `bh_mean` (600 bars, std 0.01,
+// independent).
+void SetLockbox(TrialEvidence* t, TrialEvidence::Lockbox l, double policy_mean,
+                double bh_mean) {
+  t->lockbox = l;
+  t->lockbox_log_returns = Returns(101, policy_mean, 600);
+  t->lockbox_bh_log_returns = Returns(102, bh_mean, 600);
+}
+
 TEST(VerdictTest, AStrongTrialThatBeatsTheBaselinesOnTheLockboxIsAnEdge) {
   // Trials of modest skill (per-bar Sharpe ~0.1) and one far better (0.3).
   std::vector<TrialEvidence> trials = {
       Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
       Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
       Trial(4, 1, Returns(6, 0.0011))};
-  trials[1].lockbox = Lockbox(5, 1);
+  SetLockbox(&trials[1], Lockbox(5, 1), 0.004, 0.0005);
   const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
   EXPECT_EQ(s.best_trial, 1);
   EXPECT_TRUE(s.has_dsr);
   EXPECT_LT(s.dsr_p_value, 0.05);
   EXPECT_EQ(s.effective_trials, 24);
   EXPECT_TRUE(s.has_pbo);
-  EXPECT_TRUE(s.edge);
+  EXPECT_TRUE(s.edge) << s.verdict;
   EXPECT_THAT(s.verdict, StartsWith("EDGE: trial 1"));
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_LT(s.lockbox->p_vs_cash, 0.05);
+  EXPECT_LT(s.lockbox->p_vs_buy_and_hold, 0.05);
+  EXPECT_LT(s.lockbox->p_vs_random, 0.05);
+  EXPECT_GT(s.lockbox->vs_bh_se, 0);
+  EXPECT_THAT(s.verdict, HasSubstr("paired"));
+}
+
+// Beating buy and hold's Sharpe by a hair is not beating it: the paired
+// test of the two return series on the lockbox bars decides.
+TEST(VerdictTest, ALockboxWithinNoiseOfBuyAndHoldIsNoEdge) {
+  std::vector<TrialEvidence> trials = {
+      Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
+      Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
+      Trial(4, 1, Returns(6, 0.0011))};
+  TrialEvidence::Lockbox l = Lockbox(1.01, 1.00);
+  l.sharpe_se = 0.3;  // clearly above cash and random on its own
+  // The policy: buy and hold's returns plus a little noise of its own.
+  trials[1].lockbox = l;
+  trials[1].lockbox_bh_log_returns = Returns(102, 0.0008, 600);
+  const std::vector<double> own = Returns(103, 0.0, 600);
+  for (size_t t = 0; t < 600; ++t) {
+    trials[1].lockbox_log_returns.push_back(
+        trials[1].lockbox_bh_log_returns[t] + 0.2 * own[t]);
+  }
+  const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  ASSERT_LT(s.dsr_p_value, 0.05);
+  EXPECT_FALSE(s.edge);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_GT(s.lockbox->p_vs_buy_and_hold, 0.05);
+  EXPECT_LT(s.lockbox->p_vs_cash, 0.05);
+  EXPECT_THAT(s.verdict, HasSubstr("does not beat buy & hold at p < 0.05"));
+  // Without the returns there is no paired test, and so no edge.
+  trials[1].lockbox_bh_log_returns.clear();
+  const StudyStatistics untested = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  EXPECT_FALSE(untested.edge);
+  EXPECT_THAT(untested.verdict, HasSubstr("were not recorded"));
+}
+
+TEST(VerdictTest, ALockboxThatRandomPoliciesMatchIsNoEdge) {
+  std::vector<TrialEvidence> trials = {
+      Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
+      Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
+      Trial(4, 1, Returns(6, 0.0011))};
+  TrialEvidence::Lockbox l = Lockbox(5, 1);
+  l.random_sharpe_mean = 6;
+  l.random_sharpe_std = 0.5;
+  SetLockbox(&trials[1], l, 0.004, 0.0005);
+  const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  EXPECT_FALSE(s.edge);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_GT(s.lockbox->p_vs_random, 0.5);
+  EXPECT_THAT(s.verdict, HasSubstr("does not beat random"));
+}
+
+// CPCV with 6 groups and 2 test groups tests every bar 5 times: pooled, the
+// folds' returns look like 5 times the data they are.
+TEST(VerdictTest, RepeatedValidationBarsCountOnceInTheErrorsAndTheDeflation) {
+  std::vector<TrialEvidence> once, five;
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<double> x =
+        Returns(static_cast<uint64_t>(20 + i), 0.0004 + 0.0001 * i);
+    once.push_back(Trial(i, i, x));
+    std::vector<double> repeated;
+    for (int k = 0; k < 5; ++k)
+      repeated.insert(repeated.end(), x.begin(), x.end());
+    five.push_back(Trial(i, i, repeated));
+  }
+  const StudyStatistics single = ComputeStudyStatistics(once, 5, 1, kBpy);
+  const StudyStatistics counted = ComputeStudyStatistics(five, 5, 1, kBpy, 5);
+  const StudyStatistics naive = ComputeStudyStatistics(five, 5, 1, kBpy);
+  EXPECT_EQ(single.cv_bars, 1200);
+  EXPECT_EQ(counted.cv_bars, 1200);
+  EXPECT_EQ(naive.cv_bars, 6000);
+  EXPECT_DOUBLE_EQ(counted.cv_bar_multiplicity, 5);
+  EXPECT_NEAR(counted.cv_sharpe_se, single.cv_sharpe_se,
+              1e-3 * single.cv_sharpe_se);
+  EXPECT_NEAR(naive.cv_sharpe_se, single.cv_sharpe_se / std::sqrt(5.0),
+              0.01 * single.cv_sharpe_se);
+  ASSERT_TRUE(single.has_dsr && counted.has_dsr && naive.has_dsr);
+  EXPECT_NEAR(counted.dsr_p_value, single.dsr_p_value, 0.01);
+  EXPECT_LT(naive.dsr_p_value, single.dsr_p_value / 2);
+  // PBO would split the same bars into both halves.
+  EXPECT_TRUE(single.has_pbo);
+  EXPECT_FALSE(counted.has_pbo);
+  EXPECT_THAT(counted.pbo_note, HasSubstr("each bar 5 times"));
 }
 
 TEST(VerdictTest, NoEdgeWhenTheLockboxDoesNotBeatBuyAndHoldOrCash) {
@@ -111,6 +207,13 @@ TEST(VerdictTest, NothingCompleteIsNoEdgeAndRoundTripsThroughJson) {
   EXPECT_DOUBLE_EQ(back->dsr_p_value, s.dsr_p_value);
   ASSERT_TRUE(back->lockbox.has_value());
   EXPECT_DOUBLE_EQ(back->lockbox->sharpe, 2.5);
+  EXPECT_DOUBLE_EQ(back->lockbox->p_vs_cash, s.lockbox->p_vs_cash);
+  EXPECT_DOUBLE_EQ(back->lockbox->p_vs_buy_and_hold,
+                   s.lockbox->p_vs_buy_and_hold);
+  EXPECT_DOUBLE_EQ(back->lockbox->p_vs_random, s.lockbox->p_vs_random);
+  EXPECT_EQ(back->lockbox->tests_note, s.lockbox->tests_note);
+  EXPECT_FALSE(back->lockbox->tests_note.empty());  // no returns given
+  EXPECT_DOUBLE_EQ(back->cv_bar_multiplicity, 1);
   EXPECT_FALSE(StudyStatisticsFromJson("[1]").ok());
 }
 
@@ -199,15 +302,101 @@ TEST(BaselinesTest, BuyAndHoldPaysTheSlippageLikeTheEnvBenchmark) {
   for (size_t t = 0; t < env_bench.size(); ++t) {
     EXPECT_NEAR(helper[t], env_bench[t], 1e-12 * env_bench[t]) << t;
   }
-  // ComputeBaselines scores that series: the same log returns and return.
+  // ComputeBaselines scores that series as an account that starts in cash,
+  // C0, like a policy's: the first return pays the purchase's costs, the
+  // others are the series' own.
   ASSERT_EQ(b->buy_and_hold.log_returns.size(), env_bench.size() - 1);
-  for (size_t t = 1; t < env_bench.size(); ++t) {
+  EXPECT_NEAR(b->buy_and_hold.log_returns[0],
+              std::log(env_bench[1] / o.initial_capital), 1e-12);
+  for (size_t t = 2; t < env_bench.size(); ++t) {
     EXPECT_NEAR(b->buy_and_hold.log_returns[t - 1],
                 std::log(env_bench[t] / env_bench[t - 1]), 1e-12)
         << t;
   }
   EXPECT_NEAR(b->buy_and_hold.total_return,
-              env_bench.back() / env_bench.front() - 1, 1e-12);
+              env_bench.back() / o.initial_capital - 1, 1e-12);
+}
+
+// A piece of a few bars (cut off by a gap in the data) weighs as little as
+// it says: Sharpe over all bars, returns weighted by steps. (Averaged with
+// equal weight, a one-return piece, Sharpe 0, halved the segment's Sharpe.)
+TEST(BaselinesTest, AShortPieceCountsByItsBars) {
+  env::SyntheticMarketOptions so;
+  so.num_assets = 2;
+  so.num_rows = 600;
+  so.seed = 4;
+  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
+      env::MarketData::FromDataset(*data);
+  ASSERT_TRUE(market.ok()) << market.status();
+  env::EnvOptions o;
+  o.lookback = 1;
+  // No costs: the short piece's one return is then a plain market move
+  // (with costs it also pays a purchase, as it should, which moves the
+  // Sharpe more: 14 % here).
+  o.buy_fee = 0;
+  o.slippage_bps = 0;
+  absl::StatusOr<SegmentBaselines> one =
+      ComputeBaselines(*market, o, {{100, 400}}, 1);
+  absl::StatusOr<SegmentBaselines> tiny =
+      ComputeBaselines(*market, o, {{420, 423}}, 1);
+  absl::StatusOr<SegmentBaselines> two =
+      ComputeBaselines(*market, o, {{100, 400}, {420, 423}}, 1);
+  ASSERT_TRUE(one.ok() && tiny.ok() && two.ok());
+  // Rows L − 1 … size − L − 1 of each domain: 298 returns and 1.
+  ASSERT_EQ(one->buy_and_hold.log_returns.size(), 298U);
+  ASSERT_EQ(tiny->buy_and_hold.log_returns.size(), 1U);
+  EXPECT_NEAR(
+      two->buy_and_hold.total_return,
+      (298 * one->buy_and_hold.total_return + tiny->buy_and_hold.total_return) /
+          299,
+      1e-12);
+  ASSERT_GT(std::abs(one->buy_and_hold.sharpe), 0.5);
+  EXPECT_NEAR(two->buy_and_hold.sharpe, one->buy_and_hold.sharpe,
+              0.1 * std::abs(one->buy_and_hold.sharpe));
+  // The same for a policy (EvaluateActions): cash on both, Sharpe 0, and
+  // its benchmark is the baselines' buy and hold.
+  absl::StatusOr<learner::EvaluationResult> cash = learner::EvaluateActions(
+      *market, o, {{100, 400}, {420, 423}},
+      [](const float*, int copies, float* actions) {
+        std::fill(actions, actions + 2 * copies, -1.0f);
+      });
+  ASSERT_TRUE(cash.ok()) << cash.status();
+  EXPECT_NEAR(cash->benchmark_sharpe, two->buy_and_hold.sharpe, 1e-12);
+  EXPECT_NEAR(cash->benchmark_return, two->buy_and_hold.total_return, 1e-12);
+}
+
+// The fee and the slippage of buy and hold's one purchase lower its return
+// (they only scaled its value series before, and every metric ignored them).
+TEST(BaselinesTest, BuyAndHoldsMetricsPayItsExecutionCosts) {
+  env::SyntheticMarketOptions so;
+  so.num_assets = 2;
+  so.num_rows = 400;
+  so.seed = 5;
+  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
+  ASSERT_TRUE(data.ok()) << data.status();
+  absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
+      env::MarketData::FromDataset(*data);
+  ASSERT_TRUE(market.ok()) << market.status();
+  env::EnvOptions free_trades;
+  free_trades.lookback = 2;
+  free_trades.buy_fee = 0;
+  free_trades.slippage_bps = 0;
+  env::EnvOptions costly = free_trades;
+  costly.buy_fee = 0.05;
+  costly.slippage_bps = 100;
+  const std::vector<env::Domain> domains = {{50, 300}};
+  absl::StatusOr<SegmentBaselines> a =
+      ComputeBaselines(*market, free_trades, domains, 1);
+  absl::StatusOr<SegmentBaselines> b =
+      ComputeBaselines(*market, costly, domains, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // (1 + r_b) = (1 + r_a) / (1.05 · 1.01)
+  EXPECT_NEAR(1 + b->buy_and_hold.total_return,
+              (1 + a->buy_and_hold.total_return) / (1.05 * 1.01), 1e-9);
+  EXPECT_LT(b->buy_and_hold.sharpe, a->buy_and_hold.sharpe);
+  EXPECT_GT(b->buy_and_hold.max_drawdown, a->buy_and_hold.max_drawdown - 1e-12);
 }
 
 }  // namespace

@@ -245,6 +245,17 @@ TEST(MetricsTest, EqualWeightBuyAndHoldBuysAtTheSlippedPrice) {
             EqualWeightBuyAndHold(kPrices, 3, 1, 3, 300.0, 0.25));
 }
 
+// The account starts in cash: C0, then the coins bought at the first row,
+// so its first return pays the fee and the slippage.
+TEST(MetricsTest, BuyAndHoldAccountStartsWithTheCapitalBeforeThePurchase) {
+  EXPECT_THAT(BuyAndHoldAccount(kPrices, 3, 1, 3, 300.0, 0.25),
+              ElementsAre(300.0, DoubleNear(160.0 / 3.0 + 128.0, 1e-12)));
+  EXPECT_THAT(BuyAndHoldAccount(kPrices, 3, 0, 3, 300.0, 0.25, 625.0),
+              ElementsAre(300.0, DoubleNear(196.0 / 1.0625, 1e-12),
+                          DoubleNear(104.0 / 1.0625, 1e-12)));
+  EXPECT_THAT(BuyAndHoldAccount(kPrices, 3, 0, 4, 300.0, 0.0), IsEmpty());
+}
+
 TEST(MetricsTest, EqualWeightBuyAndHoldRejectsBadShapesWithAnEmptySeries) {
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 0, 0, 3, 300.0, 0.0), IsEmpty());
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 2, 0, 3, 300.0, 0.0),

@@ -134,14 +134,22 @@ TEST_F(EvaluationTraceTest, BuyAndHoldIsTheBenchmarkSeries) {
   size_t begin = 0;
   for (size_t k = 1; k <= trace.bars(); ++k) {
     if (k < trace.bars() && trace.domain[k] == trace.domain[k - 1]) continue;
-    const std::vector<double> expected = env::EqualWeightBuyAndHold(
+    // An account that starts in cash, like the policy's: the capital at the
+    // domain's first bar, then the coins bought there (fees and slippage
+    // paid in the first bar's return).
+    const std::vector<double> expected = env::BuyAndHoldAccount(
         market_->price, kAssets, trace.row[begin], trace.row[k - 1] + 1,
         env_.initial_capital, env_.buy_fee, env_.slippage_bps);
     ASSERT_EQ(expected.size(), k - begin);
+    ASSERT_EQ(expected.front(), env_.initial_capital);
+    ASSERT_EQ(trace.value[begin], env_.initial_capital);
     for (size_t j = 0; j < expected.size(); ++j) {
       ASSERT_EQ(trace.buy_and_hold[begin + j], expected[j]);
     }
-    bench_return += (expected.back() / expected.front() - 1) / 2;
+    // Domains weigh by their steps.
+    bench_return += (expected.back() / expected.front() - 1) *
+                    static_cast<double>(expected.size() - 1) /
+                    static_cast<double>(r->steps);
     begin = k;
   }
   EXPECT_NEAR(bench_return, r->benchmark_return, 1e-12);

@@ -277,8 +277,8 @@ TEST_F(StudyReportStoreTest, LoadsEveryPartOfARealStudy) {
     EXPECT_GT(l.timestamps[i], l.timestamps[i - 1]);
   }
   // Buy & hold's rebuilt returns add up to the log of the assets' mean
-  // price growth over each lockbox domain's played rows (equal weight; the
-  // buy costs scale every value alike and cancel).
+  // price growth over each lockbox domain's played rows (equal weight),
+  // less the purchase's fee and slippage (the account starts in cash).
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
       env::MarketData::FromDataset(dataset_);
   ASSERT_TRUE(market.ok()) << market.status();
@@ -293,7 +293,9 @@ TEST_F(StudyReportStoreTest, LoadsEveryPartOfARealStudy) {
                 m.price[static_cast<size_t>(a * m.num_assets + i)] /
                 m.num_assets;
     }
-    expected += std::log(growth);
+    expected += std::log(growth) -
+                std::log((1 + lockbox_options.env.slippage_bps / 1e4) *
+                         (1 + lockbox_options.env.buy_fee));
   }
   double sum = 0;
   for (double r : l.bh_log_returns) sum += r;

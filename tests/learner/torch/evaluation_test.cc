@@ -3,11 +3,14 @@
 // the best-score rule.
 #include "learner/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
 
+#include "env/dataset.h"
+#include "env/metrics.h"
 #include "env/synthetic.h"
 #include "gtest/gtest.h"
 
@@ -131,7 +134,20 @@ TEST_F(EvaluationTest, DomainsAreConcatenatedInOrderAndAveraged) {
   std::vector<double> expected = a->log_returns;
   expected.insert(expected.end(), b->log_returns.begin(), b->log_returns.end());
   EXPECT_EQ(both->log_returns, expected);
-  EXPECT_NEAR(both->turnover, (a->turnover + b->turnover) / 2, 1e-12);
+  // Turnover and return are means over domains weighted by their steps;
+  // Sharpe is over every bar of both.
+  const double wa = static_cast<double>(a->steps) /
+                    static_cast<double>(a->steps + b->steps);
+  EXPECT_NEAR(both->turnover, wa * a->turnover + (1 - wa) * b->turnover,
+              1e-12);
+  EXPECT_NEAR(both->total_return,
+              wa * a->total_return + (1 - wa) * b->total_return, 1e-12);
+  std::vector<double> simple;
+  for (double x : expected) simple.push_back(std::expm1(x));
+  EXPECT_NEAR(both->sharpe,
+              env::SharpeRatio(simple,
+                               env::BarsPerYear(market_->interval_seconds)),
+              1e-9 * std::max(1.0, std::abs(both->sharpe)));
   // Exposure is the mean over all bars, not over domains.
   EXPECT_NEAR(both->exposure,
               (a->exposure * static_cast<double>(a->steps) +

@@ -215,12 +215,12 @@ TEST_F(TrainerTest, AllCashPolicyScoresZeroAgainstTheEqualWeightBenchmark) {
   EXPECT_EQ(r->total_return, 0.0);
   EXPECT_EQ(r->trades, 0);
   EXPECT_EQ(r->steps, validation.size() - 2 * 2);
-  // The benchmark is the equal-weight series over the episode's rows
-  // (L − 1 … T − L − 1 of the slice).
-  const std::vector<double> bench = env::EqualWeightBuyAndHold(
-      market_->price, 3, validation.begin + 1, validation.end - 2,
-      env_options.initial_capital, env_options.buy_fee,
-      env_options.slippage_bps);
+  // The benchmark is the equal-weight account over the episode's rows
+  // (L − 1 … T − L − 1 of the slice), from the capital before its purchase.
+  const std::vector<double> bench =
+      env::BuyAndHoldAccount(market_->price, 3, validation.begin + 1,
+                             validation.end - 2, env_options.initial_capital,
+                             env_options.buy_fee, env_options.slippage_bps);
   const env::PerformanceSummary s =
       env::Summarize(bench, env::BarsPerYear(market_->interval_seconds));
   EXPECT_DOUBLE_EQ(r->benchmark_sharpe, s.sharpe);
