@@ -52,8 +52,8 @@ constexpr double kBpy = 17520;  // 30-minute bars
 // Gives `t` a lockbox result and the returns behind it: the policy's
 // per-bar mean `policy_mean`, buy and hold's `bh_mean` (600 bars, std 0.01,
 // independent).
-void SetLockbox(TrialEvidence* t, TrialEvidence::Lockbox l, double policy_mean,
-                double bh_mean) {
+void SetLockbox(TrialEvidence* t, const TrialEvidence::Lockbox& l,
+                double policy_mean, double bh_mean) {
   t->lockbox = l;
   t->lockbox_log_returns = Returns(101, policy_mean, 600);
   t->lockbox_bh_log_returns = Returns(102, bh_mean, 600);
@@ -135,7 +135,7 @@ TEST(VerdictTest, RepeatedValidationBarsCountOnceInTheErrorsAndTheDeflation) {
   std::vector<TrialEvidence> once, five;
   for (int i = 0; i < 5; ++i) {
     const std::vector<double> x =
-        Returns(static_cast<uint64_t>(20 + i), 0.0004 + 0.0001 * i);
+        Returns(20 + static_cast<uint64_t>(i), 0.0004 + 0.0001 * i);
     once.push_back(Trial(i, i, x));
     std::vector<double> repeated;
     for (int k = 0; k < 5; ++k)

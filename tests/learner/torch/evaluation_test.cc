@@ -136,18 +136,18 @@ TEST_F(EvaluationTest, DomainsAreConcatenatedInOrderAndAveraged) {
   EXPECT_EQ(both->log_returns, expected);
   // Turnover and return are means over domains weighted by their steps;
   // Sharpe is over every bar of both.
-  const double wa = static_cast<double>(a->steps) /
-                    static_cast<double>(a->steps + b->steps);
-  EXPECT_NEAR(both->turnover, wa * a->turnover + (1 - wa) * b->turnover,
-              1e-12);
+  const double wa =
+      static_cast<double>(a->steps) / static_cast<double>(a->steps + b->steps);
+  EXPECT_NEAR(both->turnover, wa * a->turnover + (1 - wa) * b->turnover, 1e-12);
   EXPECT_NEAR(both->total_return,
               wa * a->total_return + (1 - wa) * b->total_return, 1e-12);
   std::vector<double> simple;
+  simple.reserve(expected.size());
   for (double x : expected) simple.push_back(std::expm1(x));
-  EXPECT_NEAR(both->sharpe,
-              env::SharpeRatio(simple,
-                               env::BarsPerYear(market_->interval_seconds)),
-              1e-9 * std::max(1.0, std::abs(both->sharpe)));
+  EXPECT_NEAR(
+      both->sharpe,
+      env::SharpeRatio(simple, env::BarsPerYear(market_->interval_seconds)),
+      1e-9 * std::max(1.0, std::abs(both->sharpe)));
   // Exposure is the mean over all bars, not over domains.
   EXPECT_NEAR(both->exposure,
               (a->exposure * static_cast<double>(a->steps) +
