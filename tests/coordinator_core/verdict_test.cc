@@ -49,6 +49,18 @@ TrialEvidence::Lockbox Lockbox(double sharpe, double bh) {
 
 constexpr double kBpy = 17520;  // 30-minute bars
 
+// A synthetic market of `assets` assets and `rows` rows.
+absl::StatusOr<std::shared_ptr<const env::MarketData>> SyntheticMarket(
+    int assets, int64_t rows, uint64_t seed) {
+  env::SyntheticMarketOptions so;
+  so.num_assets = assets;
+  so.num_rows = rows;
+  so.seed = seed;
+  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
+  if (!data.ok()) return data.status();
+  return env::MarketData::FromDataset(*data);
+}
+
 // Gives `t` a lockbox result and the returns behind it: the policy's
 // per-bar mean `policy_mean`, buy and hold's `bh_mean` (600 bars, std 0.01,
 // independent).
@@ -218,14 +230,8 @@ TEST(VerdictTest, NothingCompleteIsNoEdgeAndRoundTripsThroughJson) {
 }
 
 TEST(BaselinesTest, BuyAndHoldIsOnTheRowsAPolicyPlaysAndRandomVaries) {
-  env::SyntheticMarketOptions so;
-  so.num_assets = 2;
-  so.num_rows = 600;
-  so.seed = 4;
-  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      SyntheticMarket(2, 600, 4);
   ASSERT_TRUE(market.ok()) << market.status();
   env::EnvOptions o;
   o.lookback = 3;
@@ -252,14 +258,8 @@ TEST(BaselinesTest, BuyAndHoldIsOnTheRowsAPolicyPlaysAndRandomVaries) {
 }
 
 TEST(BaselinesTest, BuyAndHoldPaysTheSlippageLikeTheEnvBenchmark) {
-  env::SyntheticMarketOptions so;
-  so.num_assets = 3;
-  so.num_rows = 400;
-  so.seed = 9;
-  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      SyntheticMarket(3, 400, 9);
   ASSERT_TRUE(market.ok()) << market.status();
   // Lookback 1: the env's reward benchmark buys at the slice's first row
   // (env.md: eqw) while the scored buy and hold buys at the first played
@@ -321,14 +321,8 @@ TEST(BaselinesTest, BuyAndHoldPaysTheSlippageLikeTheEnvBenchmark) {
 // it says: Sharpe over all bars, returns weighted by steps. (Averaged with
 // equal weight, a one-return piece, Sharpe 0, halved the segment's Sharpe.)
 TEST(BaselinesTest, AShortPieceCountsByItsBars) {
-  env::SyntheticMarketOptions so;
-  so.num_assets = 2;
-  so.num_rows = 600;
-  so.seed = 4;
-  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      SyntheticMarket(2, 600, 4);
   ASSERT_TRUE(market.ok()) << market.status();
   env::EnvOptions o;
   o.lookback = 1;
@@ -370,14 +364,8 @@ TEST(BaselinesTest, AShortPieceCountsByItsBars) {
 // The fee and the slippage of buy and hold's one purchase lower its return
 // (they only scaled its value series before, and every metric ignored them).
 TEST(BaselinesTest, BuyAndHoldsMetricsPayItsExecutionCosts) {
-  env::SyntheticMarketOptions so;
-  so.num_assets = 2;
-  so.num_rows = 400;
-  so.seed = 5;
-  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      SyntheticMarket(2, 400, 5);
   ASSERT_TRUE(market.ok()) << market.status();
   env::EnvOptions free_trades;
   free_trades.lookback = 2;
