@@ -49,6 +49,14 @@ TrialEvidence::Lockbox Lockbox(double sharpe, double bh) {
 
 constexpr double kBpy = 17520;  // 30-minute bars
 
+// Trials of modest skill (per-bar Sharpe ~0.1) and one far better (0.3),
+// trial 1, the best by score.
+std::vector<TrialEvidence> ModestTrialsAndOneStrong() {
+  return {Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
+          Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
+          Trial(4, 1, Returns(6, 0.0011))};
+}
+
 // A synthetic market of `assets` assets and `rows` rows.
 absl::StatusOr<std::shared_ptr<const env::MarketData>> SyntheticMarket(
     int assets, int64_t rows, uint64_t seed) {
@@ -73,10 +81,7 @@ void SetLockbox(TrialEvidence* t, const TrialEvidence::Lockbox& l,
 
 TEST(VerdictTest, AStrongTrialThatBeatsTheBaselinesOnTheLockboxIsAnEdge) {
   // Trials of modest skill (per-bar Sharpe ~0.1) and one far better (0.3).
-  std::vector<TrialEvidence> trials = {
-      Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
-      Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
-      Trial(4, 1, Returns(6, 0.0011))};
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
   SetLockbox(&trials[1], Lockbox(5, 1), 0.004, 0.0005);
   const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
   EXPECT_EQ(s.best_trial, 1);
@@ -97,10 +102,7 @@ TEST(VerdictTest, AStrongTrialThatBeatsTheBaselinesOnTheLockboxIsAnEdge) {
 // Beating buy and hold's Sharpe by a hair is not beating it: the paired
 // test of the two return series on the lockbox bars decides.
 TEST(VerdictTest, ALockboxWithinNoiseOfBuyAndHoldIsNoEdge) {
-  std::vector<TrialEvidence> trials = {
-      Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
-      Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
-      Trial(4, 1, Returns(6, 0.0011))};
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
   TrialEvidence::Lockbox l = Lockbox(1.01, 1.00);
   l.sharpe_se = 0.3;  // clearly above cash and random on its own
   // The policy: buy and hold's returns plus a little noise of its own.
@@ -126,10 +128,7 @@ TEST(VerdictTest, ALockboxWithinNoiseOfBuyAndHoldIsNoEdge) {
 }
 
 TEST(VerdictTest, ALockboxThatRandomPoliciesMatchIsNoEdge) {
-  std::vector<TrialEvidence> trials = {
-      Trial(0, 1, Returns(1, 0.0010)), Trial(1, 9, Returns(2, 0.0030)),
-      Trial(2, 2, Returns(3, 0.0012)), Trial(3, 1, Returns(4, 0.0008)),
-      Trial(4, 1, Returns(6, 0.0011))};
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
   TrialEvidence::Lockbox l = Lockbox(5, 1);
   l.random_sharpe_mean = 6;
   l.random_sharpe_std = 0.5;
