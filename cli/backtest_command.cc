@@ -358,46 +358,65 @@ RandomRow RandomPolicyRow(const coordinator::SegmentBaselines& b) {
   return r;
 }
 
-// Whether the policy's Sharpe exceeds a baseline's by more than the
-// policy's own standard error, and by how many SEs.
+// The policy's Sharpe against one baseline's on the same bars: the verdict's
+// one-sided test (coordinator::TestAgainstBaselines), "beats" at
+// p < kEdgeSignificance.
 struct Versus {
   std::string name;
-  double sharpe = 0;
-  double z = 0;  // (policy − baseline) / policy SE; NaN without an SE
+  double sharpe = 0;  // the baseline's
+  double p_value = 1;
+  std::string test;  // how p was computed
   bool beats = false;
 };
 
-Versus Compare(const std::string& name, double baseline, const Row& policy) {
-  Versus v;
-  v.name = name;
-  v.sharpe = baseline;
-  v.z = (std::isfinite(policy.sharpe_se) && policy.sharpe_se > 0)
-            ? (policy.sharpe - baseline) / policy.sharpe_se
-            : std::numeric_limits<double>::quiet_NaN();
-  v.beats = std::isfinite(v.z) && v.z > 1;
-  return v;
+std::vector<Versus> CompareWithBaselines(
+    const Row& policy, const std::vector<double>& policy_log_returns,
+    const coordinator::SegmentBaselines& b, double bars_per_year,
+    std::string* note, double* vs_bh_difference, double* vs_bh_se) {
+  const coordinator::BaselineTests t = coordinator::TestAgainstBaselines(
+      policy.sharpe, policy.sharpe_se, policy_log_returns,
+      b.buy_and_hold.log_returns, b.random_sharpe_mean, b.random_sharpe_std,
+      bars_per_year);
+  *note = t.note;
+  *vs_bh_difference = t.vs_bh_difference;
+  *vs_bh_se = t.vs_bh_se;
+  auto make = [](std::string name, double sharpe, double p, std::string test) {
+    Versus v;
+    v.name = std::move(name);
+    v.sharpe = sharpe;
+    v.p_value = p;
+    v.test = std::move(test);
+    v.beats = p < coordinator::kEdgeSignificance;
+    return v;
+  };
+  return {make("buy & hold", b.buy_and_hold.sharpe, t.p_vs_buy_and_hold,
+               "paired Sharpe difference (Ledoit-Wolf, HAC)"),
+          make("cash", 0, t.p_vs_cash, "PSR(0): Sharpe / its standard error"),
+          make("random", b.random_sharpe_mean, t.p_vs_random,
+               "against the random policies' spread and the policy's SE")};
 }
 
-std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs) {
-  std::string line = absl::StrFormat("comparison: policy Sharpe %.2f ± %.2f",
-                                     policy.sharpe, policy.sharpe_se);
+std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs,
+                           const std::string& note) {
+  std::string line =
+      absl::StrFormat("comparison: policy Sharpe %.2f ± %s", policy.sharpe,
+                      std::isfinite(policy.sharpe_se) && policy.sharpe_se > 0
+                          ? absl::StrFormat("%.2f", policy.sharpe_se)
+                          : std::string("n/a"));
   std::vector<std::string> lost;
   for (size_t k = 0; k < vs.size(); ++k) {
     const Versus& v = vs[k];
     absl::StrAppendFormat(&line, "%s %s %.2f (%s)", k == 0 ? " vs" : ",",
-                          v.name, v.sharpe,
-                          std::isfinite(v.z) ? absl::StrFormat("%+.1f SE", v.z)
-                                             : std::string("no SE"));
+                          v.name, v.sharpe, coordinator::PValueText(v.p_value));
     if (!v.beats) lost.push_back(v.name);
   }
+  const std::string level =
+      absl::StrFormat("one-sided p < %.2f", coordinator::kEdgeSignificance);
   if (lost.empty()) {
     absl::StrAppend(&line,
                     ": the policy beats buy & hold, cash and random on Sharpe "
-                    "by more than 1 SE");
-  } else if (!std::isfinite(vs.front().z)) {
-    absl::StrAppend(&line,
-                    ": no standard error (too few bars), the policy beats no "
-                    "baseline beyond 1 SE");
+                    "beyond noise (",
+                    level, " each)");
   } else {
     std::string names = lost.back();
     if (lost.size() > 1) {
@@ -405,8 +424,9 @@ std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs) {
       names = absl::StrCat(absl::StrJoin(lost, ", "), " and ", names);
     }
     absl::StrAppend(&line, ": the policy does NOT beat ", names,
-                    " on Sharpe by more than 1 SE");
+                    " on Sharpe beyond noise (", level, ")");
   }
+  if (!note.empty()) absl::StrAppend(&line, "; ", note);
   return line;
 }
 
@@ -417,7 +437,11 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
   cli::Table t({"", "Sharpe ± SE", "Sortino", "return", "max DD", "turnover",
                 "fees", "trades", "exposure"});
   auto add = [&t](const std::string& name, const Row& r) {
-    t.AddRow({name, absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se),
+    // (cash's 0 is exact; a policy's NaN is an error it does not have)
+    t.AddRow({name,
+              std::isfinite(r.sharpe_se)
+                  ? absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se)
+                  : absl::StrFormat("%.2f ± n/a", r.sharpe),
               absl::StrFormat("%.2f", r.sortino), Pct(r.total_return),
               absl::StrFormat("%.2f%%", 100 * r.max_drawdown),
               absl::StrFormat("%.2f", r.turnover),
@@ -754,11 +778,12 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   const Row bh_row = BuyAndHoldRow(baselines, *market, env_options, trace);
   const Row cash_row;  // never trades: every number is 0
   const RandomRow random_row = RandomPolicyRow(baselines);
-  const std::vector<Versus> versus = {
-      Compare("buy & hold", bh_row.sharpe, policy_row),
-      Compare("cash", 0, policy_row),
-      Compare("random", random_row.sharpe.mean, policy_row)};
-  const std::string comparison = ComparisonLine(policy_row, versus);
+  std::string tests_note;
+  double vs_bh_difference = 0, vs_bh_se = 0;
+  const std::vector<Versus> versus =
+      CompareWithBaselines(policy_row, result.log_returns, baselines, bpy,
+                           &tests_note, &vs_bh_difference, &vs_bh_se);
+  const std::string comparison = ComparisonLine(policy_row, versus, tests_note);
 
   const int64_t bars = static_cast<int64_t>(trace.value.size());
   const bool in_sample = dataset_id == contract.dataset_id;
@@ -811,9 +836,14 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   Json compare = Json::object();
   for (const Versus& v : versus) {
     compare[v.name] = Json{{"sharpe", NumberJson(v.sharpe)},
-                           {"z", NumberJson(v.z)},
-                           {"beats_by_1_se", v.beats}};
+                           {"p_value", NumberJson(v.p_value)},
+                           {"test", v.test},
+                           {"beats", v.beats}};
   }
+  compare["buy & hold"]["difference"] = NumberJson(vs_bh_difference);
+  compare["buy & hold"]["difference_se"] = NumberJson(vs_bh_se);
+  compare["significance"] = coordinator::kEdgeSignificance;
+  if (!tests_note.empty()) compare["note"] = tests_note;
   compare["line"] = comparison;
 
   const std::string title =

@@ -298,8 +298,11 @@ absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(
   return out;
 }
 
+// An undefined error (NaN, or 0 as the store keeps it) shows as n/a.
 std::string FormatSharpeSe(double sharpe, double se) {
-  if (!std::isfinite(se)) return absl::StrFormat("%.2f ± n/a", sharpe);
+  if (!std::isfinite(se) || !(se > 0)) {
+    return absl::StrFormat("%.2f ± n/a", sharpe);
+  }
   return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 

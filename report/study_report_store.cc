@@ -152,13 +152,20 @@ ReportParam ToReportParam(const coordinator::ParamSpec& p) {
 
 // Annualised Sharpe and its standard error of one return series (NaN SE
 // when it cannot be computed, e.g. without the bar interval).
+// `multiplicity`: how many times the series repeats each bar (CPCV).
 std::pair<double, double> SharpeAndSe(const std::vector<double>& log_returns,
-                                      std::optional<double> bars_per_year) {
+                                      std::optional<double> bars_per_year,
+                                      double multiplicity) {
   const coordinator::SharpeStats st = coordinator::ReturnStats(log_returns);
   if (!bars_per_year.has_value()) return {kNan, kNan};
   return {coordinator::AnnualiseSharpe(st.sharpe, *bars_per_year),
-          coordinator::AnnualisedSharpeError(log_returns, *bars_per_year)};
+          coordinator::AnnualisedSharpeError(log_returns, *bars_per_year,
+                                             multiplicity)};
 }
+
+// A standard error as the store keeps it: 0 when it was undefined (a flat
+// series; coordinator::LockboxRow), shown as n/a rather than "± 0.00".
+double StoredSe(double se) { return se > 0 ? se : kNan; }
 
 }  // namespace
 
@@ -226,6 +233,13 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     lockbox_of[l.trial_id] = &l;
   }
 
+  ASSIGN_OR_RETURN(d.statistics,
+                   coordinator::LoadOrComputeStudyResult(store, study));
+  // CPCV tests each bar several times: the pooled returns of a trial are
+  // not that many independent bars, so its standard error counts each bar
+  // once, as the study statistics do.
+  const double repeat = d.statistics.cv_bar_multiplicity;
+
   for (const TrialRow& t : trials) {
     ReportTrial r;
     r.number = t.number;
@@ -248,7 +262,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
         all.insert(all.end(), m.log_returns.begin(), m.log_returns.end());
       }
       if (all.size() >= 2) {
-        const auto [sharpe, se] = SharpeAndSe(all, bpy);
+        const auto [sharpe, se] = SharpeAndSe(all, bpy, repeat);
         if (std::isfinite(sharpe)) {
           r.cv_sharpe = sharpe;
           r.cv_sharpe_se = se;
@@ -258,7 +272,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     auto l = lockbox_of.find(t.id);
     if (l != lockbox_of.end()) {
       r.lockbox_sharpe = l->second->policy.sharpe;
-      r.lockbox_sharpe_se = l->second->sharpe_se;
+      r.lockbox_sharpe_se = StoredSe(l->second->sharpe_se);
     }
     d.trials.push_back(std::move(r));
   }
@@ -266,9 +280,6 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
             [](const ReportTrial& a, const ReportTrial& b) {
               return a.number < b.number;
             });
-
-  ASSIGN_OR_RETURN(d.statistics,
-                   coordinator::LoadOrComputeStudyResult(store, study));
 
   // The best trial's runs: their options name the rows each validated on,
   // where buy & hold is rebuilt.
@@ -333,7 +344,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     lb.bars = row.bars;
     lb.policy_log_returns = row.policy.log_returns;
     lb.sharpe = row.policy.sharpe;
-    lb.sharpe_se = row.sharpe_se;
+    lb.sharpe_se = StoredSe(row.sharpe_se);
     lb.sortino = row.policy.sortino;
     lb.total_return = row.policy.total_return;
     lb.max_drawdown = row.policy.max_drawdown;
@@ -342,7 +353,7 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     lb.exposure = row.policy.exposure;
     lb.trades = row.policy.trades;
     lb.bh_sharpe = row.bh_sharpe;
-    lb.bh_sharpe_se = row.bh_sharpe_se;
+    lb.bh_sharpe_se = StoredSe(row.bh_sharpe_se);
     lb.bh_return = row.bh_return;
     lb.bh_max_drawdown = row.bh_max_drawdown;
     lb.random_seeds = row.random_seeds;

@@ -62,11 +62,20 @@ struct CvSpec {
   // kfold: k folds (>= 2).
   int folds = 5;
   // holdout, cpcv, kfold: rows purged before and embargoed after every test
-  // block, >= 0.
+  // block, >= 0. Default: 0 for holdout (it trains only before its test
+  // block); for cpcv and kfold, which train after test blocks too,
+  // DefaultEmbargoBars of the study's largest lookback.
   int64_t embargo_bars = 0;
   // Keep only the first max_folds folds (0 = all), >= 0.
   int max_folds = 0;
 };
+
+// The rows after a test block whose observations are computed from bars
+// inside it: an observation of `lookback` feature rows, each from a window
+// of env::FeatureWarmupRows() + 1 bars, reaches FeatureWarmupRows() − 1 +
+// lookback rows back past the row before it. The default cv.embargo_bars of
+// cpcv and kfold studies (66 for lookback 4).
+int64_t DefaultEmbargoBars(int64_t lookback);
 
 // Returns the folds of `cv` over rows [0, num_rows) (before intersecting
 // with the dataset's domains). Errors: kInvalidArgument from the splitters

@@ -27,10 +27,18 @@ double Nan() { return std::numeric_limits<double>::quiet_NaN(); }
 
 }  // namespace
 
+SharpeStats CountEachBarOnce(SharpeStats stats, double multiplicity) {
+  if (std::isfinite(multiplicity) && multiplicity > 1.0 && stats.n >= 2) {
+    stats.n = std::max<int64_t>(
+        2, std::llround(static_cast<double>(stats.n) / multiplicity));
+  }
+  return stats;
+}
+
 double AnnualisedSharpeError(const std::vector<double>& log_returns,
-                             double bars_per_year) {
-  const absl::StatusOr<double> se =
-      SharpeStandardError(ReturnStats(log_returns));
+                             double bars_per_year, double multiplicity) {
+  const absl::StatusOr<double> se = SharpeStandardError(
+      CountEachBarOnce(ReturnStats(log_returns), multiplicity));
   if (!se.ok()) return Nan();
   return *se * std::sqrt(bars_per_year);
 }
@@ -114,6 +122,53 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   return out;
 }
 
+BaselineTests TestAgainstBaselines(
+    double sharpe, double sharpe_se,
+    const std::vector<double>& policy_log_returns,
+    const std::vector<double>& bh_log_returns, double random_sharpe_mean,
+    double random_sharpe_std, double bars_per_year) {
+  BaselineTests t;
+  const double annual = std::sqrt(bars_per_year);
+  std::vector<std::string> notes;
+  const bool has_se =
+      sharpe_se > 0 && std::isfinite(sharpe_se) && std::isfinite(sharpe);
+  if (has_se) {
+    t.p_vs_cash = NormalCdf(-sharpe / sharpe_se);
+  } else {
+    notes.push_back("no standard error for the policy's Sharpe");
+  }
+  const double spread =
+      std::sqrt(sharpe_se * sharpe_se + random_sharpe_std * random_sharpe_std);
+  if (has_se && std::isfinite(spread) && std::isfinite(random_sharpe_mean)) {
+    t.p_vs_random = NormalCdf(-(sharpe - random_sharpe_mean) / spread);
+  } else {
+    notes.push_back("no spread to test against the random policies");
+  }
+  if (policy_log_returns.empty() || bh_log_returns.empty()) {
+    notes.push_back(
+        "no paired test against buy and hold (its returns on these bars were "
+        "not recorded)");
+  } else {
+    absl::StatusOr<SharpeDifference> d =
+        SharpeDifferenceTest(policy_log_returns, bh_log_returns);
+    if (d.ok()) {
+      t.p_vs_buy_and_hold = d->p_value;
+      t.vs_bh_difference = d->difference * annual;
+      t.vs_bh_se = d->standard_error * annual;
+    } else {
+      notes.push_back(absl::StrCat("no paired test against buy and hold: ",
+                                   d.status().message()));
+    }
+  }
+  t.note = absl::StrJoin(notes, "; ");
+  return t;
+}
+
+std::string PValueText(double p) {
+  if (!std::isfinite(p)) return "p n/a";
+  return p < 0.001 ? std::string("p < 0.001") : absl::StrFormat("p = %.3f", p);
+}
+
 namespace {
 
 // Fills the baseline tests of `l` (see TrialEvidence::Lockbox) from the
@@ -121,45 +176,25 @@ namespace {
 void TestLockboxAgainstBaselines(const TrialEvidence& trial,
                                  double bars_per_year,
                                  TrialEvidence::Lockbox* l) {
-  const double annual = std::sqrt(bars_per_year);
-  std::vector<std::string> notes;
-  if (l->sharpe_se > 0 && std::isfinite(l->sharpe_se) &&
-      std::isfinite(l->sharpe)) {
-    l->p_vs_cash = NormalCdf(-l->sharpe / l->sharpe_se);
-  } else {
-    notes.push_back("no standard error for the lockbox Sharpe");
-  }
-  const double spread = std::sqrt(l->sharpe_se * l->sharpe_se +
-                                  l->random_sharpe_std * l->random_sharpe_std);
-  if (spread > 0 && std::isfinite(spread) &&
-      std::isfinite(l->random_sharpe_mean)) {
-    l->p_vs_random = NormalCdf(-(l->sharpe - l->random_sharpe_mean) / spread);
-  } else {
-    notes.push_back("no spread to test against the random policies");
-  }
-  if (trial.lockbox_log_returns.empty() ||
-      trial.lockbox_bh_log_returns.empty()) {
-    notes.push_back(
-        "no paired test against buy and hold (its lockbox returns were not "
-        "recorded)");
-  } else {
-    absl::StatusOr<SharpeDifference> d = SharpeDifferenceTest(
-        trial.lockbox_log_returns, trial.lockbox_bh_log_returns);
-    if (d.ok()) {
-      l->p_vs_buy_and_hold = d->p_value;
-      l->vs_bh_difference = d->difference * annual;
-      l->vs_bh_se = d->standard_error * annual;
-    } else {
-      notes.push_back(absl::StrCat("no paired test against buy and hold: ",
-                                   d.status().message()));
-    }
-  }
-  l->tests_note = absl::StrJoin(notes, "; ");
+  const BaselineTests t =
+      TestAgainstBaselines(l->sharpe, l->sharpe_se, trial.lockbox_log_returns,
+                           trial.lockbox_bh_log_returns, l->random_sharpe_mean,
+                           l->random_sharpe_std, bars_per_year);
+  l->p_vs_cash = t.p_vs_cash;
+  l->p_vs_buy_and_hold = t.p_vs_buy_and_hold;
+  l->p_vs_random = t.p_vs_random;
+  l->vs_bh_difference = t.vs_bh_difference;
+  l->vs_bh_se = t.vs_bh_se;
+  l->tests_note = t.note;
 }
 
-// "p = 0.012", or "p < 0.001".
-std::string PValueText(double p) {
-  return p < 0.001 ? std::string("p < 0.001") : absl::StrFormat("p = %.3f", p);
+// "1.23 ± 0.45", or "1.23 ± n/a" when the standard error is undefined
+// (stored as 0 or NaN).
+std::string SharpeWithSe(double sharpe, double se) {
+  if (!(se > 0) || !std::isfinite(se)) {
+    return absl::StrFormat("%.2f ± n/a", sharpe);
+  }
+  return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 
 }  // namespace
@@ -196,11 +231,8 @@ StudyStatistics ComputeStudyStatistics(
   s.lockbox = best->lockbox;
   // The pooled returns repeat each bar `multiplicity` times on average:
   // as evidence they are worth the distinct bars only.
-  SharpeStats stats = ReturnStats(best->cv_log_returns);
-  if (multiplicity > 1.0 && stats.n >= 2) {
-    stats.n = std::max<int64_t>(
-        2, std::llround(static_cast<double>(stats.n) / multiplicity));
-  }
+  const SharpeStats stats =
+      CountEachBarOnce(ReturnStats(best->cv_log_returns), multiplicity);
   s.cv_sharpe = stats.sharpe * annual;
   s.cv_bars = stats.n;
   s.cv_skewness = stats.skewness;
@@ -319,9 +351,9 @@ StudyStatistics ComputeStudyStatistics(
                   PValueText(l.p_vs_buy_and_hold))
             : absl::StrFormat("buy & hold %.2f (not tested)", l.bh_sharpe);
     lockbox_text = absl::StrFormat(
-        "lockbox Sharpe %.2f ± %.2f vs cash 0 (%s), %s, random %.2f ± %.2f "
+        "lockbox Sharpe %s vs cash 0 (%s), %s, random %.2f ± %.2f "
         "(%s)",
-        l.sharpe, l.sharpe_se, PValueText(l.p_vs_cash), bh_text,
+        SharpeWithSe(l.sharpe, l.sharpe_se), PValueText(l.p_vs_cash), bh_text,
         l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
     if (!beats) {
       std::vector<std::string> missed;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "coordinator/core/statistics.h"
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/run_options.h"
@@ -51,11 +52,46 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
     int random_seeds = kRandomPolicySeeds);
 
+// `stats` of returns that repeat each bar `multiplicity` times on average
+// (CPCV's pooled folds) as evidence: n becomes the distinct bars,
+// round(n / multiplicity) (at least 2). Unchanged when multiplicity <= 1.
+SharpeStats CountEachBarOnce(SharpeStats stats, double multiplicity);
+
 // Annualised standard error of the Sharpe ratio of `log_returns`
-// (SharpeStandardError of ReturnStats, × sqrt(bars_per_year)); NaN when it
-// cannot be computed (fewer than 2 returns).
+// (SharpeStandardError of ReturnStats, × sqrt(bars_per_year)), counting
+// each bar once when they repeat (CountEachBarOnce); NaN when it cannot be
+// computed (fewer than 2 returns).
 double AnnualisedSharpeError(const std::vector<double>& log_returns,
-                             double bars_per_year);
+                             double bars_per_year, double multiplicity = 1.0);
+
+// A policy's Sharpe tested against the three baselines on the same bars,
+// one-sided (H1: the policy's Sharpe is higher). p-values are 1 when a test
+// could not be made; `note` then says why. The verdict and `ristretto
+// backtest` both decide "beats" with these, at kEdgeSignificance:
+//   cash: Φ(−sharpe / sharpe_se) (PSR(0));
+//   buy and hold: the paired SharpeDifferenceTest of the policy's and buy
+//     and hold's log returns on the same bars (annualised difference and
+//     its standard error);
+//   random: Φ(−(sharpe − random_sharpe_mean) / sqrt(sharpe_se² +
+//     random_sharpe_std²)), the policy against the spread of random
+//     policies on the same bars.
+struct BaselineTests {
+  double p_vs_cash = 1, p_vs_buy_and_hold = 1, p_vs_random = 1;
+  double vs_bh_difference = 0, vs_bh_se = 0;  // annualised
+  std::string note;
+};
+
+// `sharpe`, `sharpe_se`, `random_sharpe_mean`, `random_sharpe_std`:
+// annualised. `policy_log_returns` and `bh_log_returns`: per bar, the same
+// bars in the same order (empty: no paired test against buy and hold).
+BaselineTests TestAgainstBaselines(
+    double sharpe, double sharpe_se,
+    const std::vector<double>& policy_log_returns,
+    const std::vector<double>& bh_log_returns, double random_sharpe_mean,
+    double random_sharpe_std, double bars_per_year);
+
+// "p = 0.012", or "p < 0.001" ("p n/a" when not finite).
+std::string PValueText(double p);
 
 // One complete trial as the statistics see it.
 struct TrialEvidence {
@@ -71,15 +107,9 @@ struct TrialEvidence {
     double random_sharpe_mean = 0, random_sharpe_std = 0;
     int64_t bars = 0;
     // Whether it beats each baseline by more than noise (filled by
-    // ComputeStudyStatistics for the best trial; one-sided p-values, 1 when
-    // a test could not be made, `tests_note` then says why):
-    //   cash: Φ(−sharpe / sharpe_se) (PSR(0));
-    //   buy and hold: the paired SharpeDifferenceTest of the policy's and
-    //     buy and hold's log returns on the lockbox bars (annualised
-    //     difference and its standard error);
-    //   random: Φ(−(sharpe − random_sharpe_mean) / sqrt(sharpe_se² +
-    //     random_sharpe_std²)), the policy against the spread of random
-    //     policies on the same bars.
+    // ComputeStudyStatistics for the best trial with TestAgainstBaselines;
+    // one-sided p-values, 1 when a test could not be made, `tests_note`
+    // then says why).
     double p_vs_cash = 1, p_vs_buy_and_hold = 1, p_vs_random = 1;
     double vs_bh_difference = 0, vs_bh_se = 0;
     std::string tests_note;

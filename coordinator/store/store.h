@@ -148,9 +148,11 @@ struct FoldMetrics {
 struct LockboxRow {
   int64_t trial_id = 0;
   int64_t run_id = 0;
-  int64_t bars = 0;      // lockbox bars evaluated
-  FoldMetrics policy;    // the final run's policy (fold = kLockboxFold)
-  double sharpe_se = 0;  // annualised standard error (Mertens)
+  int64_t bars = 0;    // lockbox bars evaluated
+  FoldMetrics policy;  // the final run's policy (fold = kLockboxFold)
+  // Annualised standard errors (Mertens); 0 when undefined (fewer than 2
+  // bars or a flat series: no NaN in the table), shown and tested as n/a.
+  double sharpe_se = 0;
   double bh_sharpe = 0, bh_sharpe_se = 0, bh_sortino = 0, bh_return = 0,
          bh_max_drawdown = 0;  // equal-weight buy and hold
   int random_seeds = 0;        // uniform random actions, that many seeds

@@ -1,5 +1,6 @@
 #include "coordinator/store/study_result.h"
 
+#include <cmath>
 #include <map>
 #include <utility>
 #include <vector>
@@ -89,7 +90,8 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
       const LockboxRow& r = *l->second;
       TrialEvidence::Lockbox x;
       x.sharpe = r.policy.sharpe;
-      x.sharpe_se = r.sharpe_se;
+      // (0 is how an undefined error is stored: no test is made with it)
+      x.sharpe_se = r.sharpe_se > 0 ? r.sharpe_se : std::nan("");
       x.total_return = r.policy.total_return;
       x.max_drawdown = r.policy.max_drawdown;
       x.bh_sharpe = r.bh_sharpe;

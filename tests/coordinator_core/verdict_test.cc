@@ -19,6 +19,7 @@ namespace ristretto::coordinator {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 // T normal log returns with per-bar mean `mean` and std 0.01.
@@ -138,6 +139,59 @@ TEST(VerdictTest, ALockboxThatRandomPoliciesMatchIsNoEdge) {
   ASSERT_TRUE(s.lockbox.has_value());
   EXPECT_GT(s.lockbox->p_vs_random, 0.5);
   EXPECT_THAT(s.verdict, HasSubstr("does not beat random"));
+}
+
+// A lockbox Sharpe whose standard error is undefined (stored as 0: a flat
+// series) is tested against nothing: it shows "± n/a" and is no edge.
+TEST(VerdictTest, AnUndefinedLockboxErrorIsNotAZeroErrorAndNoEdge) {
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
+  TrialEvidence::Lockbox l = Lockbox(5, 1);
+  SetLockbox(&trials[1], l, 0.004, 0.0005);
+  trials[1].lockbox->sharpe_se = 0;
+  const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  EXPECT_FALSE(s.edge);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_EQ(s.lockbox->p_vs_cash, 1);
+  EXPECT_EQ(s.lockbox->p_vs_random, 1);
+  EXPECT_THAT(s.verdict, HasSubstr("lockbox Sharpe 5.00 ± n/a"));
+  EXPECT_THAT(s.verdict, Not(HasSubstr("5.00 ± 0.00")));
+  EXPECT_THAT(s.lockbox->tests_note, HasSubstr("no standard error"));
+}
+
+// The tests `ristretto backtest` shares with the verdict, on their own.
+TEST(BaselineTestsTest, EachBaselineIsTestedOneSidedOnTheSameBars) {
+  // A policy that is buy and hold plus a steady extra return: far above
+  // cash and buy and hold, and above random policies around 0.
+  const std::vector<double> bh = Returns(201, 0.0002, 2000);
+  std::vector<double> policy = bh;
+  const std::vector<double> own = Returns(202, 0.0008, 2000);
+  for (size_t t = 0; t < policy.size(); ++t) policy[t] += 0.3 * own[t];
+  const double sharpe = env::SharpeRatio(policy, kBpy);
+  const double se = AnnualisedSharpeError(policy, kBpy);
+  BaselineTests t =
+      TestAgainstBaselines(sharpe, se, policy, bh, 0.0, 1.0, kBpy);
+  EXPECT_LT(t.p_vs_cash, 0.05);
+  EXPECT_LT(t.p_vs_buy_and_hold, 0.05);
+  EXPECT_LT(t.p_vs_random, 0.05);
+  EXPECT_GT(t.vs_bh_difference, 0);
+  EXPECT_GT(t.vs_bh_se, 0);
+  EXPECT_EQ(t.note, "");
+  // The same policy against itself as "buy and hold": no difference.
+  t = TestAgainstBaselines(sharpe, se, policy, policy, 0.0, 1.0, kBpy);
+  EXPECT_GT(t.p_vs_buy_and_hold, 0.05);
+  // Random policies as good as it: not beaten.
+  t = TestAgainstBaselines(sharpe, se, policy, bh, sharpe, 1.0, kBpy);
+  EXPECT_NEAR(t.p_vs_random, 0.5, 1e-12);
+  // Without buy and hold's returns, or without an SE: untested, p = 1.
+  t = TestAgainstBaselines(sharpe, se, policy, {}, 0.0, 1.0, kBpy);
+  EXPECT_EQ(t.p_vs_buy_and_hold, 1);
+  EXPECT_THAT(t.note, HasSubstr("no paired test"));
+  t = TestAgainstBaselines(sharpe, std::nan(""), policy, bh, 0.0, 1.0, kBpy);
+  EXPECT_EQ(t.p_vs_cash, 1);
+  EXPECT_EQ(t.p_vs_random, 1);
+  EXPECT_THAT(t.note, HasSubstr("no standard error"));
+  EXPECT_EQ(PValueText(0.0004), "p < 0.001");
+  EXPECT_EQ(PValueText(0.0123), "p = 0.012");
 }
 
 // CPCV with 6 groups and 2 test groups tests every bar 5 times: pooled, the

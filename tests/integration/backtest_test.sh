@@ -58,7 +58,9 @@ done
 # Every Sharpe carries its standard error; the random row its spread.
 grep -E '^policy +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null || fail "policy Sharpe ± SE"
 grep -E '^buy & hold +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null || fail "B&H Sharpe ± SE"
-grep -E '^comparison: policy Sharpe -?[0-9.]+ ± [0-9.]+ vs buy & hold -?[0-9.]+ \([-+][0-9.]+ SE\), cash 0.00 \([-+][0-9.]+ SE\), random -?[0-9.]+ \([-+][0-9.]+ SE\): the policy ' \
+# The verdict's one-sided tests (paired against buy & hold), at p < 0.05.
+pv='\((p = [0-9.]+|p < 0\.001)\)'
+grep -E "^comparison: policy Sharpe -?[0-9.]+ ± [0-9.]+ vs buy & hold -?[0-9.]+ $pv, cash 0.00 $pv, random -?[0-9.]+ $pv: the policy (beats|does NOT beat) .* beyond noise \(one-sided p < 0.05" \
   backtest.out > /dev/null || fail "comparison line"
 grep -Eq '^time: [0-9.]+ s = .*forward passes [0-9.]+ s, 1460 calls' backtest.out ||
   fail "timing line (one forward pass per step: 1460)"
@@ -111,6 +113,16 @@ for key in '"backtest"' '"policy"' '"buy_and_hold"' '"cash"' '"random"' '"compar
            '"forward_calls": 1460' '"training_dataset": true'; do
   grep -q "$key" "$m" || fail "metrics.json lacks $key"
 done
+# Each baseline's test: its p-value, and "beats" exactly when p < 0.05.
+for name in 'buy & hold' cash random; do
+  block=$(sed -n '/^  "comparison": {/,/^  }/p' "$m" | grep -A8 "\"$name\": {" | sed '/}/q')
+  p=$(grep -o '"p_value": [-0-9.e+]*' <<<"$block" | cut -d' ' -f2)
+  beats=$(grep -o '"beats": [a-z]*' <<<"$block" | cut -d' ' -f2)
+  [ -n "$p" ] && [ -n "$beats" ] || fail "metrics.json: no test against $name"
+  awk -v p="$p" -v b="$beats" 'BEGIN { exit !((p < 0.05) == (b == "true")) }' ||
+    fail "metrics.json: $name p = $p but beats = $beats"
+done
+grep -q '"difference_se": [0-9]' "$m" || fail "metrics.json: no paired difference's SE"
 grep -A2 '"policy": {' "$m" | grep -Eq '"sharpe_se": [0-9.]+(e-?[0-9]+)?,' ||
   fail "metrics.json: the policy's Sharpe has no finite standard error"
 sharpe=$(grep -A1 '"policy": {' "$m" | grep -o '"sharpe": [-0-9.e+]*' | cut -d' ' -f2)

@@ -20,6 +20,7 @@
 #include "common/file_util.h"
 #include "common/options_schema.h"
 #include "coordinator/core/study_config.h"
+#include "coordinator/core/verdict.h"
 #include "env/market_data.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
@@ -175,7 +176,7 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
     }
     row.bars = static_cast<int64_t>(row.policy.log_returns.size());
     row.policy.sharpe = 3.25;
-    row.sharpe_se = 1.5;
+    row.sharpe_se = lockbox_se_;
     row.bh_sharpe = 0.75;
     row.bh_sharpe_se = 1.25;
     row.random_seeds = 20;
@@ -208,6 +209,7 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
 
   std::unique_ptr<co::Store> store_;
   bool legacy_configs_ = false;
+  double lockbox_se_ = 1.5;  // the final run's stored Sharpe error
   std::string text_;
   co::StudyConfig config_;
   env::Dataset dataset_;
@@ -301,6 +303,66 @@ TEST_F(StudyReportStoreTest, LoadsEveryPartOfARealStudy) {
   for (double r : l.bh_log_returns) sum += r;
   EXPECT_NEAR(sum, expected, 1e-9);
   EXPECT_FALSE(d->statistics.verdict.empty());
+}
+
+// CPCV with 4 groups and 2 test groups tests every bar in 3 folds: a
+// trial's pooled CV returns are not 3× the bars, so its CV Sharpe's
+// standard error is the pooled series' × √3, as the study statistics say.
+TEST_F(StudyReportStoreTest, ACpcvTrialsErrorCountsEachBarOnce) {
+  const std::string walk_forward =
+      "cv:\n  scheme: walk_forward\n  train_bars: 2400\n  test_bars: 1200\n"
+      "  step_bars: 1200\n";
+  ASSERT_NE(text_.find(walk_forward), std::string::npos);
+  text_ = absl::StrReplaceAll(
+      text_,
+      {{walk_forward, "cv: {scheme: cpcv, groups: 4, test_groups: 2}\n"}});
+  absl::StatusOr<co::StudyConfig> config = co::ParseStudyConfig(text_);
+  ASSERT_TRUE(config.ok()) << config.status();
+  config_ = *config;
+  absl::StatusOr<co::StudyRow> study = store_->CreateStudy("cpcv", text_);
+  ASSERT_TRUE(study.ok()) << study.status();
+  Fill(study->id);
+
+  absl::StatusOr<StudyReportData> d = LoadStudyReport(*store_, "cpcv");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_NEAR(d->statistics.cv_bar_multiplicity, 3.0, 1e-9);
+  ASSERT_TRUE(d->trials[1].cv_sharpe_se.has_value());
+  // Trial 1's validation returns as CompleteTrial wrote them (6 folds).
+  std::vector<double> pooled;
+  for (int fold = 0; fold < 6; ++fold) {
+    for (int i = 0; i < 1192; ++i) {
+      pooled.push_back(0.001 * std::sin(i * 0.3 + fold) + 0.0002 * 2.0);
+    }
+  }
+  const double naive = co::AnnualisedSharpeError(pooled, 17520);
+  ASSERT_TRUE(std::isfinite(naive));
+  // √3 larger (to the n − 1 in the error: 7151 vs 2383 distinct bars).
+  EXPECT_NEAR(*d->trials[1].cv_sharpe_se / naive, std::sqrt(3.0), 1e-3);
+  // The study statistics' error for the best trial is the same number.
+  EXPECT_NEAR(d->statistics.cv_sharpe_se, *d->trials[1].cv_sharpe_se,
+              1e-9 * naive);
+}
+
+// An undefined lockbox error (stored as 0) is n/a, never "± 0.00".
+TEST_F(StudyReportStoreTest, AnUndefinedLockboxErrorIsNotShownAsZero) {
+  absl::StatusOr<co::StudyRow> study = store_->CreateStudy("small", text_);
+  ASSERT_TRUE(study.ok()) << study.status();
+  lockbox_se_ = 0;
+  Fill(study->id);
+  absl::StatusOr<StudyReportData> d = LoadStudyReport(*store_, "small");
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE(d->trials[1].lockbox_sharpe_se.has_value());
+  EXPECT_TRUE(std::isnan(*d->trials[1].lockbox_sharpe_se));
+  ASSERT_TRUE(d->lockbox.has_value());
+  EXPECT_TRUE(std::isnan(d->lockbox->sharpe_se));
+  EXPECT_FALSE(d->statistics.edge);
+  EXPECT_THAT(d->statistics.verdict, Not(HasSubstr("3.25 ± 0.00")));
+  absl::StatusOr<std::string> path =
+      WriteStudyReport(*store_, "small", tmp_ + "/out");
+  ASSERT_TRUE(path.ok()) << path.status();
+  const std::string html = ReadAll(*path);
+  EXPECT_THAT(html, HasSubstr("3.25 \xC2\xB1 n/a"));
+  EXPECT_THAT(html, Not(HasSubstr("3.25 \xC2\xB1 0.00")));
 }
 
 // A database written before RunConfig: its runs.config_json rows hold the
