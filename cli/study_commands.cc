@@ -306,6 +306,14 @@ std::string FormatSharpeSe(double sharpe, double se) {
   return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 
+// Buy & hold's standard error on `fold` (NaN when it is not known).
+double BhError(const absl::StatusOr<std::map<int, double>>& errors, int fold) {
+  if (!errors.ok()) return std::numeric_limits<double>::quiet_NaN();
+  auto it = errors->find(fold);
+  return it == errors->end() ? std::numeric_limits<double>::quiet_NaN()
+                             : it->second;
+}
+
 // "2.10 ± 0.80 (b&h 1.20)" or "-" (no final run yet / pruned / failed).
 std::string FormatLockbox(
     const std::map<int64_t, coordinator::LockboxRow>& lockbox,
@@ -858,9 +866,13 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
   // Without the dataset's bar interval the standard errors show as n/a.
   const absl::StatusOr<double> bpy =
       coordinator::StudyBarsPerYear(*store, study);
-  Table metrics({"fold", "sharpe ± se", "buy&hold sharpe", "sortino", "max_dd%",
-                 "calmar", "return%", "buy&hold return%", "trades", "fees",
-                 "turnover", "exposure%", "best at env_steps"});
+  // Buy & hold's errors are rebuilt from the dataset on each fold's rows;
+  // without it they show as n/a (and the table says why below it).
+  const absl::StatusOr<std::map<int, double>> bh_se =
+      report::BuyAndHoldFoldErrors(*store, study, best->id);
+  Table metrics({"fold", "sharpe ± se", "buy&hold sharpe ± se", "sortino",
+                 "max_dd%", "calmar", "return%", "buy&hold return%", "trades",
+                 "fees", "turnover", "exposure%", "best at env_steps"});
   for (size_t k = 0; k < folds.size(); ++k) {
     const FoldMetrics& m = folds[k];
     metrics.AddRow(
@@ -869,7 +881,7 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
              m.sharpe,
              bpy.ok() ? coordinator::AnnualisedSharpeError(m.log_returns, *bpy)
                       : std::numeric_limits<double>::quiet_NaN()),
-         absl::StrFormat("%.4f", m.benchmark_sharpe),
+         FormatSharpeSe(m.benchmark_sharpe, BhError(bh_se, m.fold)),
          absl::StrFormat("%.4f", m.sortino),
          absl::StrFormat("%.2f", 100 * m.max_drawdown),
          absl::StrFormat("%.4f", m.calmar),
@@ -880,6 +892,21 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
          absl::StrFormat("%.1f", 100 * m.exposure), absl::StrCat(m.env_steps)});
   }
   std::fputs(metrics.Render().c_str(), stdout);
+  if (!bh_se.ok()) {
+    std::printf("  (buy & hold's standard errors: %s)\n",
+                std::string(bh_se.status().message()).c_str());
+  } else {
+    std::vector<std::string> missing;
+    for (const FoldMetrics& m : folds) {
+      if (bh_se->count(m.fold) == 0) missing.push_back(absl::StrCat(m.fold));
+    }
+    if (!missing.empty()) {
+      std::printf(
+          "  (buy & hold's standard errors: not rebuilt for fold %s, whose "
+          "stored run options or rows could not be read)\n",
+          absl::StrJoin(missing, ", ").c_str());
+    }
+  }
 
   ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(*store, study.id));
   auto l = lockbox.find(best->id);

@@ -378,6 +378,29 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
   return d;
 }
 
+absl::StatusOr<std::map<int, double>> BuyAndHoldFoldErrors(
+    Store& store, const StudyRow& study, int64_t trial_id) {
+  ASSIGN_OR_RETURN(const coordinator::StudyConfig config,
+                   coordinator::ParseStudyConfig(study.config_text));
+  ASSIGN_OR_RETURN(const double bpy,
+                   coordinator::StudyBarsPerYear(store, study));
+  ASSIGN_OR_RETURN(const LoadedMarket market, LoadMarket(store, config));
+  ASSIGN_OR_RETURN(const std::vector<coordinator::RunRow> runs,
+                   store.ListRuns(trial_id));
+  std::map<int, double> out;
+  for (const coordinator::RunRow& run : runs) {
+    if (run.fold == coordinator::kLockboxFold) continue;
+    absl::StatusOr<learner::TrainerOptions> o =
+        learner::TrainerOptionsFromConfigJson(run.config_json);
+    if (!o.ok()) continue;
+    absl::StatusOr<BuyAndHoldSeries> bh = RebuildBuyAndHold(market, *o);
+    if (!bh.ok()) continue;
+    const double se = coordinator::AnnualisedSharpeError(bh->log_returns, bpy);
+    if (std::isfinite(se)) out[run.fold] = se;
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> WriteStudyReport(Store& store,
                                              const std::string& study_name,
                                              const std::string& out_dir) {

@@ -15,6 +15,8 @@
 #ifndef RISTRETTO_REPORT_STUDY_REPORT_STORE_H_
 #define RISTRETTO_REPORT_STUDY_REPORT_STORE_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -28,6 +30,16 @@ namespace ristretto::report {
 // store's; a stored study file that no longer parses.
 absl::StatusOr<StudyReportData> LoadStudyReport(coordinator::Store& store,
                                                 const std::string& study_name);
+
+// Buy & hold's annualised Sharpe standard error on each CV fold trial
+// `trial_id` of `study` validated on (fold → SE), rebuilt on exactly the
+// fold's rows as LoadStudyReport does. A fold whose stored options or rows
+// cannot be rebuilt is left out. Errors: the stored study file no longer
+// parses, the bar interval is unknown, the dataset cannot be read, the
+// store's.
+absl::StatusOr<std::map<int, double>> BuyAndHoldFoldErrors(
+    coordinator::Store& store, const coordinator::StudyRow& study,
+    int64_t trial_id);
 
 // Loads, renders and writes <out_dir>/report.html (creating out_dir),
 // atomically: the page is written to a hidden temporary file in out_dir and

@@ -480,11 +480,14 @@ TEST_F(StudyCliTest, LsShowAndBestReportTrialsFoldsAndArtifacts) {
   EXPECT_THAT(best.output, testing::ContainsRegex("\nbatch_size +8192\n"));
   // Fold rows: sharpe = score + 1 + 0.25·fold, trades 40 + fold.
   EXPECT_THAT(best.output, testing::ContainsRegex(
-                               "\n +0 +1\\.90 ± n/a +0\\.5000 +2\\.0000 "
+                               "\n +0 +1\\.90 ± n/a +0\\.50 ± n/a +2\\.0000 "
                                "+12\\.50 +3\\.0000 +6\\.25 +3\\.12 +40 .* "
                                "+20000\n"));
   EXPECT_THAT(best.output,
               testing::ContainsRegex("\n +1 +2\\.15 ± n/a .* +41 .* +20000\n"));
+  // Without the dataset's bar interval buy & hold's errors are n/a too, and
+  // the table says why.
+  EXPECT_THAT(best.output, HasSubstr("(buy & hold's standard errors: "));
   // The lockbox section and the verdict (the last line).
   EXPECT_THAT(best.output,
               testing::ContainsRegex("\n *trial 1 +2\\.90 ± 1\\.50 "));

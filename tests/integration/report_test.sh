@@ -83,6 +83,15 @@ grep -qx "wrote the report of study $name to $html" report.out || fail "output l
 [ -s "$html" ] || fail "no $html"
 [ "$(ls -A "$report_dir")" = report.html ] || fail "stray files in $report_dir: $(ls -A "$report_dir")"
 
+# `study best` on the same study: every fold's Sharpe and buy & hold's carry
+# a standard error (buy & hold's rebuilt from the dataset on the fold's rows).
+"$ristretto" study best "$name" > best.out 2> best.err ||
+  { cat best.out best.err >&2; fail "study best"; }
+grep -Eq '^ +0 +-?[0-9.]+ ± [0-9.]+ +-?[0-9.]+ ± [0-9.]+ ' best.out ||
+  { cat best.out >&2; fail "study best: fold 0 without Sharpe ± SE for the policy and buy & hold"; }
+! grep -q "buy & hold's standard errors:" best.out ||
+  { cat best.out >&2; fail "study best could not rebuild buy & hold"; }
+
 # The verdict in the same words as `up`/`study best` (HTML-escaped there).
 unescape() { sed -e 's/&lt;/</g' -e 's/&gt;/>/g' -e 's/&quot;/"/g' -e "s/&#39;/'/g" -e 's/&amp;/\&/g'; }
 page_verdict=$(grep -o '<div class="verdict [a-z]*">verdict: [^<]*</div>' "$html" | head -n 1 |
