@@ -436,12 +436,14 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
                         const RandomRow& random) {
   cli::Table t({"", "Sharpe ± SE", "Sortino", "return", "max DD", "turnover",
                 "fees", "trades", "exposure"});
-  auto add = [&t](const std::string& name, const Row& r) {
-    // (cash's 0 is exact; a policy's NaN is an error it does not have)
+  // `exact`: cash's 0 ± 0 is exact; a policy's or buy & hold's error that
+  // is NaN or 0 is one it does not have (too few bars, a flat series).
+  auto add = [&t](const std::string& name, const Row& r, bool exact) {
+    const bool has_se =
+        exact || (std::isfinite(r.sharpe_se) && r.sharpe_se > 0);
     t.AddRow({name,
-              std::isfinite(r.sharpe_se)
-                  ? absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se)
-                  : absl::StrFormat("%.2f ± n/a", r.sharpe),
+              has_se ? absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se)
+                     : absl::StrFormat("%.2f ± n/a", r.sharpe),
               absl::StrFormat("%.2f", r.sortino), Pct(r.total_return),
               absl::StrFormat("%.2f%%", 100 * r.max_drawdown),
               absl::StrFormat("%.2f", r.turnover),
@@ -449,9 +451,9 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
               absl::StrFormat("%.0f", r.trades),
               absl::StrFormat("%.1f%%", 100 * r.exposure)});
   };
-  add("policy", policy);
-  add("buy & hold", bh);
-  add("cash", cash);
+  add("policy", policy, false);
+  add("buy & hold", bh, false);
+  add("cash", cash, true);
   auto ms = [](const Spread& s, int digits, double scale = 1) {
     return absl::StrFormat("%.*f ± %.*f", digits, scale * s.mean, digits,
                            scale * s.std);

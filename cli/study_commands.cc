@@ -342,11 +342,12 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
                  static_cast<long long>(*s.best_trial));
   } else if (s.best_trial.has_value()) {
     std::fprintf(out,
-                 "  best trial       %lld, CV Sharpe %.2f ± %.2f over %lld "
+                 "  best trial       %lld, CV Sharpe %s over %lld "
                  "validation bars (skew %.2f, kurtosis %.2f)\n",
-                 static_cast<long long>(*s.best_trial), s.cv_sharpe,
-                 s.cv_sharpe_se, static_cast<long long>(s.cv_bars),
-                 s.cv_skewness, s.cv_kurtosis);
+                 static_cast<long long>(*s.best_trial),
+                 FormatSharpeSe(s.cv_sharpe, s.cv_sharpe_se).c_str(),
+                 static_cast<long long>(s.cv_bars), s.cv_skewness,
+                 s.cv_kurtosis);
     if (s.cv_bar_multiplicity > 1.0 + 1e-9) {
       std::fprintf(out,
                    "                   (distinct bars: the folds test each "

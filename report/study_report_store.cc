@@ -237,8 +237,19 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
                    coordinator::LoadOrComputeStudyResult(store, study));
   // CPCV tests each bar several times: the pooled returns of a trial are
   // not that many independent bars, so its standard error counts each bar
-  // once, as the study statistics do.
-  const double repeat = d.statistics.cv_bar_multiplicity;
+  // once, as the study statistics do, over the folds the trial reported
+  // (a pruned or failed trial may have only some). Unknown: n/a.
+  const absl::StatusOr<int64_t> cv_rows =
+      coordinator::StudyCvRows(store, study);
+  auto repeat_of = [&](const std::vector<FoldMetrics>& reported) {
+    if (!cv_rows.ok()) return kNan;
+    std::vector<int> folds;
+    folds.reserve(reported.size());
+    for (const FoldMetrics& m : reported) folds.push_back(m.fold);
+    const absl::StatusOr<double> m =
+        coordinator::FoldsBarMultiplicity(config->cv, *cv_rows, folds);
+    return m.ok() ? *m : kNan;
+  };
 
   for (const TrialRow& t : trials) {
     ReportTrial r;
@@ -262,10 +273,11 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
         all.insert(all.end(), m.log_returns.begin(), m.log_returns.end());
       }
       if (all.size() >= 2) {
+        const double repeat = repeat_of(f->second);
         const auto [sharpe, se] = SharpeAndSe(all, bpy, repeat);
         if (std::isfinite(sharpe)) {
           r.cv_sharpe = sharpe;
-          r.cv_sharpe_se = se;
+          r.cv_sharpe_se = std::isfinite(repeat) ? se : kNan;
         }
       }
     }

@@ -56,17 +56,12 @@ absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
   return folds;
 }
 
-absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
-                                                 int64_t num_rows) {
-  ASSIGN_OR_RETURN(const std::vector<env::Fold> folds, MakeFolds(cv, num_rows));
-  std::vector<env::Domain> tested;
+namespace {
+
+// Σ sizes of `tested` / rows covered at least once (1 when none).
+double RepeatOf(std::vector<env::Domain> tested) {
   int64_t total = 0;
-  for (const env::Fold& f : folds) {
-    for (const env::Domain& d : f.test) {
-      tested.push_back(d);
-      total += d.size();
-    }
-  }
+  for (const env::Domain& d : tested) total += d.size();
   std::sort(tested.begin(), tested.end(),
             [](const env::Domain& a, const env::Domain& b) {
               return a.begin < b.begin;
@@ -80,6 +75,34 @@ absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
   }
   if (distinct <= 0) return 1.0;
   return static_cast<double>(total) / static_cast<double>(distinct);
+}
+
+}  // namespace
+
+absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
+                                                 int64_t num_rows) {
+  ASSIGN_OR_RETURN(const std::vector<env::Fold> folds, MakeFolds(cv, num_rows));
+  std::vector<env::Domain> tested;
+  for (const env::Fold& f : folds) {
+    tested.insert(tested.end(), f.test.begin(), f.test.end());
+  }
+  return RepeatOf(std::move(tested));
+}
+
+absl::StatusOr<double> FoldsBarMultiplicity(const CvSpec& cv, int64_t num_rows,
+                                            const std::vector<int>& folds) {
+  ASSIGN_OR_RETURN(const std::vector<env::Fold> all, MakeFolds(cv, num_rows));
+  std::vector<env::Domain> tested;
+  for (const int f : folds) {
+    if (f < 0 || static_cast<size_t>(f) >= all.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("fold ", f, " is not one of the ", all.size(),
+                       " folds of the study"));
+    }
+    const env::Fold& fold = all[static_cast<size_t>(f)];
+    tested.insert(tested.end(), fold.test.begin(), fold.test.end());
+  }
+  return RepeatOf(std::move(tested));
 }
 
 absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,

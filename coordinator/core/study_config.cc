@@ -19,7 +19,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
-#include "common/options_schema.h"
 #include "common/status_macros.h"
 #include "common/text_util.h"
 #include "env/features.h"
@@ -273,29 +272,6 @@ absl::StatusOr<LockboxSpec> ParseLockbox(const YAML::Node& n) {
     }
   }
   return l;
-}
-
-// The largest lookback any run of `study` can use: the fixed value, the
-// top of its searched range or choices, or the schema's default.
-int64_t MaxLookback(const StudyConfig& study) {
-  int64_t lookback = static_cast<int64_t>(OptionDefault("lookback"));
-  auto fixed = study.fixed.find("lookback");
-  int64_t v = 0;
-  if (fixed != study.fixed.end() && absl::SimpleAtoi(fixed->second, &v)) {
-    lookback = v;
-  }
-  for (const ParamSpec& p : study.space) {
-    if (p.name != "lookback") continue;
-    if (p.kind == ParamKind::kCategorical) {
-      lookback = 0;
-      for (const std::string& c : p.choices) {
-        if (absl::SimpleAtoi(c, &v)) lookback = std::max(lookback, v);
-      }
-    } else {
-      lookback = static_cast<int64_t>(std::ceil(p.high));
-    }
-  }
-  return std::max<int64_t>(lookback, 1);
 }
 
 absl::StatusOr<CvSpec> ParseCv(const YAML::Node& n) {
@@ -835,12 +811,12 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   absl::Status s = ValidateSpace(study.space);
   if (!s.ok()) return Error("space", std::string(s.message()));
   RETURN_IF_ERROR(CheckUsed(study));
-  // CPCV and k-fold train on rows after a test block too, and those rows'
-  // observations are computed from bars inside it: unless the file says
-  // otherwise, purge and embargo every row that can see one.
+  // CPCV and k-fold train on rows after a test block too, and the features
+  // of the first of them are computed from bars inside it: unless the file
+  // says otherwise, embargo (and purge) those rows.
   if ((study.cv.scheme == "cpcv" || study.cv.scheme == "kfold") &&
       !root["cv"]["embargo_bars"]) {
-    study.cv.embargo_bars = DefaultEmbargoBars(MaxLookback(study));
+    study.cv.embargo_bars = DefaultEmbargoBars();
   }
   // The synthetic market's size is known here: check the lockbox and the
   // folds fit (the feature warm-up takes a few more rows; BuildRunOptions
@@ -903,9 +879,7 @@ std::string EditDatasetLine(const std::string& text, const std::string& id,
 
 }  // namespace
 
-int64_t DefaultEmbargoBars(int64_t lookback) {
-  return env::FeatureWarmupRows() - 1 + std::max<int64_t>(lookback, 1);
-}
+int64_t DefaultEmbargoBars() { return env::FeatureWarmupRows(); }
 
 absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
                                              const std::string& dataset_id) {

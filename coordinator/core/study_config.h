@@ -64,18 +64,22 @@ struct CvSpec {
   // holdout, cpcv, kfold: rows purged before and embargoed after every test
   // block, >= 0. Default: 0 for holdout (it trains only before its test
   // block); for cpcv and kfold, which train after test blocks too,
-  // DefaultEmbargoBars of the study's largest lookback.
+  // DefaultEmbargoBars().
   int64_t embargo_bars = 0;
   // Keep only the first max_folds folds (0 = all), >= 0.
   int max_folds = 0;
 };
 
-// The rows after a test block whose observations are computed from bars
-// inside it: an observation of `lookback` feature rows, each from a window
-// of env::FeatureWarmupRows() + 1 bars, reaches FeatureWarmupRows() − 1 +
-// lookback rows back past the row before it. The default cv.embargo_bars of
-// cpcv and kfold studies (66 for lookback 4).
-int64_t DefaultEmbargoBars(int64_t lookback);
+// The default cv.embargo_bars of cpcv and kfold studies: the rows after a
+// test block whose features are computed from bars inside it by a
+// fixed window, env::FeatureWarmupRows() (63: each feature's first defined
+// row). An observation stacks `lookback` feature rows of its own domain
+// only, so the lookback adds none. Recursively smoothed features (Wilder's
+// RSI/DX/ATR, MACD's EMAs, ADX, the 50-bar mean of ATR) keep a decaying
+// trace of earlier bars beyond that: Wilder-14 weighs bars 63 back at
+// (13/14)^63 ≈ 0.9 %, the 26-bar EMA at (25/27)^63 ≈ 0.8 %, the twice
+// smoothed ones more; a larger embargo_bars shrinks it.
+int64_t DefaultEmbargoBars();
 
 // Returns the folds of `cv` over rows [0, num_rows) (before intersecting
 // with the dataset's domains). Errors: kInvalidArgument from the splitters
@@ -90,6 +94,13 @@ absl::StatusOr<std::vector<env::Fold>> MakeFolds(const CvSpec& cv,
 // max_folds the average over the folds kept. Errors: those of MakeFolds.
 absl::StatusOr<double> ValidationBarMultiplicity(const CvSpec& cv,
                                                  int64_t num_rows);
+
+// The same over the folds numbered `folds` only (indices into MakeFolds;
+// a trial that reported some folds: pruned, running or failed). A fold
+// listed twice counts twice. Errors: those of MakeFolds; a fold number
+// outside [0, number of folds).
+absl::StatusOr<double> FoldsBarMultiplicity(const CvSpec& cv, int64_t num_rows,
+                                            const std::vector<int>& folds);
 
 // The lockbox: the study's final test segment, the last rows of the
 // dataset, that no training, validation, pruning or sampling ever reads.

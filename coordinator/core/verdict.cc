@@ -135,15 +135,17 @@ BaselineTests TestAgainstBaselines(
   if (has_se) {
     t.p_vs_cash = NormalCdf(-sharpe / sharpe_se);
   } else {
-    notes.push_back("no standard error for the policy's Sharpe");
+    notes.push_back(
+        "no standard error for the policy's Sharpe (so no test against cash "
+        "or the random policies)");
   }
   const double spread =
       std::sqrt(sharpe_se * sharpe_se + random_sharpe_std * random_sharpe_std);
   if (has_se && std::isfinite(spread) && std::isfinite(random_sharpe_mean)) {
     t.p_vs_random = NormalCdf(-(sharpe - random_sharpe_mean) / spread);
-  } else {
-    notes.push_back("no spread to test against the random policies");
-  }
+  } else if (has_se) {
+    notes.push_back("the random policies' Sharpe ratios are not known");
+  }  // (without the policy's error neither test is made: said above)
   if (policy_log_returns.empty() || bh_log_returns.empty()) {
     notes.push_back(
         "no paired test against buy and hold (its returns on these bars were "
@@ -483,6 +485,8 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
       };
       lnum("sharpe", &x.sharpe);
       lnum("sharpe_se", &x.sharpe_se);
+      // (results stored before 2026-11-29 kept an undefined error as 0)
+      if (!(x.sharpe_se > 0)) x.sharpe_se = Nan();
       lnum("total_return", &x.total_return);
       lnum("max_drawdown", &x.max_drawdown);
       lnum("bh_sharpe", &x.bh_sharpe);

@@ -8,6 +8,7 @@
 #define RISTRETTO_COORDINATOR_CORE_VERDICT_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,7 +78,9 @@ double AnnualisedSharpeError(const std::vector<double>& log_returns,
 //     policies on the same bars.
 struct BaselineTests {
   double p_vs_cash = 1, p_vs_buy_and_hold = 1, p_vs_random = 1;
-  double vs_bh_difference = 0, vs_bh_se = 0;  // annualised
+  // Annualised; NaN when the paired test could not be made.
+  double vs_bh_difference = std::numeric_limits<double>::quiet_NaN();
+  double vs_bh_se = std::numeric_limits<double>::quiet_NaN();
   std::string note;
 };
 

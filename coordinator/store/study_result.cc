@@ -45,13 +45,9 @@ absl::StatusOr<double> StudyBarsPerYear(Store& store, const StudyRow& study) {
   return env::BarsPerYear(interval);
 }
 
-absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
-                                                   const StudyRow& study) {
+absl::StatusOr<int64_t> StudyCvRows(Store& store, const StudyRow& study) {
   ASSIGN_OR_RETURN(const StudyConfig config,
                    ParseStudyConfig(study.config_text));
-  ASSIGN_OR_RETURN(const double bars_per_year, StudyBarsPerYear(store, study));
-  // How often the folds test each CV bar (CPCV: several times), so that
-  // the pooled validation returns count as the bars they are.
   int64_t num_rows = config.dataset.rows;
   if (!config.dataset.synthetic) {
     ASSIGN_OR_RETURN(const DatasetRow dataset,
@@ -60,8 +56,19 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
   }
   ASSIGN_OR_RETURN(const LockboxLayout layout,
                    MakeLockboxLayout(config.lockbox, config.cv, num_rows));
+  return layout.guard;
+}
+
+absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
+                                                   const StudyRow& study) {
+  ASSIGN_OR_RETURN(const StudyConfig config,
+                   ParseStudyConfig(study.config_text));
+  ASSIGN_OR_RETURN(const double bars_per_year, StudyBarsPerYear(store, study));
+  // How often the folds test each CV bar (CPCV: several times), so that
+  // the pooled validation returns count as the bars they are.
+  ASSIGN_OR_RETURN(const int64_t cv_rows, StudyCvRows(store, study));
   ASSIGN_OR_RETURN(const double multiplicity,
-                   ValidationBarMultiplicity(config.cv, layout.guard));
+                   ValidationBarMultiplicity(config.cv, cv_rows));
   ASSIGN_OR_RETURN(const std::vector<TrialRow> trials,
                    store.ListTrials(study.id));
   ASSIGN_OR_RETURN(const auto folds, store.ListStudyFoldMetrics(study.id));

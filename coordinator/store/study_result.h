@@ -29,6 +29,12 @@ std::optional<TrialRow> BestTrial(const std::vector<TrialRow>& trials);
 // dataset); a study file that no longer parses.
 absl::StatusOr<double> StudyBarsPerYear(Store& store, const StudyRow& study);
 
+// The rows the study's CV folds are cut from, [0, guard): the dataset's
+// rows (the synthetic spec's, or the registered dataset's) up to the
+// lockbox and its embargo (MakeLockboxLayout). Errors: the stored file no
+// longer parses; the store's; a lockbox that does not fit.
+absl::StatusOr<int64_t> StudyCvRows(Store& store, const StudyRow& study);
+
 // Errors: the store's; a study file that no longer parses.
 absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                                                    const StudyRow& study);

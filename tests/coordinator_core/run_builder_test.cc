@@ -328,6 +328,28 @@ TEST(CheckStudyFitsDatasetTest, DomainsShorterThanAnEpisodeAreRefused) {
                                    "the longest training block has 500"));
 }
 
+// Some folds only (a trial that reported part of its folds): CPCV with 4
+// groups and 2 test groups has folds {0,1}, {0,2}, {0,3}, {1,2}, …; folds 0
+// and 1 test group 0 twice and groups 1, 2 once: 4 group-tests over 3.
+TEST(RunBuilderTest, FoldsBarMultiplicityCountsTheGivenFoldsOnly) {
+  CvSpec cpcv;
+  cpcv.scheme = "cpcv";
+  cpcv.groups = 4;
+  cpcv.test_groups = 2;
+  absl::StatusOr<double> m = FoldsBarMultiplicity(cpcv, 4000, {0, 1});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 4.0 / 3.0);
+  m = FoldsBarMultiplicity(cpcv, 4000, {0});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 1.0);
+  m = FoldsBarMultiplicity(cpcv, 4000, {0, 1, 2, 3, 4, 5});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(*m, 3.0);  // all: C(3, 1)
+  EXPECT_EQ(*m, *ValidationBarMultiplicity(cpcv, 4000));
+  EXPECT_FALSE(FoldsBarMultiplicity(cpcv, 4000, {6}).ok());
+  EXPECT_FALSE(FoldsBarMultiplicity(cpcv, 4000, {-1}).ok());
+}
+
 // CPCV tests each row C(N − 1, k − 1) times; the other schemes once unless
 // walk-forward test blocks overlap.
 TEST(RunBuilderTest, ValidationBarMultiplicityCountsRepeatedTestRows) {

@@ -406,46 +406,39 @@ TEST(StudyConfigTest, RejectsBadCvSpecs) {
                 "has 3000 rows, 2550 before the lockbox and its embargo)");
 }
 
-// CPCV and k-fold train after test blocks too: by default they purge and
-// embargo every row whose observation reaches into a test block (the
-// features' window plus the largest lookback the study can use); holdout
-// and walk-forward train only before their test rows and keep 0; a value
-// in the file wins.
+// CPCV and k-fold train after test blocks too: by default they embargo
+// (and purge) the rows whose features are computed from a test block's bars
+// (the features' window, whatever the lookback: an observation never reads
+// rows before its own domain); holdout and walk-forward train only before
+// their test rows and keep 0; a value in the file wins.
 TEST(StudyConfigTest, CpcvAndKfoldEmbargoTheRowsThatSeeATestBlock) {
   const std::string walk_forward =
       "cv: {scheme: walk_forward, train_bars: 1600, test_bars: 600, "
       "step_bars: 600}";
-  EXPECT_EQ(DefaultEmbargoBars(4), 66);
-  EXPECT_EQ(DefaultEmbargoBars(1), 63);
+  EXPECT_EQ(DefaultEmbargoBars(), 63);
   absl::StatusOr<StudyConfig> c = ParseStudyConfig(
       Replace(kStudy, walk_forward, "cv: {scheme: cpcv, groups: 4}"));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->cv.embargo_bars, DefaultEmbargoBars(1));  // lookback default
+  EXPECT_EQ(c->cv.embargo_bars, 63);
   // The lockbox's embargo follows the CV's unless given.
-  ASSERT_TRUE(MakeLockboxLayout(c->lockbox, c->cv, 3000).ok());
-  EXPECT_EQ(MakeLockboxLayout(c->lockbox, c->cv, 3000)->guard,
-            3000 - 450 - DefaultEmbargoBars(1));
-  // A fixed lookback, then a searched one: the largest it can be.
+  absl::StatusOr<LockboxLayout> layout =
+      MakeLockboxLayout(c->lockbox, c->cv, 3000);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->guard, 3000 - 450 - 63);
   c = ParseStudyConfig(
       Replace(Replace(kStudy, walk_forward, "cv: {scheme: kfold, folds: 3}"),
               "  layers: 2\n", "  layers: 2\n  lookback: 8\n"));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->cv.embargo_bars, DefaultEmbargoBars(8));
-  c = ParseStudyConfig(
-      Replace(kStudy, walk_forward, "cv: {scheme: kfold, folds: 3}") +
-      "  lookback: {type: int, low: 2, high: 12}\n");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->cv.embargo_bars, DefaultEmbargoBars(12));
-  c = ParseStudyConfig(
-      Replace(kStudy, walk_forward, "cv: {scheme: kfold, folds: 3}") +
-      "  lookback: {type: categorical, choices: [16, 4]}\n");
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->cv.embargo_bars, DefaultEmbargoBars(16));
+  EXPECT_EQ(c->cv.embargo_bars, 63);
   // Given in the file (0 included): kept.
   c = ParseStudyConfig(Replace(
       kStudy, walk_forward, "cv: {scheme: cpcv, groups: 4, embargo_bars: 0}"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->cv.embargo_bars, 0);
+  c = ParseStudyConfig(
+      Replace(kStudy, walk_forward, "cv: {scheme: kfold, embargo_bars: 120}"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->cv.embargo_bars, 120);
   // Holdout and walk-forward: 0.
   c = ParseStudyConfig(Replace(kStudy, walk_forward, "cv: {scheme: holdout}"));
   ASSERT_TRUE(c.ok()) << c.status();

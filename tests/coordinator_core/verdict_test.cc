@@ -158,6 +158,22 @@ TEST(VerdictTest, AnUndefinedLockboxErrorIsNotAZeroErrorAndNoEdge) {
   EXPECT_THAT(s.lockbox->tests_note, HasSubstr("no standard error"));
 }
 
+// A result stored before undefined errors were kept as such (0) reads back
+// as n/a.
+TEST(VerdictTest, AStoredZeroLockboxErrorReadsBackAsUndefined) {
+  absl::StatusOr<StudyStatistics> s = StudyStatisticsFromJson(
+      R"({"complete_trials":1,"edge":false,"verdict":"x",)"
+      R"("lockbox":{"sharpe":2.5,"sharpe_se":0,"bars":10}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->lockbox.has_value());
+  EXPECT_EQ(s->lockbox->sharpe, 2.5);
+  EXPECT_TRUE(std::isnan(s->lockbox->sharpe_se));
+  s = StudyStatisticsFromJson(
+      R"({"lockbox":{"sharpe":2.5,"sharpe_se":0.75,"bars":10}})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->lockbox->sharpe_se, 0.75);
+}
+
 // The tests `ristretto backtest` shares with the verdict, on their own.
 TEST(BaselineTestsTest, EachBaselineIsTestedOneSidedOnTheSameBars) {
   // A policy that is buy and hold plus a steady extra return: far above
@@ -176,9 +192,20 @@ TEST(BaselineTestsTest, EachBaselineIsTestedOneSidedOnTheSameBars) {
   EXPECT_GT(t.vs_bh_difference, 0);
   EXPECT_GT(t.vs_bh_se, 0);
   EXPECT_EQ(t.note, "");
-  // The same policy against itself as "buy and hold": no difference.
-  t = TestAgainstBaselines(sharpe, se, policy, policy, 0.0, 1.0, kBpy);
+  // Buy and hold plus zero-mean noise of its own: no better than it.
+  std::vector<double> noisy = bh;
+  const std::vector<double> zero_mean = Returns(203, 0.0, 2000);
+  for (size_t i = 0; i < noisy.size(); ++i) noisy[i] += 0.3 * zero_mean[i];
+  t = TestAgainstBaselines(env::SharpeRatio(noisy, kBpy),
+                           AnnualisedSharpeError(noisy, kBpy), noisy, bh, 0.0,
+                           1.0, kBpy);
   EXPECT_GT(t.p_vs_buy_and_hold, 0.05);
+  EXPECT_TRUE(std::isfinite(t.vs_bh_se));
+  // The policy against itself: no test can be made (p = 1), and it says so.
+  t = TestAgainstBaselines(sharpe, se, policy, policy, 0.0, 1.0, kBpy);
+  EXPECT_EQ(t.p_vs_buy_and_hold, 1);
+  EXPECT_TRUE(std::isnan(t.vs_bh_se));
+  EXPECT_THAT(t.note, HasSubstr("move together"));
   // Random policies as good as it: not beaten.
   t = TestAgainstBaselines(sharpe, se, policy, bh, sharpe, 1.0, kBpy);
   EXPECT_NEAR(t.p_vs_random, 0.5, 1e-12);
@@ -190,6 +217,12 @@ TEST(BaselineTestsTest, EachBaselineIsTestedOneSidedOnTheSameBars) {
   EXPECT_EQ(t.p_vs_cash, 1);
   EXPECT_EQ(t.p_vs_random, 1);
   EXPECT_THAT(t.note, HasSubstr("no standard error"));
+  EXPECT_THAT(t.note, Not(HasSubstr("random policies' Sharpe")));
+  t = TestAgainstBaselines(sharpe, se, policy, bh, std::nan(""), 1.0, kBpy);
+  EXPECT_LT(t.p_vs_cash, 0.05);
+  EXPECT_EQ(t.p_vs_random, 1);
+  EXPECT_THAT(t.note,
+              HasSubstr("random policies' Sharpe ratios are not known"));
   EXPECT_EQ(PValueText(0.0004), "p < 0.001");
   EXPECT_EQ(PValueText(0.0123), "p = 0.012");
 }

@@ -122,7 +122,8 @@ for name in 'buy & hold' cash random; do
   awk -v p="$p" -v b="$beats" 'BEGIN { exit !((p < 0.05) == (b == "true")) }' ||
     fail "metrics.json: $name p = $p but beats = $beats"
 done
-grep -q '"difference_se": [0-9]' "$m" || fail "metrics.json: no paired difference's SE"
+grep -Eq '"difference_se": (0\.[0-9]*[1-9]|[1-9])' "$m" ||
+  fail "metrics.json: no positive standard error of the paired difference"
 grep -A2 '"policy": {' "$m" | grep -Eq '"sharpe_se": [0-9.]+(e-?[0-9]+)?,' ||
   fail "metrics.json: the policy's Sharpe has no finite standard error"
 sharpe=$(grep -A1 '"policy": {' "$m" | grep -o '"sharpe": [-0-9.e+]*' | cut -d' ' -f2)
