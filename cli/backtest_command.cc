@@ -398,11 +398,9 @@ std::vector<Versus> CompareWithBaselines(
 
 std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs,
                            const std::string& note) {
-  std::string line =
-      absl::StrFormat("comparison: policy Sharpe %.2f ± %s", policy.sharpe,
-                      std::isfinite(policy.sharpe_se) && policy.sharpe_se > 0
-                          ? absl::StrFormat("%.2f", policy.sharpe_se)
-                          : std::string("n/a"));
+  std::string line = absl::StrCat(
+      "comparison: policy Sharpe ",
+      coordinator::FormatSharpeSe(policy.sharpe, policy.sharpe_se));
   std::vector<std::string> lost;
   for (size_t k = 0; k < vs.size(); ++k) {
     const Versus& v = vs[k];
@@ -439,11 +437,9 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
   // `exact`: cash's 0 ± 0 is exact; a policy's or buy & hold's error that
   // is NaN or 0 is one it does not have (too few bars, a flat series).
   auto add = [&t](const std::string& name, const Row& r, bool exact) {
-    const bool has_se =
-        exact || (std::isfinite(r.sharpe_se) && r.sharpe_se > 0);
     t.AddRow({name,
-              has_se ? absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se)
-                     : absl::StrFormat("%.2f ± n/a", r.sharpe),
+              exact ? absl::StrFormat("%.2f ± %.2f", r.sharpe, r.sharpe_se)
+                    : coordinator::FormatSharpeSe(r.sharpe, r.sharpe_se),
               absl::StrFormat("%.2f", r.sortino), Pct(r.total_return),
               absl::StrFormat("%.2f%%", 100 * r.max_drawdown),
               absl::StrFormat("%.2f", r.turnover),

@@ -60,6 +60,7 @@ using coordinator::ArtifactRow;
 using coordinator::BestTrial;
 using coordinator::DatasetRow;
 using coordinator::FoldMetrics;
+using coordinator::FormatSharpeSe;
 using coordinator::RunRow;
 using coordinator::Store;
 using coordinator::StudyRow;
@@ -296,14 +297,6 @@ absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(
     out[id] = std::move(r);
   }
   return out;
-}
-
-// An undefined error (NaN, or 0 as the store keeps it) shows as n/a.
-std::string FormatSharpeSe(double sharpe, double se) {
-  if (!std::isfinite(se) || !(se > 0)) {
-    return absl::StrFormat("%.2f ± n/a", sharpe);
-  }
-  return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 
 // Buy & hold's standard error on `fold` (NaN when it is not known).

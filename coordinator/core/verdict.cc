@@ -171,6 +171,13 @@ std::string PValueText(double p) {
   return p < 0.001 ? std::string("p < 0.001") : absl::StrFormat("p = %.3f", p);
 }
 
+std::string FormatSharpeSe(double sharpe, double se) {
+  if (!(se > 0) || !std::isfinite(se)) {
+    return absl::StrFormat("%.2f ± n/a", sharpe);
+  }
+  return absl::StrFormat("%.2f ± %.2f", sharpe, se);
+}
+
 namespace {
 
 // Fills the baseline tests of `l` (see TrialEvidence::Lockbox) from the
@@ -188,15 +195,6 @@ void TestLockboxAgainstBaselines(const TrialEvidence& trial,
   l->vs_bh_difference = t.vs_bh_difference;
   l->vs_bh_se = t.vs_bh_se;
   l->tests_note = t.note;
-}
-
-// "1.23 ± 0.45", or "1.23 ± n/a" when the standard error is undefined
-// (stored as 0 or NaN).
-std::string SharpeWithSe(double sharpe, double se) {
-  if (!(se > 0) || !std::isfinite(se)) {
-    return absl::StrFormat("%.2f ± n/a", sharpe);
-  }
-  return absl::StrFormat("%.2f ± %.2f", sharpe, se);
 }
 
 }  // namespace
@@ -355,7 +353,7 @@ StudyStatistics ComputeStudyStatistics(
     lockbox_text = absl::StrFormat(
         "lockbox Sharpe %s vs cash 0 (%s), %s, random %.2f ± %.2f "
         "(%s)",
-        SharpeWithSe(l.sharpe, l.sharpe_se), PValueText(l.p_vs_cash), bh_text,
+        FormatSharpeSe(l.sharpe, l.sharpe_se), PValueText(l.p_vs_cash), bh_text,
         l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
     if (!beats) {
       std::vector<std::string> missed;

@@ -96,6 +96,11 @@ BaselineTests TestAgainstBaselines(
 // "p = 0.012", or "p < 0.001" ("p n/a" when not finite).
 std::string PValueText(double p);
 
+// "1.23 ± 0.45", or "1.23 ± n/a" when the standard error is undefined
+// (NaN, or 0 as the store keeps an undefined one). The one format of a
+// Sharpe with its error: the verdict, the CLI's tables and the backtest.
+std::string FormatSharpeSe(double sharpe, double se);
+
 // One complete trial as the statistics see it.
 struct TrialEvidence {
   int64_t number = 0;

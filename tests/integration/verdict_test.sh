@@ -42,7 +42,9 @@ run_study() {  # name seed [predictability; default: the study file's]
     tail -n 40 "$dir/up.log" >&2
     exit 1
   fi
-  grep -E 'leaderboard|lockbox|deflated|PBO|verdict' "$dir/up.log" | sed "s/^/  [$name] /" >&2
+  # Every complete trial's row too (its refit's lockbox Sharpe beside its CV
+  # score): a miss shows whether the refit or the ranking lost the edge.
+  grep -E 'leaderboard|lockbox|deflated|PBO|verdict|\(b&h ' "$dir/up.log" | sed "s/^/  [$name] /" >&2
   if [[ $verdict == "verdict: EDGE"* ]]; then
     # The exported policy's metadata must say the same, and the lockbox
     # numbers must beat buy & hold and cash.
