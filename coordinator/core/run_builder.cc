@@ -135,22 +135,29 @@ absl::StatusOr<LockboxLayout> MakeLockboxLayout(const LockboxSpec& lockbox,
 
 namespace {
 
+// The study's budget and interval, then `fixed`, then `params` on `o`.
+absl::Status ApplyStudyParams(const StudyConfig& study, const Params& params,
+                              learner::TrainerOptions* o) {
+  o->budget_env_steps = study.budget_env_steps;
+  o->eval_every_env_steps = study.eval_every_env_steps;
+  for (const auto& [name, value] : study.fixed) {
+    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, o), "fixed"));
+  }
+  for (const auto& [name, value] : params) {
+    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, o), "trial"));
+  }
+  return absl::OkStatus();
+}
+
 // Defaults, then the study's budget and interval, the dataset, `fixed`,
 // then `params`; validated.
 absl::StatusOr<learner::TrainerOptions> BaseOptions(const StudyConfig& study,
                                                     const Params& params,
                                                     const DatasetInfo& data) {
   learner::TrainerOptions base;
-  base.budget_env_steps = study.budget_env_steps;
-  base.eval_every_env_steps = study.eval_every_env_steps;
   base.dataset_id = data.id;
   base.feature_names = data.feature_names;
-  for (const auto& [name, value] : study.fixed) {
-    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, &base), "fixed"));
-  }
-  for (const auto& [name, value] : params) {
-    RETURN_IF_ERROR(Annotate(ApplyParam(name, value, &base), "trial"));
-  }
+  RETURN_IF_ERROR(ApplyStudyParams(study, params, &base));
   RETURN_IF_ERROR(base.env.Validate());
   RETURN_IF_ERROR(base.network.Validate());
   RETURN_IF_ERROR(base.ppo.Validate());
@@ -222,6 +229,16 @@ absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
     runs.push_back(std::move(o));
   }
   return runs;
+}
+
+absl::StatusOr<int64_t> CheckpointsPerRun(const StudyConfig& study,
+                                          const Params& params) {
+  learner::TrainerOptions o;
+  RETURN_IF_ERROR(ApplyStudyParams(study, params, &o));
+  if (o.eval_every_env_steps <= 0 || o.budget_env_steps <= 0) return 1;
+  return std::max<int64_t>(1,
+                           (o.budget_env_steps + o.eval_every_env_steps - 1) /
+                               o.eval_every_env_steps);
 }
 
 absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(

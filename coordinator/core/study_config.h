@@ -231,6 +231,15 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
     const StudyConfig& study, const Params& params, const DatasetInfo& data,
     int64_t train_env_steps);
 
+// How many validations each run of the trial compares and could pick its
+// score from: ceil(budget / eval interval) with the trial's own budget and
+// interval (the study's, then `fixed`, then `params`; a `budget` in the
+// space changes it per trial), 1 without an interval. The deflated Sharpe
+// counts that many tries per trial.
+// Errors (kInvalidArgument): a parameter ApplyParam refuses (named).
+absl::StatusOr<int64_t> CheckpointsPerRun(const StudyConfig& study,
+                                          const Params& params);
+
 // Refuses, before anything trains, a study that cannot run on `data` (the
 // scheduler would otherwise meet the error only when it samples a trial):
 // builds every fold run (BuildRunOptions) and the final run

@@ -132,7 +132,7 @@ struct TrialEvidence {
 // The statistics and the verdict of a study.
 struct StudyStatistics {
   int64_t complete_trials = 0;
-  int64_t trials_tried = 0;  // complete + pruned
+  int64_t trials_tried = 0;  // complete + pruned + failed after a report
   int64_t checkpoints_per_run = 1;
   int64_t effective_trials = 0;       // N of the DSR: tried × checkpoints
   std::optional<int64_t> best_trial;  // by score
@@ -168,9 +168,11 @@ struct StudyStatistics {
   std::string verdict;  // one line, with the numbers that decided it
 };
 
-// `complete`: every complete trial (any order). `trials_tried`: complete
-// plus pruned. `checkpoints_per_run`: the validations each run compared to
-// keep its best checkpoint (each is one more hypothesis tested, so
+// `complete`: every complete trial (any order). `trials_tried`: complete,
+// pruned and failed after reporting a validation (ComputeStudyResult).
+// `checkpoints_per_run`: the validations each run compared to keep its best
+// checkpoint, the most of any tried trial (each is one more hypothesis
+// tested, so
 // N = trials_tried × checkpoints_per_run: a conservative count). V, the
 // variance of the trials' per-bar Sharpes, is the complete trials' sample
 // variance but never below 1/(T − 1), the sampling variance of one Sharpe

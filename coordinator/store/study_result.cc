@@ -1,7 +1,9 @@
 #include "coordinator/store/study_result.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -76,12 +78,44 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                    store.ListLockbox(study.id));
   std::map<int64_t, const LockboxRow*> lockbox_of;
   for (const LockboxRow& l : lockbox) lockbox_of[l.trial_id] = &l;
+  // A failed trial whose runs reported a validation (an intermediate value,
+  // or a fold run that finished) was seen by the search: it counts as a try.
+  ASSIGN_OR_RETURN(const std::vector<IntermediateRow> reports,
+                   store.ListIntermediates(study.id));
+  std::set<int64_t> reported;
+  for (const IntermediateRow& r : reports) reported.insert(r.trial_id);
+  for (const TrialRow& t : trials) {
+    if (t.state != TrialState::kFailed || reported.count(t.id) != 0) continue;
+    ASSIGN_OR_RETURN(const std::vector<RunRow> runs, store.ListRuns(t.id));
+    for (const RunRow& r : runs) {
+      if (r.state == RunState::kDone) reported.insert(t.id);
+    }
+  }
   std::vector<TrialEvidence> complete;
   int64_t tried = 0;
+  // Each run compared one validation per eval interval (and the last); with
+  // a `budget` in the space the trials differ: the most any tried trial had
+  // (a conservative N).
+  // (A trial whose stored parameters no longer apply counts the study's.)
+  ASSIGN_OR_RETURN(const int64_t study_checkpoints,
+                   CheckpointsPerRun(config, Params{}));
+  int64_t checkpoints = 1;
   for (const TrialRow& t : trials) {
-    if (t.state == TrialState::kPruned) ++tried;
-    if (t.state != TrialState::kComplete || !t.score.has_value()) continue;
+    const bool complete_trial =
+        t.state == TrialState::kComplete && t.score.has_value();
+    const bool seen =
+        complete_trial || t.state == TrialState::kPruned ||
+        (t.state == TrialState::kFailed && reported.count(t.id) != 0);
+    if (!seen) continue;
     ++tried;
+    Params params;
+    for (const ParamRow& p : t.params) params[p.name] = p.value;
+    const absl::StatusOr<int64_t> trial_checkpoints =
+        CheckpointsPerRun(config, params);
+    checkpoints =
+        std::max(checkpoints, trial_checkpoints.ok() ? *trial_checkpoints
+                                                     : study_checkpoints);
+    if (!complete_trial) continue;
     TrialEvidence e;
     e.number = t.number;
     e.score = *t.score;
@@ -111,12 +145,6 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
       e.lockbox_bh_log_returns = r.bh_log_returns;
     }
     complete.push_back(std::move(e));
-  }
-  // Each run compared one validation per eval interval (and the last).
-  int64_t checkpoints = 1;
-  if (config.eval_every_env_steps > 0) {
-    checkpoints = (config.budget_env_steps + config.eval_every_env_steps - 1) /
-                  config.eval_every_env_steps;
   }
   return ComputeStudyStatistics(complete, tried, checkpoints, bars_per_year,
                                 multiplicity);

@@ -265,6 +265,24 @@ TEST(RunBuilderTest, ShippedStudiesBuildValidRunsForSampledTrials) {
   }
 }
 
+// The deflated Sharpe's tries per trial follow the trial's own budget.
+TEST(CheckpointsPerRunTest, TheTrialsBudgetAndIntervalDecide) {
+  StudyConfig study = WalkForwardStudy();  // 20000 steps, every 5000
+  EXPECT_EQ(*CheckpointsPerRun(study, {}), 4);
+  EXPECT_EQ(*CheckpointsPerRun(study, {{"budget", "21000"}}), 5);
+  study.fixed["budget"] = "40000";
+  EXPECT_EQ(*CheckpointsPerRun(study, {}), 8);
+  // params win over fixed, as in the runs
+  EXPECT_EQ(*CheckpointsPerRun(study, {{"budget", "5000"}}), 1);
+  study.eval_every_env_steps = 0;
+  EXPECT_EQ(*CheckpointsPerRun(study, {{"budget", "400000"}}), 1);
+  absl::StatusOr<int64_t> bad =
+      CheckpointsPerRun(WalkForwardStudy(), {{"budget", "lots"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("budget"));
+}
+
 TEST(MakeFoldsTest, HoldoutValidatesTheLastFraction) {
   CvSpec cv;
   cv.scheme = "holdout";

@@ -2,9 +2,12 @@
 # The verdict is honest, end to end with real processes
 # (`ristretto up`: a private PostgreSQL, the coordinator, a learner, actors).
 #   (a) the shipped small study (deploy/studies/small.yaml) with sampler
-#       seeds 1, 2, 3 must end with "verdict: EDGE" and a best trial whose
-#       lockbox Sharpe beats buy & hold and cash on at least 2 of the 3
-#       (seeds run in order until that is decided: two alike settle it);
+#       seeds 1-5 must end with "verdict: EDGE" and a best trial whose
+#       lockbox Sharpe beats buy & hold and cash on a majority, at least 3
+#       of the 5 (seeds run in order until that is decided: three alike
+#       settle it). One refit is one PPO run: on 2026-12-01 the study found
+#       its edge on about 9 in 10 sampler seeds, so "2 of 3" would fail
+#       about 3 % of the time on a system that works, "3 of 5" under 1 %;
 #   (b) the same study on a pure-noise market (predictability 0) must end
 #       with "NO EDGE" on 3 of 3 seeds (the first false edge fails it).
 # Usage: verdict_test.sh RISTRETTO_BINARY STUDY_YAML [a|b|ab]
@@ -72,17 +75,17 @@ failed=0
 if [[ $parts == *a* ]]; then
   edges=0
   misses=0
-  for seed in 1 2 3; do
+  for seed in 1 2 3 4 5; do
     r=$(run_study "signal-$seed" "$seed")
     echo "signal seed $seed: $r"
     if [ "$r" = edge ]; then edges=$((edges + 1)); else misses=$((misses + 1)); fi
-    # Two seeds alike decide "at least 2 of 3" either way: the third could
-    # not change the outcome, so it is not run.
-    [ "$edges" -ge 2 ] || [ "$misses" -ge 2 ] && break
+    # Three seeds alike decide "at least 3 of 5" either way: the rest could
+    # not change the outcome, so they are not run.
+    [ "$edges" -ge 3 ] || [ "$misses" -ge 3 ] && break
   done
   echo "learnable market: $edges of $((edges + misses)) seeds run found an edge" \
-       "(need >= 2 of 3; seeds stop once that is decided)"
-  [ "$edges" -ge 2 ] || failed=1
+       "(need >= 3 of 5; seeds stop once that is decided)"
+  [ "$edges" -ge 3 ] || failed=1
 fi
 if [[ $parts == *b* ]]; then
   false_edges=0

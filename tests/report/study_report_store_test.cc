@@ -21,6 +21,7 @@
 #include "common/options_schema.h"
 #include "coordinator/core/study_config.h"
 #include "coordinator/core/verdict.h"
+#include "coordinator/store/study_result.h"
 #include "env/market_data.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
@@ -341,6 +342,48 @@ TEST_F(StudyReportStoreTest, ACpcvTrialsErrorCountsEachBarOnce) {
   // The study statistics' error for the best trial is the same number.
   EXPECT_NEAR(d->statistics.cv_sharpe_se, *d->trials[1].cv_sharpe_se,
               1e-9 * naive);
+}
+
+// The deflated Sharpe's N: the complete, the pruned and the failed trials
+// that reported a validation (the search saw them), each counted with the
+// most validations any of them could compare (a trial's own budget).
+TEST_F(StudyReportStoreTest, TriesCountFailedTrialsThatReportedAndTheirBudget) {
+  absl::StatusOr<co::StudyRow> study = store_->CreateStudy("small", text_);
+  ASSERT_TRUE(study.ok()) << study.status();
+  Fill(study->id);
+  {
+    absl::StatusOr<co::StudyStatistics> s =
+        co::ComputeStudyResult(*store_, *study);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->trials_tried, 3);         // trial 3 failed before any report
+    EXPECT_EQ(s->checkpoints_per_run, 2);  // 100k steps, every 50k
+    EXPECT_EQ(s->effective_trials, 6);
+  }
+  co::Params params = ParamsOf(8e-4);
+  params["budget"] = "400000";
+  auto [trial, runs] = StartTrial(study->id, params);
+  ASSERT_EQ(runs.size(), 2U);
+  ASSERT_TRUE(store_->ReportIntermediate(runs[0].id, kMember, 50000, 0.7).ok());
+  ASSERT_TRUE(store_->FailRun(runs[0].id, kMember, "diverged").ok());
+  absl::StatusOr<co::StudyStatistics> s =
+      co::ComputeStudyResult(*store_, *study);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->trials_tried, 4);
+  EXPECT_EQ(s->checkpoints_per_run, 8);  // 400k steps, every 50k
+  EXPECT_EQ(s->effective_trials, 32);
+  // A fold that finished (no intermediate value) before the trial failed.
+  auto [other, other_runs] = StartTrial(study->id, ParamsOf(9e-4));
+  ASSERT_EQ(other_runs.size(), 2U);
+  co::FoldMetrics m;
+  m.fold = other_runs[0].fold;
+  m.log_returns.assign(1192, 0.0001);
+  m.env_steps = 100000;
+  ASSERT_TRUE(store_->CompleteRun(other_runs[0].id, kMember, m, {}).ok());
+  ASSERT_TRUE(store_->FailRun(other_runs[1].id, kMember, "disk full").ok());
+  s = co::ComputeStudyResult(*store_, *study);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->trials_tried, 5);
+  EXPECT_EQ(s->effective_trials, 40);
 }
 
 // An undefined lockbox error (stored as 0) is n/a, never "± 0.00".
