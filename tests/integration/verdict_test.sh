@@ -6,8 +6,8 @@
 #       lockbox Sharpe beats buy & hold and cash on a majority, at least 3
 #       of the 5 (seeds run in order until that is decided: three alike
 #       settle it). One refit is one PPO run: on 2026-12-01 the study found
-#       its edge in 8 of 9 studies, so "2 of 3" would fail about 3 % of
-#       the time on a system that works, "3 of 5" about 1 % (tests/README.md);
+#       its edge in 11 of 13 studies, so "2 of 3" would fail about 6 % of
+#       the time on a system that works, "3 of 5" about 3 % (tests/README.md);
 #   (b) the same study on a pure-noise market (predictability 0) must end
 #       with "NO EDGE" on 3 of 3 seeds (the first false edge fails it).
 # Usage: verdict_test.sh RISTRETTO_BINARY STUDY_YAML [a|b|ab]
