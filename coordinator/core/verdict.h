@@ -172,8 +172,8 @@ struct StudyStatistics {
 // pruned and failed after reporting a validation (ComputeStudyResult).
 // `checkpoints_per_run`: the validations each run compared to keep its best
 // checkpoint, the most of any tried trial (each is one more hypothesis
-// tested, so
-// N = trials_tried × checkpoints_per_run: a conservative count). V, the
+// tested, so N = trials_tried × checkpoints_per_run: a conservative
+// count). V, the
 // variance of the trials' per-bar Sharpes, is the complete trials' sample
 // variance but never below 1/(T − 1), the sampling variance of one Sharpe
 // estimate over T bars under the null (few trials underestimate it).

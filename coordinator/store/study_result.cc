@@ -84,13 +84,14 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
                    store.ListIntermediates(study.id));
   std::set<int64_t> reported;
   for (const IntermediateRow& r : reports) reported.insert(r.trial_id);
-  for (const TrialRow& t : trials) {
-    if (t.state != TrialState::kFailed || reported.count(t.id) != 0) continue;
+  auto reported_before_failing =
+      [&](const TrialRow& t) -> absl::StatusOr<bool> {
+    if (reported.count(t.id) != 0) return true;
     ASSIGN_OR_RETURN(const std::vector<RunRow> runs, store.ListRuns(t.id));
-    for (const RunRow& r : runs) {
-      if (r.state == RunState::kDone) reported.insert(t.id);
-    }
-  }
+    return std::any_of(runs.begin(), runs.end(), [](const RunRow& r) {
+      return r.state == RunState::kDone;
+    });
+  };
   std::vector<TrialEvidence> complete;
   int64_t tried = 0;
   // Each run compared one validation per eval interval (and the last); with
@@ -103,9 +104,10 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
   for (const TrialRow& t : trials) {
     const bool complete_trial =
         t.state == TrialState::kComplete && t.score.has_value();
-    const bool seen =
-        complete_trial || t.state == TrialState::kPruned ||
-        (t.state == TrialState::kFailed && reported.count(t.id) != 0);
+    bool seen = complete_trial || t.state == TrialState::kPruned;
+    if (t.state == TrialState::kFailed) {
+      ASSIGN_OR_RETURN(seen, reported_before_failing(t));
+    }
     if (!seen) continue;
     ++tried;
     Params params;
