@@ -711,8 +711,35 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   ASSIGN_OR_RETURN(Request req, ParseRequest(parsed));
   RETURN_IF_ERROR(CheckOutDir(req.out));
   const fs::path policy_dir(req.policy_dir);
+  // An export of a trial with several refits holds refit-0/, refit-1/, …:
+  // the lockbox judged capital split equally among them, and so does the
+  // backtest.
+  std::vector<fs::path> policy_dirs;
+  {
+    std::error_code ec;
+    if (!fs::exists(policy_dir / "policy.pt", ec) &&
+        fs::is_directory(policy_dir / absl::StrCat(kRefitDirPrefix, 0), ec)) {
+      for (int r = 0;
+           fs::is_directory(policy_dir / absl::StrCat(kRefitDirPrefix, r), ec);
+           ++r) {
+        policy_dirs.push_back(policy_dir / absl::StrCat(kRefitDirPrefix, r));
+      }
+    } else {
+      policy_dirs.push_back(policy_dir);
+    }
+  }
   ASSIGN_OR_RETURN(learner::PolicyContract contract,
-                   ReadPolicyContract(policy_dir));
+                   ReadPolicyContract(policy_dirs.front()));
+  for (size_t r = 1; r < policy_dirs.size(); ++r) {
+    ASSIGN_OR_RETURN(const learner::PolicyContract other,
+                     ReadPolicyContract(policy_dirs[r]));
+    if (other.ToJson() != contract.ToJson()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy directory ", policy_dirs[r].string(),
+          " has another contract than ", policy_dirs.front().string(),
+          " (the refits of one trial share theirs)"));
+    }
+  }
 
   absl::StatusOr<env::Dataset> read = env::ReadDataset(req.dataset_path);
   if (!read.ok()) {
@@ -749,19 +776,37 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   }
 
   learner::TorchScriptPolicy::SetCpuThreads(req.threads);
-  ASSIGN_OR_RETURN(std::unique_ptr<learner::TorchScriptPolicy> policy,
-                   learner::TorchScriptPolicy::Load(
-                       (policy_dir / "policy.pt").string(), contract.obs_size,
-                       contract.action_size));
+  std::vector<std::unique_ptr<learner::TorchScriptPolicy>> policies;
+  for (const fs::path& dir : policy_dirs) {
+    ASSIGN_OR_RETURN(std::unique_ptr<learner::TorchScriptPolicy> policy,
+                     learner::TorchScriptPolicy::Load(
+                         (dir / "policy.pt").string(), contract.obs_size,
+                         contract.action_size));
+    policies.push_back(std::move(policy));
+  }
   const double setup_seconds = Seconds(start);
 
   const auto play_start = Clock::now();
+  std::vector<learner::EvaluationResult> results;
+  std::vector<learner::EvaluationTrace> traces(policies.size());
+  for (size_t r = 0; r < policies.size(); ++r) {
+    absl::StatusOr<learner::EvaluationResult> played =
+        learner::EvaluateActions(market, env_options, domains,
+                                 policies[r]->AsActionFunction(), &traces[r]);
+    RETURN_IF_ERROR(policies[r]->status());
+    if (!played.ok()) {
+      return Annotate(played.status(),
+                      policies.size() == 1
+                          ? std::string("playing the policy")
+                          : absl::StrCat("playing refit ", r, "'s policy"));
+    }
+    results.push_back(*std::move(played));
+  }
+  learner::EvaluationResult result;
   learner::EvaluationTrace trace;
-  absl::StatusOr<learner::EvaluationResult> played = learner::EvaluateActions(
-      market, env_options, domains, policy->AsActionFunction(), &trace);
-  RETURN_IF_ERROR(policy->status());
-  if (!played.ok()) return Annotate(played.status(), "playing the policy");
-  const learner::EvaluationResult& result = *played;
+  RETURN_IF_ERROR(learner::CombineEqualCapital(
+      results, traces, env::BarsPerYear(market->interval_seconds), &result,
+      &trace));
   const double play_seconds = Seconds(play_start);
 
   const auto baseline_start = Clock::now();
@@ -795,6 +840,7 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
 
   Json meta;
   meta["policy_dir"] = fs::absolute(policy_dir).lexically_normal().string();
+  meta["refits"] = static_cast<int64_t>(policies.size());
   meta["dataset"] = fs::absolute(req.dataset_path).lexically_normal().string();
   meta["dataset_id"] = dataset_id;
   meta["contract_dataset_id"] = contract.dataset_id;
@@ -852,10 +898,16 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
       {"equity.svg", EquitySvg(curves, title)},
       {"drawdown.svg", DrawdownSvg(curves, absl::StrCat("drawdown, ", span))}};
   const double render_seconds = Seconds(write_start);
+  double forward_seconds = 0;
+  int64_t forward_calls = 0;
+  for (const auto& p : policies) {
+    forward_seconds += p->forward_seconds();
+    forward_calls += p->forward_calls();
+  }
   Json timing = Json{{"setup_seconds", setup_seconds},
                      {"policy_seconds", play_seconds},
-                     {"forward_seconds", policy->forward_seconds()},
-                     {"forward_calls", policy->forward_calls()},
+                     {"forward_seconds", forward_seconds},
+                     {"forward_calls", forward_calls},
                      {"baselines_seconds", baseline_seconds},
                      {"outputs_seconds", render_seconds}};
   Json metrics;
@@ -885,6 +937,12 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
       static_cast<long long>(bars), domains.size(),
       domains.size() == 1 ? "" : "s", span.c_str(),
       env::FormatInterval(market->interval_seconds).c_str());
+  if (policies.size() > 1) {
+    std::printf(
+        "policy: %zu refits, capital split equally among them at each "
+        "domain's first bar (as the lockbox scored them)\n",
+        policies.size());
+  }
   const std::string cap =
       env_options.max_volume_share > 0
           ? absl::StrFormat("%.4g%% of the bar's volume",
@@ -911,8 +969,8 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   std::printf(
       "time: %.2f s = setup %.2f s + policy %.2f s (forward passes %.2f s, "
       "%lld calls) + baselines %.2f s (%d random seeds) + outputs %.2f s\n",
-      Seconds(start), setup_seconds, play_seconds, policy->forward_seconds(),
-      static_cast<long long>(policy->forward_calls()), baseline_seconds,
+      Seconds(start), setup_seconds, play_seconds, forward_seconds,
+      static_cast<long long>(forward_calls), baseline_seconds,
       req.random_seeds, Seconds(write_start));
   return absl::OkStatus();
 }

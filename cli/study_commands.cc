@@ -28,6 +28,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "cli/backtest_command.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
@@ -913,7 +914,10 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
     const coordinator::LockboxRow& r = l->second;
     Table lb({"policy", "sharpe ± se", "sortino", "return%", "max_dd%",
               "turnover", "fees", "trades", "exposure%"});
-    lb.AddRow({"trial " + absl::StrCat(best->number),
+    lb.AddRow({absl::StrCat("trial ", best->number,
+                            r.refits > 1 ? absl::StrCat(" (", r.refits,
+                                                        " refits, split)")
+                                         : std::string()),
                FormatSharpeSe(r.policy.sharpe, r.sharpe_se),
                absl::StrFormat("%.2f", r.policy.sortino),
                absl::StrFormat("%.2f", 100 * r.policy.total_return),
@@ -922,6 +926,23 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
                absl::StrFormat("%.2f", r.policy.fees),
                absl::StrCat(r.policy.trades),
                absl::StrFormat("%.1f", 100 * r.policy.exposure)});
+    // Each refit's own result: how much the combination hangs on one run.
+    if (r.refits > 1) {
+      ASSIGN_OR_RETURN(const std::vector<coordinator::RefitRow> refits,
+                       store->ListRefits(study.id));
+      for (const coordinator::RefitRow& f : refits) {
+        if (f.trial_id != best->id) continue;
+        lb.AddRow({absl::StrCat("  refit ", f.refit),
+                   FormatSharpeSe(f.policy.sharpe, f.sharpe_se),
+                   absl::StrFormat("%.2f", f.policy.sortino),
+                   absl::StrFormat("%.2f", 100 * f.policy.total_return),
+                   absl::StrFormat("%.2f", 100 * f.policy.max_drawdown),
+                   absl::StrFormat("%.2f", f.policy.turnover),
+                   absl::StrFormat("%.2f", f.policy.fees),
+                   absl::StrCat(f.policy.trades),
+                   absl::StrFormat("%.1f", 100 * f.policy.exposure)});
+      }
+    }
     lb.AddRow({"buy & hold (equal weight)",
                FormatSharpeSe(r.bh_sharpe, r.bh_sharpe_se),
                absl::StrFormat("%.2f", r.bh_sortino),
@@ -950,6 +971,9 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
                   !run.ok() ? "-"
                   : run->fold == coordinator::kLockboxFold
                       ? "lockbox"
+                  : coordinator::IsFinalFold(run->fold)
+                      ? absl::StrCat("lockbox refit ",
+                                     coordinator::RefitOfFold(run->fold))
                       : absl::StrCat(run->fold),
                   a.path, a.sha256});
   }
@@ -1242,57 +1266,88 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   }
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    store.ListArtifacts(best->id));
-  // Exactly the policy the lockbox judged: the trial's final run.
-  std::optional<ArtifactRow> policy;
+  // Exactly the policy the lockbox judged: the trial's final run, or with
+  // several refits every one of them (the lockbox judged capital split
+  // equally among them), by refit.
+  std::map<int, ArtifactRow> policies;
+  int final_runs = 0;
+  {
+    ASSIGN_OR_RETURN(const std::vector<coordinator::RunRow> runs,
+                     store.ListRuns(best->id));
+    for (const coordinator::RunRow& run : runs) {
+      if (coordinator::IsFinalFold(run.fold)) ++final_runs;
+    }
+  }
   for (const ArtifactRow& a : artifacts) {
     if (a.kind != "policy") continue;
     ASSIGN_OR_RETURN(coordinator::RunRow run, store.GetRun(a.run_id));
-    if (run.fold == coordinator::kLockboxFold) policy = a;
+    if (coordinator::IsFinalFold(run.fold)) {
+      policies[coordinator::RefitOfFold(run.fold)] = a;
+    }
   }
-  if (!policy.has_value()) {
+  if (policies.empty() ||
+      static_cast<int>(policies.size()) < std::max(final_runs, 1)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "trial ", best->number, " of study '", study_name,
-        "' (the best) has no lockbox-evaluated policy yet (its final run has "
-        "not finished or failed): nothing exported"));
+        "' (the best) has no lockbox-evaluated policy yet (its final run",
+        final_runs > 1 ? absl::StrCat("s (", policies.size(), " of ",
+                                      final_runs, " refits done)")
+                       : std::string(),
+        " has not finished or failed): nothing exported"));
   }
-  const std::string context = absl::StrCat("policy of trial ", best->number,
-                                           " (final run, ", policy->path, ")");
-  const std::string recorded = absl::AsciiStrToLower(policy->sha256);
-  ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy->path));
-  if (found != recorded) {
-    return absl::DataLossError(absl::StrCat(
-        context, ": sha256 mismatch: recorded ", recorded, ", found ", found,
-        " (the files changed after the run finished); nothing exported"));
-  }
-
-  // Copy to hidden names, hash the copies, then rename into place: what
-  // lands in out_dir is exactly what was recorded.
-  const fs::path source(policy->path);
-  const bool is_directory = fs::is_directory(source);
-  const std::vector<std::string> names =
-      is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
-                   : std::vector<std::string>{source.filename().string()};
   const fs::path dir(out_dir);
   RETURN_IF_ERROR(CreateDirectories(dir));
-  Sha256 copied;
-  for (const std::string& name : names) {
-    const fs::path from = is_directory ? source / name : source;
-    const fs::path partial = dir / ("." + name + ".partial");
-    RETURN_IF_ERROR(CopyFile(from, partial));
-    RETURN_IF_ERROR(HashFile(partial.string(), &copied));
-  }
-  const std::string copied_hex = Sha256::ToHex(copied.Finish());
-  if (copied_hex != recorded) {
-    for (const std::string& name : names) {
-      std::error_code ec;
-      fs::remove(dir / ("." + name + ".partial"), ec);
+  // Copies one policy to hidden names, hashes the copies, then renames them
+  // into place: what lands in `to` is exactly what was recorded.
+  auto copy_policy = [&](const ArtifactRow& policy, int refit,
+                         const fs::path& to) -> absl::Status {
+    const std::string context =
+        absl::StrCat("policy of trial ", best->number, " (final run",
+                     policies.size() > 1 ? absl::StrCat(", refit ", refit)
+                                         : std::string(),
+                     ", ", policy.path, ")");
+    const std::string recorded = absl::AsciiStrToLower(policy.sha256);
+    ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy.path));
+    if (found != recorded) {
+      return absl::DataLossError(absl::StrCat(
+          context, ": sha256 mismatch: recorded ", recorded, ", found ", found,
+          " (the files changed after the run finished); nothing exported"));
     }
-    return absl::DataLossError(absl::StrCat(
-        context, ": the files changed while being copied (sha256 ", copied_hex,
-        ", recorded ", recorded, "); nothing exported"));
-  }
-  for (const std::string& name : names) {
-    RETURN_IF_ERROR(Rename(dir / ("." + name + ".partial"), dir / name));
+    const fs::path source(policy.path);
+    const bool is_directory = fs::is_directory(source);
+    const std::vector<std::string> names =
+        is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
+                     : std::vector<std::string>{source.filename().string()};
+    RETURN_IF_ERROR(CreateDirectories(to));
+    Sha256 copied;
+    for (const std::string& name : names) {
+      const fs::path from = is_directory ? source / name : source;
+      const fs::path partial = to / ("." + name + ".partial");
+      RETURN_IF_ERROR(CopyFile(from, partial));
+      RETURN_IF_ERROR(HashFile(partial.string(), &copied));
+    }
+    const std::string copied_hex = Sha256::ToHex(copied.Finish());
+    if (copied_hex != recorded) {
+      for (const std::string& name : names) {
+        std::error_code ec;
+        fs::remove(to / ("." + name + ".partial"), ec);
+      }
+      return absl::DataLossError(absl::StrCat(
+          context, ": the files changed while being copied (sha256 ",
+          copied_hex, ", recorded ", recorded, "); nothing exported"));
+    }
+    for (const std::string& name : names) {
+      RETURN_IF_ERROR(Rename(to / ("." + name + ".partial"), to / name));
+    }
+    return absl::OkStatus();
+  };
+  if (policies.size() == 1) {
+    RETURN_IF_ERROR(copy_policy(policies.begin()->second, 0, dir));
+  } else {
+    for (const auto& [refit, policy] : policies) {
+      RETURN_IF_ERROR(copy_policy(policy, refit,
+                                  dir / absl::StrCat(kRefitDirPrefix, refit)));
+    }
   }
   // The policy's metadata: the verdict of the study and its lockbox
   // numbers (evaluation.json beside policy.pt).
@@ -1321,7 +1376,7 @@ absl::StatusOr<std::string> ExportBest(Store& store,
             r.policy.fees, r.policy.trades, r.policy.exposure,
             r.policy.env_steps, r.bh_sharpe, r.bh_return, r.random_seeds,
             r.random_sharpe_mean, r.random_sharpe_std),
-        "}");
+        absl::StrFormat(",\"refits\":%d", r.refits), "}");
   }
   absl::StrAppend(&meta, ",\"verdict\":\"",
                   absl::StrReplaceAll(stats.verdict, {{"\"", "'"}}),

@@ -150,4 +150,69 @@ PerformanceSummary Summarize(absl::Span<const double> values,
   return s;
 }
 
+
+DomainsSummary SummarizeDomains(const std::vector<std::vector<double>>& values,
+                                double bars_per_year) {
+  constexpr double kTinyValue = 1e-12;
+  DomainsSummary s;
+  for (const std::vector<double>& v : values) {
+    if (v.size() >= 2) s.steps += static_cast<int64_t>(v.size()) - 1;
+  }
+  const double all_steps = static_cast<double>(std::max<int64_t>(s.steps, 1));
+  s.log_returns.reserve(static_cast<size_t>(s.steps));
+  std::vector<double> pooled;
+  pooled.reserve(static_cast<size_t>(s.steps));
+  for (const std::vector<double>& v : values) {
+    if (v.size() < 2) continue;
+    const double weight = static_cast<double>(v.size() - 1) / all_steps;
+    for (size_t t = 1; t < v.size(); ++t) {
+      s.log_returns.push_back(std::log(std::max(v[t], kTinyValue) /
+                                       std::max(v[t - 1], kTinyValue)));
+    }
+    const PerformanceSummary one = Summarize(v, bars_per_year);
+    const std::vector<double> bars = BarReturns(v);
+    pooled.insert(pooled.end(), bars.begin(), bars.end());
+    s.total_return += one.total_return * weight;
+    s.calmar += one.calmar * weight;
+    s.max_drawdown = std::max(s.max_drawdown, one.max_drawdown);
+  }
+  s.sharpe = SharpeRatio(pooled, bars_per_year);
+  s.sortino = SortinoRatio(pooled, bars_per_year);
+  return s;
+}
+
+std::vector<std::vector<double>> EqualCapitalValues(
+    const std::vector<absl::Span<const double>>& log_returns,
+    absl::Span<const int64_t> domain_steps) {
+  int64_t total = 0;
+  for (const int64_t n : domain_steps) {
+    if (n < 0) return {};
+    total += n;
+  }
+  if (log_returns.empty()) return {};
+  for (const absl::Span<const double> x : log_returns) {
+    if (static_cast<int64_t>(x.size()) != total) return {};
+  }
+  const double share = 1.0 / static_cast<double>(log_returns.size());
+  std::vector<std::vector<double>> out;
+  out.reserve(domain_steps.size());
+  std::vector<double> cumulative(log_returns.size());
+  size_t at = 0;
+  for (const int64_t n : domain_steps) {
+    std::vector<double> v(static_cast<size_t>(n) + 1, 0.0);
+    v[0] = 1.0;
+    std::fill(cumulative.begin(), cumulative.end(), 0.0);
+    for (int64_t t = 1; t <= n; ++t, ++at) {
+      double sum = 0;
+      for (size_t k = 0; k < log_returns.size(); ++k) {
+        cumulative[k] += log_returns[k][at];
+        sum += std::exp(cumulative[k]);
+      }
+      v[static_cast<size_t>(t)] = sum * share;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 }  // namespace ristretto::env

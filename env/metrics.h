@@ -113,6 +113,42 @@ struct PerformanceSummary {
 PerformanceSummary Summarize(absl::Span<const double> values,
                              double bars_per_year);
 
+
+// A policy played on several domains (separate episodes, each starting from
+// its own capital), scored as EvaluateActions and the lockbox score it:
+// Sharpe and Sortino over the simple returns of every step of every domain
+// pooled; total return and Calmar the means over domains weighted by their
+// steps (a short piece weighs as little as it says); maximum drawdown the
+// worst domain's. log_returns are ln(v_t / v_{t−1}) of every step, domains
+// in order, with values floored at 1e-12 (as the env's log-return reward).
+// A domain of fewer than 2 values adds no step.
+struct DomainsSummary {
+  double sharpe = 0.0;
+  double sortino = 0.0;
+  double total_return = 0.0;
+  double calmar = 0.0;
+  double max_drawdown = 0.0;
+  int64_t steps = 0;
+  std::vector<double> log_returns;
+};
+DomainsSummary SummarizeDomains(const std::vector<std::vector<double>>& values,
+                                double bars_per_year);
+
+// Capital split equally among K strategies at every domain's first bar,
+// each share then compounding its own strategy's returns (never
+// rebalanced: no trade between the shares). Domain d's value series, from
+// V_0 = 1:
+//   V_t = (1/K) Σ_k exp(x_k,1 + … + x_k,t),
+// where x_k are strategy k's per-step log returns, every domain's in the
+// order of `domain_steps` (each domain's number of steps). With
+// proportional fees and an env that scales with its capital, this is
+// exactly the account of K sub-accounts trading the same bars. Returns one
+// series of 1 + steps values per domain; empty when there is no strategy
+// or a strategy's length is not Σ domain_steps.
+std::vector<std::vector<double>> EqualCapitalValues(
+    const std::vector<absl::Span<const double>>& log_returns,
+    absl::Span<const int64_t> domain_steps);
+
 }  // namespace ristretto::env
 
 #endif  // RISTRETTO_ENV_METRICS_H_

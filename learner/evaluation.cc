@@ -17,10 +17,6 @@
 namespace ristretto::learner {
 namespace {
 
-// As the env's log-return reward: a non-positive value (impossible without
-// leverage) is floored so the log stays finite.
-constexpr double kTinyValue = 1e-12;
-
 absl::Status TraceOverflow(int domain) {
   return absl::InternalError(
       absl::StrCat("evaluation trace: domain ", domain,
@@ -148,60 +144,121 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
     }
   }
   const double bpy = env::BarsPerYear(market->interval_seconds);
-  result.log_returns.reserve(static_cast<size_t>(result.steps));
-  // Sharpe and Sortino over every bar of every domain (the bars their
-  // standard error counts); the other summaries are means over domains
-  // weighted by their steps, so that a short piece (a few bars by a gap in
-  // the data) weighs as little as it says.
-  std::vector<double> bot_returns, bench_returns;
-  bot_returns.reserve(static_cast<size_t>(result.steps));
-  bench_returns.reserve(static_cast<size_t>(result.steps));
+  // The benchmark's account per domain, on the rows the policy played.
+  std::vector<std::vector<double>> bench_values(B);
   const double all_steps =
       static_cast<double>(std::max<int64_t>(result.steps, 1));
   for (int b = 0; b < B; ++b) {
     const std::vector<double>& v = values[b];
-    const double weight =
-        static_cast<double>(v.empty() ? 0 : v.size() - 1) / all_steps;
-    for (size_t t = 1; t < v.size(); ++t) {
-      result.log_returns.push_back(std::log(std::max(v[t], kTinyValue) /
-                                            std::max(v[t - 1], kTinyValue)));
-    }
-    const env::PerformanceSummary bot = env::Summarize(v, bpy);
-    const std::vector<double> bench =
+    bench_values[b] =
         env::BuyAndHoldAccount(market->price, n, first_row[b], last_row[b] + 1,
                                env_options.initial_capital, env_options.buy_fee,
                                env_options.slippage_bps);
-    const env::PerformanceSummary eq = env::Summarize(bench, bpy);
     if (trace != nullptr) {
       if (next_bar[b] != bar_begin[b + 1] ||
-          bench.size() != bar_begin[b + 1] - bar_begin[b]) {
+          bench_values[b].size() != bar_begin[b + 1] - bar_begin[b]) {
         return absl::InternalError(
             absl::StrCat("evaluation trace: domain ", b, " played ",
                          next_bar[b] - bar_begin[b], " bars, expected ",
                          bar_begin[b + 1] - bar_begin[b]));
       }
-      std::copy(bench.begin(), bench.end(),
+      std::copy(bench_values[b].begin(), bench_values[b].end(),
                 trace->buy_and_hold.begin() +
                     static_cast<std::ptrdiff_t>(bar_begin[b]));
     }
-    const std::vector<double> bot_bars = env::BarReturns(v);
-    bot_returns.insert(bot_returns.end(), bot_bars.begin(), bot_bars.end());
-    const std::vector<double> bench_bars = env::BarReturns(bench);
-    bench_returns.insert(bench_returns.end(), bench_bars.begin(),
-                         bench_bars.end());
-    result.calmar += bot.calmar * weight;
-    result.total_return += bot.total_return * weight;
-    result.max_drawdown = std::max(result.max_drawdown, bot.max_drawdown);
-    result.benchmark_return += eq.total_return * weight;
+    const double weight =
+        static_cast<double>(v.empty() ? 0 : v.size() - 1) / all_steps;
     result.turnover += traded[b] / env_options.initial_capital * weight;
   }
-  result.sharpe = env::SharpeRatio(bot_returns, bpy);
-  result.sortino = env::SortinoRatio(bot_returns, bpy);
-  result.benchmark_sharpe = env::SharpeRatio(bench_returns, bpy);
+  // Sharpe and Sortino over every bar of every domain (the bars their
+  // standard error counts); the other summaries are means over domains
+  // weighted by their steps (env::SummarizeDomains).
+  env::DomainsSummary bot = env::SummarizeDomains(values, bpy);
+  const env::DomainsSummary bench = env::SummarizeDomains(bench_values, bpy);
+  result.log_returns = std::move(bot.log_returns);
+  result.sharpe = bot.sharpe;
+  result.sortino = bot.sortino;
+  result.calmar = bot.calmar;
+  result.total_return = bot.total_return;
+  result.max_drawdown = bot.max_drawdown;
+  result.benchmark_sharpe = bench.sharpe;
+  result.benchmark_return = bench.total_return;
   result.exposure =
       result.steps > 0 ? exposure_sum / static_cast<double>(result.steps) : 0;
   result.score = result.sharpe - result.benchmark_sharpe;
   return result;
+}
+
+absl::Status CombineEqualCapital(const std::vector<EvaluationResult>& results,
+                                 const std::vector<EvaluationTrace>& traces,
+                                 double bars_per_year, EvaluationResult* result,
+                                 EvaluationTrace* trace) {
+  if (results.empty() || results.size() != traces.size()) {
+    return absl::InvalidArgumentError(
+        "combining policies needs one result and one trace per policy");
+  }
+  const EvaluationTrace& first = traces.front();
+  for (size_t k = 1; k < traces.size(); ++k) {
+    if (traces[k].row != first.row || traces[k].domain != first.domain ||
+        traces[k].num_assets != first.num_assets) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy ", k, " was played on other bars than policy 0"));
+    }
+  }
+  *result = results.front();
+  *trace = first;
+  if (results.size() == 1) return absl::OkStatus();
+  const double k = static_cast<double>(results.size());
+  for (size_t b = 0; b < trace->bars(); ++b) {
+    double value = 0, cash = 0;
+    for (const EvaluationTrace& t : traces) {
+      value += t.value[b];
+      cash += t.cash[b];
+    }
+    trace->value[b] = value / k;
+    trace->cash[b] = cash / k;
+  }
+  for (size_t i = 0; i < trace->holdings.size(); ++i) {
+    double held = 0;
+    for (const EvaluationTrace& t : traces) held += t.holdings[i];
+    trace->holdings[i] = static_cast<float>(held / k);
+  }
+  // Per domain, the combined value series; exposure over every step (the
+  // bars after each domain's first).
+  std::vector<std::vector<double>> values;
+  double exposure_sum = 0;
+  int64_t steps = 0;
+  for (size_t b = 0; b < trace->bars(); ++b) {
+    const bool first_bar = b == 0 || trace->domain[b] != trace->domain[b - 1];
+    if (first_bar) {
+      values.emplace_back();
+    } else {
+      if (trace->value[b] > 0) {
+        exposure_sum += 1.0 - trace->cash[b] / trace->value[b];
+      }
+      ++steps;
+    }
+    values.back().push_back(trace->value[b]);
+  }
+  env::DomainsSummary s = env::SummarizeDomains(values, bars_per_year);
+  result->sharpe = s.sharpe;
+  result->sortino = s.sortino;
+  result->calmar = s.calmar;
+  result->total_return = s.total_return;
+  result->max_drawdown = s.max_drawdown;
+  result->log_returns = std::move(s.log_returns);
+  result->exposure =
+      steps > 0 ? exposure_sum / static_cast<double>(steps) : 0.0;
+  result->turnover = 0;
+  result->fees = 0;
+  result->trades = 0;
+  for (const EvaluationResult& r : results) {
+    result->turnover += r.turnover / k;
+    result->fees += r.fees / k;
+    result->trades += r.trades;
+  }
+  result->score = result->sharpe - result->benchmark_sharpe;
+  return absl::OkStatus();
 }
 
 namespace {

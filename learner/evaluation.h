@@ -73,6 +73,23 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
     const ActionFunction& decide, EvaluationTrace* trace = nullptr);
 
+// Capital split equally among K policies played on the same domains (each
+// result and trace from EvaluateActions with the same market, env options
+// and domains), each share trading its own policy and never rebalanced:
+// the account of K sub-accounts of C0/K each. Its trace's value, cash and
+// holdings are the K traces' means (each played C0; the env scales with
+// its capital and charges proportional fees), its rows, domains and buy
+// and hold are theirs; its result is scored from that trace as
+// EvaluateActions scores one policy (env::SummarizeDomains, exposure over
+// every step), with the K results' mean turnover and fees, summed trades
+// and the first result's benchmark and env steps. K = 1 returns its input.
+// Errors: kInvalidArgument with no policy, or traces that differ in their
+// rows or domains.
+absl::Status CombineEqualCapital(const std::vector<EvaluationResult>& results,
+                                 const std::vector<EvaluationTrace>& traces,
+                                 double bars_per_year, EvaluationResult* result,
+                                 EvaluationTrace* trace);
+
 // EvaluationResult as a JSON object (every field, log_returns included;
 // non-finite numbers as null), plus "objective" when not empty.
 std::string EvaluationToJson(const EvaluationResult& e,

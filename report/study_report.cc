@@ -538,6 +538,25 @@ std::string LockboxSection(const StudyReportData& d) {
   dd_o.height = 220;
   std::vector<Series> eq_series = {pol};
   std::vector<Series> dd_series = {pol_dd};
+  // With refits, each one's own account (thin, dashed): the spread the
+  // split averages over.
+  if (l.refits > 1) {
+    pol.name = absl::StrCat("policy (best trial: ", l.refits,
+                            " refits, capital split)");
+    eq_series = {pol};
+    for (const ReportLockbox::Refit& r : l.refit_results) {
+      if (r.log_returns.size() != l.policy_log_returns.size()) continue;
+      const std::vector<double> refit_equity = Equity(r.log_returns);
+      Series s;
+      s.name = absl::StrCat("refit ", r.refit);
+      s.dashed = true;
+      for (size_t i : keep) {
+        s.x.push_back(x[i]);
+        s.y.push_back(refit_equity[i]);
+      }
+      eq_series.push_back(std::move(s));
+    }
+  }
   if (has_bh) {
     eq_series.push_back(bh);
     dd_series.push_back(bh_dd_s);
@@ -564,11 +583,21 @@ std::string LockboxSection(const StudyReportData& d) {
   absl::StrAppend(
       &body, "<tr><td>policy (trial ",
       d.best_trial.has_value() ? absl::StrCat(*d.best_trial) : std::string("-"),
+      l.refits > 1 ? absl::StrCat(", ", l.refits, " refits, capital split")
+                   : std::string(),
       ")</td><td>", SharpeSe(l.sharpe, l.sharpe_se), "</td><td>",
       Fmt(l.sortino, 2), "</td><td>", Pct(l.total_return), "</td><td>",
       Pct(l.max_drawdown), "</td><td>", Fmt(l.turnover, 2), "</td><td>",
       Fmt(l.fees, 2), "</td><td>", l.trades, "</td><td>", Pct(l.exposure),
       "</td></tr>");
+  for (const ReportLockbox::Refit& r : l.refit_results) {
+    absl::StrAppend(&body, "<tr><td>&nbsp;&nbsp;refit ", r.refit,
+                    " (its own 1/", l.refits, " share, scaled up)</td><td>",
+                    SharpeSe(r.sharpe, r.sharpe_se), "</td><td>-</td><td>",
+                    Pct(r.total_return), "</td><td>", Pct(r.max_drawdown),
+                    "</td><td>-</td><td>-</td><td>", r.trades,
+                    "</td><td>-</td></tr>");
+  }
   absl::StrAppend(&body, "<tr><td>buy &amp; hold (equal weight)</td><td>",
                   SharpeSe(l.bh_sharpe, l.bh_sharpe_se), "</td><td>-</td><td>",
                   Pct(l.bh_return), "</td><td>", Pct(l.bh_max_drawdown),

@@ -85,6 +85,17 @@ struct ReportLockbox {
   int random_seeds = 0;
   double random_sharpe_mean = 0, random_sharpe_std = 0;
   double random_return_mean = 0, random_return_std = 0;
+  // The policy is capital split equally among this many refits (1: one
+  // final run), and each refit's own lockbox result, by refit (empty for
+  // one): how much the split hangs on any one PPO run.
+  int refits = 1;
+  struct Refit {
+    int refit = 0;
+    double sharpe = 0, sharpe_se = 0, total_return = 0, max_drawdown = 0;
+    int64_t trades = 0;
+    std::vector<double> log_returns;  // same bars as policy_log_returns
+  };
+  std::vector<Refit> refit_results;
 };
 
 struct StudyReportData {

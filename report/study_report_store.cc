@@ -355,6 +355,23 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     ReportLockbox lb;
     lb.bars = row.bars;
     lb.policy_log_returns = row.policy.log_returns;
+    lb.refits = row.refits;
+    if (row.refits > 1) {
+      ASSIGN_OR_RETURN(const std::vector<coordinator::RefitRow> refits,
+                       store.ListRefits(study.id));
+      for (const coordinator::RefitRow& r : refits) {
+        if (r.trial_id != best->id) continue;
+        ReportLockbox::Refit f;
+        f.refit = r.refit;
+        f.sharpe = r.policy.sharpe;
+        f.sharpe_se = StoredSe(r.sharpe_se);
+        f.total_return = r.policy.total_return;
+        f.max_drawdown = r.policy.max_drawdown;
+        f.trades = r.policy.trades;
+        f.log_returns = r.policy.log_returns;
+        lb.refit_results.push_back(std::move(f));
+      }
+    }
     lb.sharpe = row.policy.sharpe;
     lb.sharpe_se = StoredSe(row.sharpe_se);
     lb.sortino = row.policy.sortino;
@@ -401,7 +418,7 @@ absl::StatusOr<std::map<int, double>> BuyAndHoldFoldErrors(
                    store.ListRuns(trial_id));
   std::map<int, double> out;
   for (const coordinator::RunRow& run : runs) {
-    if (run.fold == coordinator::kLockboxFold) continue;
+    if (coordinator::IsFinalFold(run.fold)) continue;
     absl::StatusOr<learner::TrainerOptions> o =
         learner::TrainerOptionsFromConfigJson(run.config_json);
     if (!o.ok()) continue;

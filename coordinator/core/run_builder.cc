@@ -243,10 +243,15 @@ absl::StatusOr<int64_t> CheckpointsPerRun(const StudyConfig& study,
 
 absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
     const StudyConfig& study, const Params& params, const DatasetInfo& data,
-    int64_t train_env_steps) {
+    int64_t train_env_steps, int refit) {
   if (train_env_steps < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the final run needs >= 1 env steps (got ", train_env_steps, ")"));
+  }
+  if (refit < 0 || refit >= study.lockbox.refits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("refit ", refit, " is outside [0, ", study.lockbox.refits,
+                     ") (lockbox.refits)"));
   }
   ASSIGN_OR_RETURN(learner::TrainerOptions o, BaseOptions(study, params, data));
   const int64_t lookback = o.env.lookback;
@@ -265,8 +270,10 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
   o.budget_env_steps = train_env_steps;
   o.eval_every_env_steps = 0;
   o.final_evaluation = true;
-  // Salt 0: the folds use 1, 2, …
-  o.seed = RunSeed(study, params, 0);
+  // Salt 0 for the first refit (as before refits existed); the folds use
+  // 1, 2, … and the other refits 2^32 + r, far from any fold's.
+  o.seed = RunSeed(study, params,
+                   refit == 0 ? 0 : (uint64_t{1} << 32) + static_cast<uint64_t>(refit));
   RETURN_IF_ERROR(learner::CheckLockbox(o));
   return o;
 }

@@ -241,9 +241,11 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
 absl::StatusOr<LockboxSpec> ParseLockbox(const YAML::Node& n) {
   const std::string path = "lockbox";
   if (!n.IsMap()) {
-    return Error(path, "expected {share: F} or {bars: N} (and embargo_bars)");
+    return Error(path,
+                 "expected {share: F} or {bars: N} (and embargo_bars, refits)");
   }
-  RETURN_IF_ERROR(CheckMap(n, path, {"share", "bars", "embargo_bars"}));
+  RETURN_IF_ERROR(
+      CheckMap(n, path, {"share", "bars", "embargo_bars", "refits"}));
   LockboxSpec l;
   if (n["share"] && n["bars"]) {
     return Error(path, "give either share or bars, not both");
@@ -270,6 +272,15 @@ absl::StatusOr<LockboxSpec> ParseLockbox(const YAML::Node& n) {
       return Error("lockbox.embargo_bars",
                    absl::StrCat(l.embargo_bars, " must be >= 0"));
     }
+  }
+  if (n["refits"]) {
+    int64_t refits = 0;
+    ASSIGN_OR_RETURN(refits, Int(n["refits"], "lockbox.refits"));
+    if (refits < 1 || refits > kMaxRefits) {
+      return Error("lockbox.refits", absl::StrCat(refits, " is outside [1, ",
+                                                  kMaxRefits, "]"));
+    }
+    l.refits = static_cast<int>(refits);
   }
   return l;
 }

@@ -109,7 +109,13 @@ struct LockboxSpec {
   double share = 0.15;        // of the dataset's rows, in (0, 0.5]
   int64_t bars = 0;           // or exactly this many rows (> 0; wins)
   int64_t embargo_bars = -1;  // rows left out before it; -1: cv.embargo_bars
+  // Final runs per complete trial: refits of its parameters on every
+  // pre-lockbox row, each with its own seed, in [1, kMaxRefits]. The
+  // lockbox scores capital split equally among them (docs/study_format.md,
+  // "lockbox"), so the result does not hang on one PPO run.
+  int refits = 1;
 };
+inline constexpr int kMaxRefits = 16;
 
 // Where the lockbox falls in a dataset of num_rows rows.
 struct LockboxLayout {
@@ -226,10 +232,11 @@ absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
 // and evaluated once, at the end, on the lockbox (final_evaluation = true).
 // Errors (kInvalidArgument): as BuildRunOptions, a lockbox shorter than
 // 2·lookback + 1 rows, a pre-lockbox region without a block long enough for
-// an episode, train_env_steps < 1.
+// an episode, train_env_steps < 1, a refit outside [0, lockbox.refits).
+// Refit r of lockbox.refits differs from the others in its seed only.
 absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
     const StudyConfig& study, const Params& params, const DatasetInfo& data,
-    int64_t train_env_steps);
+    int64_t train_env_steps, int refit = 0);
 
 // How many validations each run of the trial compares and could pick its
 // score from: ceil(budget / eval interval) with the trial's own budget and

@@ -14,7 +14,8 @@ constexpr const char* kDbOpNames[kNumDbOps] = {
     "CompleteTrial",   "CountTrials",        "CreateTrial",   "ExpireLeases",
     "FailRun",         "GetDataset",         "GetMember",     "GetRun",
     "GetStudyById",    "GetTrial",           "Heartbeat",     "LeaseRun",
-    "ListFoldMetrics", "ListIntermediates",  "ListRuns",      "ListStudies",
+    "ListFoldMetrics", "ListIntermediates",  "ListRefits",    "ListRuns",
+    "ListStudies",
     "ListTrials",      "PruneTrial",         "PutDataset",    "PutStudyResult",
     "ReleaseLeases",   "ReportIntermediate", "SetStudyState", "UpsertMember",
 };

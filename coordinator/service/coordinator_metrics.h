@@ -48,6 +48,7 @@ enum class DbOp {
   kLeaseRun,
   kListFoldMetrics,
   kListIntermediates,
+  kListRefits,
   kListRuns,
   kListStudies,
   kListTrials,
@@ -59,7 +60,7 @@ enum class DbOp {
   kSetStudyState,
   kUpsertMember,
 };
-inline constexpr int kNumDbOps = 28;
+inline constexpr int kNumDbOps = 29;
 // The Store method's name, e.g. "LeaseRun".
 const char* DbOpName(DbOp op);
 

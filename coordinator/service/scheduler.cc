@@ -12,6 +12,7 @@
 #include "common/status_macros.h"
 #include "common/text_util.h"
 #include "coordinator/core/verdict.h"
+#include "coordinator/store/refits.h"
 #include "coordinator/store/store_checks.h"
 #include "coordinator/store/study_result.h"
 #include "env/dataset.h"
@@ -20,6 +21,9 @@
 #include "learner/run_config_codec.h"
 
 namespace ristretto::coordinator {
+
+static_assert(kMaxRefits == kMaxFinalRefits,
+              "lockbox.refits and the store's final-run folds must agree");
 namespace {
 
 // The longest incarnation a learner may send (RegisterLearnerRequest).
@@ -411,18 +415,32 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
     study->final_queued.insert(trial.id);
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(const std::string config,
-                   learner::TrainerOptionsToConfigJson(*options));
-  ASSIGN_OR_RETURN(
-      const RunRow run,
-      Db(DbOp::kAddFinalRun)
-          ->AddFinalRun(trial.id, config, options_.data_dir + "/runs"));
-  study->final_queued.insert(trial.id);
-  if (run.state == RunState::kQueued && run.attempts == 0) {
-    RLOG(INFO) << "trial " << trial.number << " final run queued (" << steps
-               << " env steps on rows before " << options->lockbox_guard
-               << ", then the lockbox)";
+  // Every refit trains the same options but for its seed.
+  const int refits = study->config.lockbox.refits;
+  for (int r = 0; r < refits; ++r) {
+    learner::TrainerOptions refit = *options;
+    if (r > 0) {
+      ASSIGN_OR_RETURN(learner::TrainerOptions seeded,
+                       BuildFinalRunOptions(study->config, params,
+                                            study->dataset, steps, r));
+      refit.seed = seeded.seed;
+    }
+    ASSIGN_OR_RETURN(const std::string config,
+                     learner::TrainerOptionsToConfigJson(refit));
+    ASSIGN_OR_RETURN(const RunRow run,
+                     Db(DbOp::kAddFinalRun)
+                         ->AddRefitRun(trial.id, r, config,
+                                       options_.data_dir + "/runs"));
+    if (run.state == RunState::kQueued && run.attempts == 0 && r == 0) {
+      RLOG(INFO) << "trial " << trial.number << " final run"
+                 << (refits > 1 ? absl::StrCat("s (", refits, " refits)")
+                                : std::string())
+                 << " queued (" << options->budget_env_steps
+                 << " env steps on rows before " << options->lockbox_guard
+                 << ", then the lockbox)";
+    }
   }
+  study->final_queued.insert(trial.id);
   return absl::OkStatus();
 }
 
@@ -433,41 +451,104 @@ absl::Status Scheduler::CompleteFinalRun(
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
   ASSIGN_OR_RETURN(learner::TrainerOptions options,
                    learner::TrainerOptionsFromConfigJson(run.config_json));
-  ASSIGN_OR_RETURN(
-      const SegmentBaselines base,
-      ComputeBaselines(study->market, options.env, options.validation_domains));
   const double bpy = env::BarsPerYear(study->market->interval_seconds);
-  LockboxRow row;
-  row.policy = ToMetrics(request.final_evaluation());
-  SetDataFlow(request, &row.policy);
-  row.policy.fold = kLockboxFold;
-  row.bars = static_cast<int64_t>(row.policy.log_returns.size());
-  row.sharpe_se = AnnualisedSharpeError(row.policy.log_returns, bpy);
-  if (!std::isfinite(row.sharpe_se)) row.sharpe_se = 0;
-  row.bh_sharpe = base.buy_and_hold.sharpe;
-  row.bh_sharpe_se = std::isfinite(base.buy_and_hold_sharpe_se)
-                         ? base.buy_and_hold_sharpe_se
-                         : 0;
-  row.bh_sortino = base.buy_and_hold.sortino;
-  row.bh_return = base.buy_and_hold.total_return;
-  row.bh_max_drawdown = base.buy_and_hold.max_drawdown;
-  row.random_seeds = base.random_seeds;
-  row.random_sharpe_mean = base.random_sharpe_mean;
-  row.random_sharpe_std = base.random_sharpe_std;
-  row.random_return_mean = base.random_return_mean;
-  row.random_return_std = base.random_return_std;
-  row.bh_log_returns = base.buy_and_hold.log_returns;
+  RefitRow refit;
+  refit.trial_id = run.trial_id;
+  refit.run_id = run.id;
+  refit.refit = RefitOfFold(run.fold);
+  refit.policy = ToMetrics(request.final_evaluation());
+  SetDataFlow(request, &refit.policy);
+  refit.policy.fold = run.fold;
+  refit.sharpe_se = AnnualisedSharpeError(refit.policy.log_returns, bpy);
+  if (!std::isfinite(refit.sharpe_se)) refit.sharpe_se = 0;
+  // The trial's result is written with its last refit (each refit's own
+  // result is kept beside it).
+  ASSIGN_OR_RETURN(const std::vector<RunRow> runs,
+                   Db(DbOp::kListRuns)->ListRuns(run.trial_id));
+  int finals = 0;
+  bool others_complete = true;
+  for (const RunRow& r : runs) {
+    if (!IsFinalFold(r.fold)) continue;
+    ++finals;
+    if (r.id != run.id && r.state != RunState::kDone) {
+      others_complete = false;
+    }
+  }
+  // A refit not queued yet (the coordinator stopped between queueing two)
+  // is still to come.
+  if (finals < study->config.lockbox.refits) others_complete = false;
+  std::optional<LockboxRow> combined;
+  if (others_complete) {
+    ASSIGN_OR_RETURN(const SegmentBaselines base,
+                     ComputeBaselines(study->market, options.env,
+                                      options.validation_domains));
+    LockboxRow row;
+    row.refits = std::max(finals, 1);
+    if (row.refits == 1) {
+      row.policy = refit.policy;
+      row.sharpe_se = refit.sharpe_se;
+    } else {
+      ASSIGN_OR_RETURN(std::vector<RefitRow> all,
+                       Db(DbOp::kListRefits)->ListRefits(run.study_id));
+      all.erase(std::remove_if(all.begin(), all.end(),
+                               [&](const RefitRow& r) {
+                                 return r.trial_id != run.trial_id ||
+                                        r.run_id == run.id;
+                               }),
+                all.end());
+      all.push_back(refit);
+      if (static_cast<int>(all.size()) != finals) {
+        return absl::InternalError(absl::StrCat(
+            "trial ", run.trial_id, " has ", finals, " final runs but ",
+            all.size(), " refit results"));
+      }
+      std::vector<int64_t> domain_steps;
+      for (const env::Domain& d : options.validation_domains) {
+        domain_steps.push_back(d.size() - 2 * options.env.lookback);
+      }
+      ASSIGN_OR_RETURN(row.policy, CombineRefits(all, domain_steps, bpy));
+      row.sharpe_se = AnnualisedSharpeError(row.policy.log_returns, bpy);
+      if (!std::isfinite(row.sharpe_se)) row.sharpe_se = 0;
+    }
+    row.policy.fold = kLockboxFold;
+    row.bars = static_cast<int64_t>(row.policy.log_returns.size());
+    row.bh_sharpe = base.buy_and_hold.sharpe;
+    row.bh_sharpe_se = std::isfinite(base.buy_and_hold_sharpe_se)
+                           ? base.buy_and_hold_sharpe_se
+                           : 0;
+    row.bh_sortino = base.buy_and_hold.sortino;
+    row.bh_return = base.buy_and_hold.total_return;
+    row.bh_max_drawdown = base.buy_and_hold.max_drawdown;
+    row.random_seeds = base.random_seeds;
+    row.random_sharpe_mean = base.random_sharpe_mean;
+    row.random_sharpe_std = base.random_sharpe_std;
+    row.random_return_mean = base.random_return_mean;
+    row.random_return_std = base.random_return_std;
+    row.bh_log_returns = base.buy_and_hold.log_returns;
+    combined = std::move(row);
+  }
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
+  const double refit_sharpe = refit.policy.sharpe;
   RETURN_IF_ERROR(Db(DbOp::kCompleteFinalRun)
-                      ->CompleteFinalRun(run.id, request.member_id(),
-                                         std::move(row), artifacts));
+                      ->CompleteRefit(run.id, request.member_id(),
+                                      std::move(refit), combined, artifacts));
   ++counters_.runs_completed;
-  RLOG(INFO) << absl::StrFormat(
-      "run %d (final) done: lockbox Sharpe %.2f, buy & hold %.2f, random "
-      "%.2f",
-      run.id, request.final_evaluation().sharpe(), base.buy_and_hold.sharpe,
-      base.random_sharpe_mean);
+  if (!combined.has_value()) {
+    RLOG(INFO) << absl::StrFormat(
+        "run %d (final, refit %d) done: lockbox Sharpe %.2f; the trial's "
+        "result waits for its other refits",
+        run.id, RefitOfFold(run.fold), refit_sharpe);
+  } else {
+    RLOG(INFO) << absl::StrFormat(
+        "run %d (final) done: lockbox Sharpe %.2f%s, buy & hold %.2f, random "
+        "%.2f",
+        run.id, combined->policy.sharpe,
+        combined->refits > 1
+            ? absl::StrFormat(" (%d refits, capital split)", combined->refits)
+            : std::string(),
+        combined->bh_sharpe, combined->random_sharpe_mean);
+  }
   return absl::OkStatus();
 }
 
@@ -621,8 +702,9 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
   lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
-                                   run->fold == kLockboxFold
-                                       ? std::string("/lockbox")
+                                   IsFinalFold(run->fold)
+                                       ? absl::StrCat("/", FinalRunDirectory(
+                                                               RefitOfFold(run->fold)))
                                        : absl::StrCat("/fold-", run->fold)));
   lease->set_study_id(run->study_id);
   lease->set_trial_id(run->trial_id);
@@ -674,7 +756,7 @@ absl::StatusOr<v1::ReportEvaluationResponse> Scheduler::ReportEvaluation(
   RETURN_IF_ERROR(CheckFinite(e));
   // A final run's only evaluation is on the lockbox: never an intermediate
   // value, never a pruning input.
-  if (run.fold == kLockboxFold) return response;
+  if (IsFinalFold(run.fold)) return response;
   ASSIGN_OR_RETURN(StudyRow study_row,
                    Db(DbOp::kGetStudyById)->GetStudyById(run.study_id));
   ASSIGN_OR_RETURN(StudyCache * study, Study(study_row));
@@ -728,7 +810,7 @@ absl::Status Scheduler::CompleteRun(const v1::CompleteRunRequest& request) {
   ASSIGN_OR_RETURN(RunRow run, Db(DbOp::kGetRun)->GetRun(request.run_id()));
   RETURN_IF_ERROR(CheckLeasedTo(run, request.member_id(), "CompleteRun"));
   RETURN_IF_ERROR(CheckFinite(request.final_evaluation()));
-  if (run.fold == kLockboxFold) return CompleteFinalRun(run, request);
+  if (IsFinalFold(run.fold)) return CompleteFinalRun(run, request);
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,
                    ToArtifacts(run, request));
   FoldMetrics metrics = ToMetrics(request.final_evaluation());

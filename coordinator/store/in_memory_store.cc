@@ -368,7 +368,7 @@ absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
     if (studies_.at(run.study_id).state != StudyState::kRunning) continue;
     const TrialState trial_state = trials_.at(run.trial_id).state;
     if (trial_state != TrialState::kRunning &&
-        !(trial_state == TrialState::kComplete && run.fold == kLockboxFold)) {
+        !(trial_state == TrialState::kComplete && IsFinalFold(run.fold))) {
       continue;
     }
     if (run.retry_after.has_value() && now < *run.retry_after) continue;
@@ -612,13 +612,15 @@ InMemoryStore::ListStudyFoldMetrics(int64_t study_id) {
 
 // ---------------------------------------------------------------- lockbox
 
-absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
-    int64_t trial_id, const std::string& config_json,
+absl::StatusOr<RunRow> InMemoryStore::AddRefitRun(
+    int64_t trial_id, int refit, const std::string& config_json,
     const std::string& checkpoint_root) {
+  RETURN_IF_ERROR(CheckRefit(refit));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(TrialRow * trial, FindTrial(trial_id));
+  const int fold = FinalRunFold(refit);
   for (const auto& [id, run] : runs_) {
-    if (run.trial_id == trial_id && run.fold == kLockboxFold) return run;
+    if (run.trial_id == trial_id && run.fold == fold) return run;
   }
   if (trial->state != TrialState::kComplete) {
     return absl::FailedPreconditionError(
@@ -629,63 +631,100 @@ absl::StatusOr<RunRow> InMemoryStore::AddFinalRun(
   run.id = next_run_id_++;
   run.trial_id = trial_id;
   run.study_id = trial->study_id;
-  run.fold = kLockboxFold;
+  run.fold = fold;
   run.state = RunState::kQueued;
   run.config_json = config_json;
   run.checkpoint_dir = (std::filesystem::path(checkpoint_root) /
                         studies_.at(trial->study_id).name /
-                        absl::StrCat("trial-", trial->number) / "lockbox")
+                        absl::StrCat("trial-", trial->number) /
+                        FinalRunDirectory(refit))
                            .string();
   runs_[run.id] = run;
   return run;
 }
 
-absl::Status InMemoryStore::CompleteFinalRun(
-    int64_t run_id, const std::string& member_id, LockboxRow result,
+absl::Status InMemoryStore::CompleteRefit(
+    int64_t run_id, const std::string& member_id, RefitRow refit,
+    std::optional<LockboxRow> combined,
     const std::vector<ArtifactRow>& artifacts) {
-  RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, result, artifacts));
+  RETURN_IF_ERROR(CheckCompleteRefit(run_id, refit, combined, artifacts));
   absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(RunRow * run, HeldRun(run_id, member_id));
   RETURN_IF_ERROR(CheckFinalRun(run_id, run->fold));
-  // What PgStore's lockbox_results keeps, read back as ListLockbox builds
-  // it: the policy's benchmark is buy and hold, its objective score is not
-  // stored.
-  const FoldMetrics& p = result.policy;
-  StoredLockbox stored;
-  stored.study_id = run->study_id;
-  LockboxRow& x = stored.row;
-  x.trial_id = run->trial_id;
-  x.run_id = run_id;
-  x.bars = result.bars;
-  x.sharpe_se = result.sharpe_se;
-  x.policy.fold = kLockboxFold;
-  x.policy.sharpe = p.sharpe;
-  x.policy.sortino = p.sortino;
-  x.policy.calmar = p.calmar;
-  x.policy.total_return = p.total_return;
-  x.policy.max_drawdown = p.max_drawdown;
-  x.policy.turnover = p.turnover;
-  x.policy.fees = p.fees;
-  x.policy.trades = p.trades;
-  x.policy.exposure = p.exposure;
-  x.policy.env_steps = p.env_steps;
-  x.policy.log_returns = RoundReturns(p.log_returns);
-  x.bh_sharpe = result.bh_sharpe;
-  x.bh_sharpe_se = result.bh_sharpe_se;
-  x.bh_sortino = result.bh_sortino;
-  x.bh_return = result.bh_return;
-  x.bh_max_drawdown = result.bh_max_drawdown;
-  x.random_seeds = result.random_seeds;
-  x.random_sharpe_mean = result.random_sharpe_mean;
-  x.random_sharpe_std = result.random_sharpe_std;
-  x.random_return_mean = result.random_return_mean;
-  x.random_return_std = result.random_return_std;
-  x.bh_log_returns = RoundReturns(result.bh_log_returns);
-  x.policy.benchmark_sharpe = x.bh_sharpe;
-  x.policy.benchmark_return = x.bh_return;
-  lockbox_[run->trial_id] = std::move(stored);
+  if (combined.has_value()) {
+    for (const auto& [id, other] : runs_) {
+      if (id != run_id && other.trial_id == run->trial_id &&
+          IsFinalFold(other.fold) && other.state != RunState::kDone) {
+        return OtherRefitOpen(run_id, other.id, other.state);
+      }
+    }
+  }
+  // What PgStore's tables keep, read back as its listings build it: the
+  // policy's benchmark is buy and hold, its objective score is not stored.
+  const FoldMetrics p = refit.policy;
+  auto stored_policy = [](const FoldMetrics& m) {
+    FoldMetrics x;
+    x.fold = kLockboxFold;
+    x.sharpe = m.sharpe;
+    x.sortino = m.sortino;
+    x.calmar = m.calmar;
+    x.total_return = m.total_return;
+    x.max_drawdown = m.max_drawdown;
+    x.turnover = m.turnover;
+    x.fees = m.fees;
+    x.trades = m.trades;
+    x.exposure = m.exposure;
+    x.env_steps = m.env_steps;
+    x.log_returns = RoundReturns(m.log_returns);
+    return x;
+  };
+  RefitRow r;
+  r.trial_id = run->trial_id;
+  r.run_id = run_id;
+  r.refit = RefitOfFold(run->fold);
+  r.policy = stored_policy(refit.policy);
+  r.policy.fold = run->fold;
+  r.sharpe_se = refit.sharpe_se;
+  refits_[{run->trial_id, r.refit}] = {run->study_id, std::move(r)};
+  if (combined.has_value()) {
+    const LockboxRow& result = *combined;
+    StoredLockbox stored;
+    stored.study_id = run->study_id;
+    LockboxRow& x = stored.row;
+    x.trial_id = run->trial_id;
+    x.run_id = run_id;
+    x.bars = result.bars;
+    x.refits = result.refits;
+    x.sharpe_se = result.sharpe_se;
+    x.policy = stored_policy(result.policy);
+    x.bh_sharpe = result.bh_sharpe;
+    x.bh_sharpe_se = result.bh_sharpe_se;
+    x.bh_sortino = result.bh_sortino;
+    x.bh_return = result.bh_return;
+    x.bh_max_drawdown = result.bh_max_drawdown;
+    x.random_seeds = result.random_seeds;
+    x.random_sharpe_mean = result.random_sharpe_mean;
+    x.random_sharpe_std = result.random_sharpe_std;
+    x.random_return_mean = result.random_return_mean;
+    x.random_return_std = result.random_return_std;
+    x.bh_log_returns = RoundReturns(result.bh_log_returns);
+    x.policy.benchmark_sharpe = x.bh_sharpe;
+    x.policy.benchmark_return = x.bh_return;
+    lockbox_[run->trial_id] = std::move(stored);
+  }
   FinishRun(run, p, artifacts);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<RefitRow>> InMemoryStore::ListRefits(
+    int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(RequireStudy(study_id));
+  std::vector<RefitRow> rows;
+  for (const auto& [key, stored] : refits_) {  // by trial id, refit
+    if (stored.first == study_id) rows.push_back(stored.second);
+  }
+  return rows;
 }
 
 absl::StatusOr<std::vector<LockboxRow>> InMemoryStore::ListLockbox(

@@ -104,12 +104,14 @@ class InMemoryStore final : public Store {
   absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
   ListStudyFoldMetrics(int64_t study_id) override;
 
-  absl::StatusOr<RunRow> AddFinalRun(
-      int64_t trial_id, const std::string& config_json,
+  absl::StatusOr<RunRow> AddRefitRun(
+      int64_t trial_id, int refit, const std::string& config_json,
       const std::string& checkpoint_root) override;
-  absl::Status CompleteFinalRun(
-      int64_t run_id, const std::string& member_id, LockboxRow result,
+  absl::Status CompleteRefit(
+      int64_t run_id, const std::string& member_id, RefitRow refit,
+      std::optional<LockboxRow> combined,
       const std::vector<ArtifactRow>& artifacts) override;
+  absl::StatusOr<std::vector<RefitRow>> ListRefits(int64_t study_id) override;
   absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) override;
   absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id) override;
@@ -165,6 +167,9 @@ class InMemoryStore final : public Store {
   std::map<int64_t, FoldMetrics> fold_metrics_ ABSL_GUARDED_BY(mu_);
   // Trial id → its final run's lockbox result (one per trial).
   std::map<int64_t, StoredLockbox> lockbox_ ABSL_GUARDED_BY(mu_);
+  // By (trial id, refit); study id beside.
+  std::map<std::pair<int64_t, int>, std::pair<int64_t, RefitRow>> refits_
+      ABSL_GUARDED_BY(mu_);
   // (run id, step) → value.
   std::map<std::pair<int64_t, int64_t>, double> intermediates_
       ABSL_GUARDED_BY(mu_);

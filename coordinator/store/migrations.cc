@@ -252,6 +252,38 @@ ALTER TABLE lockbox_results
   ADD COLUMN bh_log_returns text NOT NULL DEFAULT '';
 )sql";
 
+// 7: refits. A complete trial may have several final runs (lockbox.refits:
+// the same parameters, each with its own seed; refit r is fold −1 − r), each
+// evaluated on the lockbox (lockbox_refits); the trial's lockbox_results row
+// combines them (capital split equally among the refits) and says how many.
+constexpr char kLockboxRefits[] = R"sql(
+ALTER TABLE runs DROP CONSTRAINT runs_fold_check;
+ALTER TABLE runs ADD CONSTRAINT runs_fold_check CHECK (fold >= -16);
+ALTER TABLE lockbox_results
+  ADD COLUMN refits int NOT NULL DEFAULT 1 CHECK (refits BETWEEN 1 AND 16);
+CREATE TABLE lockbox_refits (
+  run_id        bigint PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  trial_id      bigint NOT NULL REFERENCES trials (id) ON DELETE CASCADE,
+  study_id      bigint NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  refit         int NOT NULL CHECK (refit BETWEEN 0 AND 15),
+  sharpe        double precision NOT NULL,
+  sharpe_se     double precision NOT NULL,
+  sortino       double precision NOT NULL,
+  calmar        double precision NOT NULL,
+  total_return  double precision NOT NULL,
+  max_drawdown  double precision NOT NULL,
+  turnover      double precision NOT NULL,
+  fees          double precision NOT NULL,
+  trades        bigint NOT NULL CHECK (trades >= 0),
+  exposure      double precision NOT NULL,
+  env_steps     bigint NOT NULL CHECK (env_steps >= 0),
+  log_returns   text NOT NULL DEFAULT '',
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (trial_id, refit)
+);
+CREATE INDEX lockbox_refits_study_idx ON lockbox_refits (study_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -262,6 +294,7 @@ const std::vector<Migration>& Migrations() {
       {4, "retry back-off of failed runs, study stop reasons", kRetryBackoff},
       {5, "env steps received and dropped per run", kRunDataFlow},
       {6, "buy and hold's lockbox returns", kLockboxBuyAndHoldReturns},
+      {7, "refits: several final runs per trial", kLockboxRefits},
   };
   return *kMigrations;
 }

@@ -1039,7 +1039,7 @@ absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
                 "JOIN studies s ON s.id = r.study_id "
                 "WHERE r.state = 'queued' AND s.state = 'running' "
                 "AND (t.state = 'running' OR (t.state = 'complete' "
-                "AND r.fold = -1)) "
+                "AND r.fold < 0)) "
                 "AND (r.retry_after IS NULL OR r.retry_after <= ",
                 TsParam(1),
                 ") AND (r.avoid_member <> $2 OR r.avoid_until IS NULL "
@@ -1416,16 +1416,18 @@ PgStore::ListStudyFoldMetrics(int64_t study_id) {
 
 // ---------------------------------------------------------------- lockbox
 
-absl::StatusOr<RunRow> PgStore::AddFinalRun(
-    int64_t trial_id, const std::string& config_json,
+absl::StatusOr<RunRow> PgStore::AddRefitRun(
+    int64_t trial_id, int refit, const std::string& config_json,
     const std::string& checkpoint_root) {
+  RETURN_IF_ERROR(CheckRefit(refit));
+  const int fold = FinalRunFold(refit);
   return impl_->Transact<RunRow>(
       "AddFinalRun", true, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
         ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
         const pqxx::result existing = txn.exec_params(
             absl::StrCat("SELECT ", kRunColumns,
                          " FROM runs r WHERE r.trial_id = $1 AND r.fold = $2"),
-            trial_id, kLockboxFold);
+            trial_id, fold);
         if (!existing.empty()) return ParseRun(existing[0]);
         if (state != TrialState::kComplete) {
           return absl::FailedPreconditionError(
@@ -1438,48 +1440,112 @@ absl::StatusOr<RunRow> PgStore::AddFinalRun(
             trial_id);
         const std::filesystem::path dir =
             std::filesystem::path(checkpoint_root) / t[0].as<std::string>() /
-            absl::StrCat("trial-", t[1].as<int64_t>()) / "lockbox";
+            absl::StrCat("trial-", t[1].as<int64_t>()) /
+            FinalRunDirectory(refit);
         return ParseRun(txn.exec_params1(
             absl::StrCat("INSERT INTO runs AS r (trial_id, study_id, fold, "
                          "config_json, checkpoint_dir) "
                          "VALUES ($1, $2, $3, $4, $5) RETURNING ",
                          kRunColumns),
-            trial_id, t[2].as<int64_t>(), kLockboxFold, config_json,
-            dir.string()));
+            trial_id, t[2].as<int64_t>(), fold, config_json, dir.string()));
       });
 }
 
-absl::Status PgStore::CompleteFinalRun(
-    int64_t run_id, const std::string& member_id, LockboxRow result,
-    const std::vector<ArtifactRow>& artifacts) {
-  RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, result, artifacts));
+absl::Status PgStore::CompleteRefit(int64_t run_id,
+                                    const std::string& member_id,
+                                    RefitRow refit,
+                                    std::optional<LockboxRow> combined,
+                                    const std::vector<ArtifactRow>& artifacts) {
+  RETURN_IF_ERROR(CheckCompleteRefit(run_id, refit, combined, artifacts));
   return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
     ASSIGN_OR_RETURN(const pqxx::row r, LockHeldRun(txn, run_id, member_id));
-    RETURN_IF_ERROR(CheckFinalRun(run_id, r[3].as<int>()));
+    const int fold = r[3].as<int>();
+    RETURN_IF_ERROR(CheckFinalRun(run_id, fold));
     const int64_t study_id = r[2].as<int64_t>();
-    const FoldMetrics& p = result.policy;
+    if (combined.has_value()) {
+      const pqxx::result open = txn.exec_params(
+          "SELECT id, state FROM runs WHERE trial_id = $1 AND fold < 0 "
+          "AND id <> $2 AND state <> 'done' ORDER BY id LIMIT 1",
+          trial_id, run_id);
+      if (!open.empty()) {
+        return OtherRefitOpen(run_id, open[0][0].as<int64_t>(),
+                              StateField(open[0][1], ParseRunState));
+      }
+    }
+    const FoldMetrics& p = refit.policy;
     txn.exec_params(
-        "INSERT INTO lockbox_results (trial_id, run_id, study_id, bars, "
+        "INSERT INTO lockbox_refits (run_id, trial_id, study_id, refit, "
         "sharpe, sharpe_se, sortino, calmar, total_return, max_drawdown, "
-        "turnover, fees, trades, exposure, env_steps, bh_sharpe, "
-        "bh_sharpe_se, bh_sortino, bh_return, bh_max_drawdown, random_seeds, "
-        "random_sharpe_mean, random_sharpe_std, random_return_mean, "
-        "random_return_std, log_returns, bh_log_returns) VALUES ($1, $2, $3, "
-        "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, "
-        "$19, $20, $21, $22, $23, $24, $25, $26, $27)",
-        trial_id, run_id, study_id, result.bars, p.sharpe, result.sharpe_se,
-        p.sortino, p.calmar, p.total_return, p.max_drawdown, p.turnover, p.fees,
-        p.trades, p.exposure, p.env_steps, result.bh_sharpe,
-        result.bh_sharpe_se, result.bh_sortino, result.bh_return,
-        result.bh_max_drawdown, result.random_seeds, result.random_sharpe_mean,
-        result.random_sharpe_std, result.random_return_mean,
-        result.random_return_std, ReturnsText(p.log_returns),
-        ReturnsText(result.bh_log_returns));
+        "turnover, fees, trades, exposure, env_steps, log_returns) VALUES "
+        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, "
+        "$16)",
+        run_id, trial_id, study_id, RefitOfFold(fold), p.sharpe,
+        refit.sharpe_se, p.sortino, p.calmar, p.total_return, p.max_drawdown,
+        p.turnover, p.fees, p.trades, p.exposure, p.env_steps,
+        ReturnsText(p.log_returns));
+    if (combined.has_value()) {
+      const LockboxRow& result = *combined;
+      const FoldMetrics& c = result.policy;
+      txn.exec_params(
+          "INSERT INTO lockbox_results (trial_id, run_id, study_id, bars, "
+          "sharpe, sharpe_se, sortino, calmar, total_return, max_drawdown, "
+          "turnover, fees, trades, exposure, env_steps, bh_sharpe, "
+          "bh_sharpe_se, bh_sortino, bh_return, bh_max_drawdown, "
+          "random_seeds, random_sharpe_mean, random_sharpe_std, "
+          "random_return_mean, random_return_std, log_returns, "
+          "bh_log_returns, refits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+          "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
+          "$22, $23, $24, $25, $26, $27, $28)",
+          trial_id, run_id, study_id, result.bars, c.sharpe, result.sharpe_se,
+          c.sortino, c.calmar, c.total_return, c.max_drawdown, c.turnover,
+          c.fees, c.trades, c.exposure, c.env_steps, result.bh_sharpe,
+          result.bh_sharpe_se, result.bh_sortino, result.bh_return,
+          result.bh_max_drawdown, result.random_seeds,
+          result.random_sharpe_mean, result.random_sharpe_std,
+          result.random_return_mean, result.random_return_std,
+          ReturnsText(c.log_returns), ReturnsText(result.bh_log_returns),
+          result.refits);
+    }
     FinishRunLocked(txn, study_id, trial_id, run_id, p, artifacts);
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::vector<RefitRow>> PgStore::ListRefits(int64_t study_id) {
+  return impl_->Transact<std::vector<RefitRow>>(
+      "ListLockbox", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RefitRow>> {
+        RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        std::vector<RefitRow> rows;
+        for (const pqxx::row& r : txn.exec_params(
+                 "SELECT trial_id, run_id, refit, sharpe, sharpe_se, sortino, "
+                 "calmar, total_return, max_drawdown, turnover, fees, trades, "
+                 "exposure, env_steps, log_returns FROM lockbox_refits "
+                 "WHERE study_id = $1 ORDER BY trial_id, refit",
+                 study_id)) {
+          RefitRow x;
+          x.trial_id = r[0].as<int64_t>();
+          x.run_id = r[1].as<int64_t>();
+          x.refit = r[2].as<int>();
+          x.policy.fold = FinalRunFold(x.refit);
+          x.policy.sharpe = r[3].as<double>();
+          x.sharpe_se = r[4].as<double>();
+          x.policy.sortino = r[5].as<double>();
+          x.policy.calmar = r[6].as<double>();
+          x.policy.total_return = r[7].as<double>();
+          x.policy.max_drawdown = r[8].as<double>();
+          x.policy.turnover = r[9].as<double>();
+          x.policy.fees = r[10].as<double>();
+          x.policy.trades = r[11].as<int64_t>();
+          x.policy.exposure = r[12].as<double>();
+          x.policy.env_steps = r[13].as<int64_t>();
+          x.policy.log_returns = ParseReturnsText(r[14].as<std::string>());
+          rows.push_back(std::move(x));
+        }
+        return rows;
+      });
 }
 
 absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
@@ -1494,8 +1560,8 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
                  "exposure, env_steps, bh_sharpe, bh_sharpe_se, bh_sortino, "
                  "bh_return, bh_max_drawdown, random_seeds, "
                  "random_sharpe_mean, random_sharpe_std, random_return_mean, "
-                 "random_return_std, log_returns, bh_log_returns FROM "
-                 "lockbox_results "
+                 "random_return_std, log_returns, bh_log_returns, refits "
+                 "FROM lockbox_results "
                  "WHERE study_id = $1 ORDER BY trial_id",
                  study_id)) {
           LockboxRow x;
@@ -1526,6 +1592,7 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
           x.random_return_std = r[23].as<double>();
           x.policy.log_returns = ParseReturnsText(r[24].as<std::string>());
           x.bh_log_returns = ParseReturnsText(r[25].as<std::string>());
+          x.refits = r[26].as<int>();
           x.policy.benchmark_sharpe = x.bh_sharpe;
           x.policy.benchmark_return = x.bh_return;
           rows.push_back(std::move(x));

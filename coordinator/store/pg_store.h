@@ -91,12 +91,14 @@ class PgStore final : public Store {
       int64_t trial_id) override;
   absl::StatusOr<std::map<int64_t, std::vector<FoldMetrics>>>
   ListStudyFoldMetrics(int64_t study_id) override;
-  absl::StatusOr<RunRow> AddFinalRun(
-      int64_t trial_id, const std::string& config_json,
+  absl::StatusOr<RunRow> AddRefitRun(
+      int64_t trial_id, int refit, const std::string& config_json,
       const std::string& checkpoint_root) override;
-  absl::Status CompleteFinalRun(
-      int64_t run_id, const std::string& member_id, LockboxRow result,
+  absl::Status CompleteRefit(
+      int64_t run_id, const std::string& member_id, RefitRow refit,
+      std::optional<LockboxRow> combined,
       const std::vector<ArtifactRow>& artifacts) override;
+  absl::StatusOr<std::vector<RefitRow>> ListRefits(int64_t study_id) override;
   absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) override;
   absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id) override;

@@ -117,7 +117,13 @@ struct RunRow {
 
 // The fold number of a trial's final run: trained on every row before the
 // lockbox, evaluated once on the lockbox (docs/study_format.md, "lockbox").
+// With several refits (lockbox.refits), refit r is fold −1 − r: the first
+// is kLockboxFold, and every negative fold is a final run.
 inline constexpr int kLockboxFold = -1;
+inline constexpr int kMaxFinalRefits = 16;  // folds −1 … −16 (schema 7)
+constexpr int FinalRunFold(int refit) { return -1 - refit; }
+constexpr bool IsFinalFold(int fold) { return fold < 0; }
+constexpr int RefitOfFold(int fold) { return -1 - fold; }
 
 // Validation outcome of one fold (run), as learner::EvaluationResult.
 struct FoldMetrics {
@@ -161,6 +167,18 @@ struct LockboxRow {
   // Buy and hold's log returns on the same bars as policy.log_returns (the
   // verdict's paired test); empty in rows written before schema version 6.
   std::vector<double> bh_log_returns;
+  // How many refits the policy's result combines (1: one final run).
+  int refits = 1;
+};
+
+// One refit's own lockbox evaluation (lockbox_refits): the trial's
+// LockboxRow combines every refit's (capital split equally among them).
+struct RefitRow {
+  int64_t trial_id = 0;
+  int64_t run_id = 0;
+  int refit = 0;       // 0 … lockbox.refits − 1 (fold FinalRunFold(refit))
+  FoldMetrics policy;  // its metrics and per-bar log returns on the lockbox
+  double sharpe_se = 0;
 };
 
 struct ArtifactRow {
@@ -330,18 +348,42 @@ class Store {
   ListStudyFoldMetrics(int64_t study_id) = 0;
 
   // --- the lockbox (final runs, docs/study_format.md "lockbox") ---
-  // Queues the final run (fold kLockboxFold) of a COMPLETE trial; returns the
-  // existing one if it was queued before (idempotent). kFailedPrecondition if
-  // the trial is not complete.
-  virtual absl::StatusOr<RunRow> AddFinalRun(
-      int64_t trial_id, const std::string& config_json,
+  // Queues refit `refit` (fold FinalRunFold(refit)) of a COMPLETE trial;
+  // returns the existing run if it was queued before (idempotent).
+  // kFailedPrecondition if the trial is not complete, kInvalidArgument for
+  // a refit outside [0, kMaxFinalRefits).
+  virtual absl::StatusOr<RunRow> AddRefitRun(
+      int64_t trial_id, int refit, const std::string& config_json,
       const std::string& checkpoint_root) = 0;
-  // Completes a final run as CompleteRun does, writing `result` (trial and
-  // run ids are taken from the run) to lockbox_results instead of
-  // fold_metrics.
-  virtual absl::Status CompleteFinalRun(
-      int64_t run_id, const std::string& member_id, LockboxRow result,
+  // The single final run (refit 0).
+  absl::StatusOr<RunRow> AddFinalRun(int64_t trial_id,
+                                     const std::string& config_json,
+                                     const std::string& checkpoint_root) {
+    return AddRefitRun(trial_id, 0, config_json, checkpoint_root);
+  }
+  // Completes a final run as CompleteRun does, writing its own result
+  // `refit` (trial, run and refit are taken from the run) to lockbox_refits
+  // and, when `combined` is given, the trial's result to lockbox_results
+  // (the caller combines every refit's, this one's included, once the
+  // others are complete: kFailedPrecondition if one is not).
+  virtual absl::Status CompleteRefit(
+      int64_t run_id, const std::string& member_id, RefitRow refit,
+      std::optional<LockboxRow> combined,
       const std::vector<ArtifactRow>& artifacts) = 0;
+  // A trial's single final run: its result is the trial's.
+  absl::Status CompleteFinalRun(int64_t run_id, const std::string& member_id,
+                                LockboxRow result,
+                                const std::vector<ArtifactRow>& artifacts) {
+    RefitRow refit;
+    refit.policy = result.policy;
+    refit.sharpe_se = result.sharpe_se;
+    result.refits = 1;
+    return CompleteRefit(run_id, member_id, std::move(refit), std::move(result),
+                         artifacts);
+  }
+  // Every refit result of the study, by trial id then refit.
+  virtual absl::StatusOr<std::vector<RefitRow>> ListRefits(
+      int64_t study_id) = 0;
   virtual absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) = 0;
   // Runs of the study still queued or leased (final runs included); 0 for

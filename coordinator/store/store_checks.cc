@@ -187,6 +187,42 @@ absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
   return absl::OkStatus();
 }
 
+absl::Status CheckCompleteRefit(int64_t run_id, const RefitRow& refit,
+                                const std::optional<LockboxRow>& combined,
+                                const std::vector<ArtifactRow>& artifacts) {
+  LockboxRow own;
+  own.policy = refit.policy;
+  own.sharpe_se = refit.sharpe_se;
+  RETURN_IF_ERROR(CheckCompleteFinalRun(run_id, own, artifacts));
+  if (!combined.has_value()) return absl::OkStatus();
+  if (combined->refits < 1 || combined->refits > kMaxFinalRefits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", run_id, ": a result combining ", combined->refits,
+                     " refits (expected 1 to ", kMaxFinalRefits, ")"));
+  }
+  return CheckCompleteFinalRun(run_id, *combined, {});
+}
+
+absl::Status CheckRefit(int refit) {
+  if (refit < 0 || refit >= kMaxFinalRefits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refit ", refit, " is outside [0, ", kMaxFinalRefits, ")"));
+  }
+  return absl::OkStatus();
+}
+
+std::string FinalRunDirectory(int refit) {
+  return refit == 0 ? std::string("lockbox")
+                    : absl::StrCat("lockbox-refit-", refit);
+}
+
+absl::Status OtherRefitOpen(int64_t run_id, int64_t other_run_id,
+                            RunState state) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "run ", run_id, ": the trial's final run ", other_run_id, " is ",
+      ToString(state), "; the refits combine once every one is complete"));
+}
+
 absl::Status CheckArtifacts(int64_t run_id,
                             const std::vector<ArtifactRow>& artifacts) {
   for (const ArtifactRow& a : artifacts) {
@@ -267,7 +303,7 @@ absl::Status CheckRunHolder(int64_t run_id, RunState state,
 }
 
 absl::Status CheckCvFoldRun(int64_t run_id, int fold) {
-  if (fold == kLockboxFold) {
+  if (IsFinalFold(fold)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", run_id,
         " is a final (lockbox) run: complete it with CompleteFinalRun"));
@@ -276,7 +312,7 @@ absl::Status CheckCvFoldRun(int64_t run_id, int fold) {
 }
 
 absl::Status CheckFinalRun(int64_t run_id, int fold) {
-  if (fold != kLockboxFold) {
+  if (!IsFinalFold(fold)) {
     return absl::FailedPreconditionError(
         absl::StrCat("run ", run_id, " is a CV fold, not a final run"));
   }

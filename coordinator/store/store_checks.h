@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,24 @@ absl::Status CheckCompleteRun(int64_t run_id, const FoldMetrics& metrics,
 // statistics) finite.
 absl::Status CheckCompleteFinalRun(int64_t run_id, const LockboxRow& result,
                                    const std::vector<ArtifactRow>& artifacts);
+
+// CompleteRefit: the refit's own result as CheckCompleteFinalRun checks a
+// result (with the artifacts), then the combined result, if any, likewise
+// and with refits in [1, kMaxFinalRefits].
+absl::Status CheckCompleteRefit(int64_t run_id, const RefitRow& refit,
+                                const std::optional<LockboxRow>& combined,
+                                const std::vector<ArtifactRow>& artifacts);
+
+// AddRefitRun: a refit in [0, kMaxFinalRefits).
+absl::Status CheckRefit(int refit);
+// Where refit r of a trial checkpoints, under the trial's directory:
+// "lockbox" for the first (as the single final run always did), else
+// "lockbox-refit-<r>".
+std::string FinalRunDirectory(int refit);
+// kFailedPrecondition: CompleteRefit with a combined result while another
+// final run (`other_run_id`, in `state`) of the trial is not complete.
+absl::Status OtherRefitOpen(int64_t run_id, int64_t other_run_id,
+                            RunState state);
 
 // The artifacts of a completed run: kind "checkpoint" or "policy", a
 // non-empty path and a sha256 of 64 lowercase hex digits.

@@ -271,6 +271,80 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
   EXPECT_FALSE(stats->edge);  // a lockbox Sharpe of -2 is no edge
 }
 
+// lockbox.refits: 3 queues three final runs that differ in their seed; the
+// trial's lockbox result waits for all three and is their capital split,
+// and the study waits for it.
+TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
+  Start(absl::StrReplaceAll(StudyText("concurrency: 1\nmax_trials: 1"),
+                            {{"lockbox: {bars: 200}",
+                              "lockbox: {bars: 200, refits: 3}"}}));
+  Tick();
+  const int64_t trial_id = Trials()[0].id;
+  const v1::LeaseRunResponse cv = Lease();
+  ASSERT_TRUE(cv.has_run());
+  ASSERT_TRUE(Complete(cv.lease().run_id(), 1.5).ok());
+  Tick();
+  Tick();
+  absl::StatusOr<std::vector<RunRow>> runs = store_->ListRuns(trial_id);
+  ASSERT_TRUE(runs.ok());
+  std::set<int> folds;
+  for (const RunRow& r : *runs) {
+    if (IsFinalFold(r.fold)) folds.insert(r.fold);
+  }
+  EXPECT_THAT(folds, ElementsAre(-3, -2, -1));
+  std::vector<v1::LeaseRunResponse> leases;
+  std::set<uint64_t> seeds;
+  int64_t bars = 0;
+  for (int k = 0; k < 3; ++k) {
+    leases.push_back(Lease());
+    ASSERT_TRUE(leases.back().has_run());
+    EXPECT_TRUE(IsFinalFold(leases.back().lease().fold()));
+    absl::StatusOr<learner::TrainerOptions> o =
+        learner::TrainerOptionsFromRunConfig(
+            leases.back().lease().run_config());
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_TRUE(o->final_evaluation);
+    seeds.insert(o->seed);
+    bars = 0;
+    for (const env::Domain& d : o->validation_domains) {
+      bars += d.size() - 2 * o->env.lookback;
+    }
+  }
+  EXPECT_EQ(seeds.size(), 3U);  // one seed each
+  EXPECT_THAT(leases[1].lease().run_name(), HasSubstr("/lockbox-refit-1"));
+  ASSERT_GT(bars, 0);
+  ASSERT_TRUE(Complete(leases[0].lease().run_id(), 3.0, bars).ok());
+  ASSERT_TRUE(Complete(leases[1].lease().run_id(), -1.0, bars).ok());
+  absl::StatusOr<std::vector<LockboxRow>> lockbox =
+      store_->ListLockbox(study_id_);
+  ASSERT_TRUE(lockbox.ok());
+  EXPECT_TRUE(lockbox->empty());  // one refit still to come
+  Tick();
+  EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
+  // A refit whose returns do not cover the lockbox is refused, not
+  // combined.
+  EXPECT_FALSE(Complete(leases[2].lease().run_id(), 2.0, bars - 1).ok());
+  ASSERT_TRUE(Complete(leases[2].lease().run_id(), 2.0, bars).ok());
+  lockbox = store_->ListLockbox(study_id_);
+  ASSERT_TRUE(lockbox.ok());
+  ASSERT_EQ(lockbox->size(), 1U);
+  const LockboxRow& x = (*lockbox)[0];
+  EXPECT_EQ(x.refits, 3);
+  EXPECT_EQ(x.bars, bars);
+  EXPECT_GT(x.sharpe_se, 0);
+  absl::StatusOr<std::vector<RefitRow>> refits = store_->ListRefits(study_id_);
+  ASSERT_TRUE(refits.ok());
+  ASSERT_EQ(refits->size(), 3U);
+  std::vector<double> own;
+  for (const RefitRow& r : *refits) own.push_back(r.policy.sharpe);
+  // The refits' own Sharpes as their learners reported them; the
+  // combination's is computed from the split account's returns.
+  EXPECT_THAT(own, ElementsAre(3.0, -1.0, 2.0));
+  for (double sharpe : own) EXPECT_NE(x.policy.sharpe, sharpe);
+  Tick();
+  EXPECT_EQ(StateOfStudy(), StudyState::kDone);
+}
+
 // The learner's received and dropped env steps reach the run's row (CV
 // and final runs); impossible counts are left out, not a refused result.
 TEST_F(SchedulerUnitTest, CompleteRunStoresTheRunsEnvStepsReceivedAndDropped) {

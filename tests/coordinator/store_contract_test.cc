@@ -692,6 +692,91 @@ TEST_P(StoreContractTest, FinalRunOnlyForACompleteTrialOnceAndOnTheLockbox) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_P(StoreContractTest, RefitsAreFinalRunsAndTheTrialResultWaitsForAll) {
+  const StudyRow study = RunningStudy("s");
+  const TrialRow trial = Trial(study.id, 1);
+  const RunRow cv = Lease();
+  ASSERT_OK(store_->CompleteRun(cv.id, kMember, Metrics(1, 10), {}).status());
+  ASSERT_OK(store_->CompleteTrial(trial.id, 0.5));
+  EXPECT_EQ(store_->AddRefitRun(trial.id, kMaxFinalRefits, "{}", "/ckpt")
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<RunRow> refits;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_OK_AND_ASSIGN(
+        const RunRow run,
+        store_->AddRefitRun(trial.id, r, absl::StrCat("{\"r\":", r, "}"),
+                            "/ckpt"));
+    EXPECT_EQ(run.fold, FinalRunFold(r));
+    EXPECT_EQ(run.checkpoint_dir,
+              r == 0 ? std::string("/ckpt/s/trial-0/lockbox")
+                     : absl::StrCat("/ckpt/s/trial-0/lockbox-refit-", r));
+    refits.push_back(run);
+  }
+  // Idempotent per refit.
+  ASSERT_OK_AND_ASSIGN(const RunRow again,
+                       store_->AddRefitRun(trial.id, 2, "{}", "/x"));
+  EXPECT_EQ(again.id, refits[2].id);
+  // The highest fold a schema allows: refit 15.
+  ASSERT_OK(store_->AddRefitRun(trial.id, kMaxFinalRefits - 1, "{}", "/ckpt")
+                .status());
+  const RunRow a = Lease(), b = Lease();
+  auto own = [](double sharpe) {
+    RefitRow r;
+    r.policy = Metrics(sharpe, 400);
+    r.sharpe_se = 0.5;
+    return r;
+  };
+  // No combined result while another refit is open.
+  LockboxRow combined = Lockbox(1.5);
+  combined.refits = 4;
+  EXPECT_EQ(store_->CompleteRefit(a.id, kMember, own(1), combined, {}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_OK(store_->CompleteRefit(a.id, kMember, own(1), std::nullopt, {}));
+  ASSERT_OK_AND_ASSIGN(std::vector<LockboxRow> lockbox,
+                       store_->ListLockbox(study.id));
+  EXPECT_TRUE(lockbox.empty());
+  ASSERT_OK(store_->CompleteRefit(b.id, kMember, own(2), std::nullopt, {}));
+  const RunRow c = Lease(), d = Lease();
+  ASSERT_OK(store_->CompleteRefit(c.id, kMember, own(3), std::nullopt, {}));
+  combined.refits = kMaxFinalRefits + 1;
+  EXPECT_EQ(store_->CompleteRefit(d.id, kMember, own(4), combined, {}).code(),
+            absl::StatusCode::kInvalidArgument);
+  combined.refits = 4;
+  ASSERT_OK(store_->CompleteRefit(d.id, kMember, own(4), combined,
+                                  {{0, 0, 0, 0, "policy", "/refit", kSha}}));
+  ASSERT_OK_AND_ASSIGN(lockbox, store_->ListLockbox(study.id));
+  ASSERT_EQ(lockbox.size(), 1U);
+  EXPECT_EQ(lockbox[0].run_id, d.id);
+  EXPECT_EQ(lockbox[0].refits, 4);
+  EXPECT_DOUBLE_EQ(lockbox[0].policy.sharpe, 1.5);
+  ASSERT_OK_AND_ASSIGN(const std::vector<RefitRow> rows,
+                       store_->ListRefits(study.id));
+  ASSERT_EQ(rows.size(), 4U);
+  std::vector<int> numbers;
+  for (const RefitRow& r : rows) {
+    EXPECT_EQ(r.trial_id, trial.id);
+    EXPECT_EQ(r.policy.fold, FinalRunFold(r.refit));
+    EXPECT_DOUBLE_EQ(r.sharpe_se, 0.5);
+    EXPECT_EQ(r.policy.log_returns.size(), 3U);
+    numbers.push_back(r.refit);
+  }
+  EXPECT_THAT(numbers, ::testing::ElementsAre(0, 1, 2, 15));
+  // A single final run's result still says one refit.
+  const TrialRow single = Trial(study.id, 1);
+  const RunRow cv2 = Lease();
+  ASSERT_EQ(cv2.trial_id, single.id);
+  ASSERT_OK(store_->CompleteRun(cv2.id, kMember, Metrics(1, 10), {}).status());
+  ASSERT_OK(store_->CompleteTrial(single.id, 0.4));
+  ASSERT_OK(store_->AddFinalRun(single.id, "{}", "/ckpt").status());
+  const RunRow f = Lease();
+  ASSERT_OK(store_->CompleteFinalRun(f.id, kMember, Lockbox(2), {}));
+  ASSERT_OK_AND_ASSIGN(lockbox, store_->ListLockbox(study.id));
+  ASSERT_EQ(lockbox.size(), 2U);
+  EXPECT_EQ(lockbox[1].refits, 1);
+}
+
 TEST_P(StoreContractTest, StudyFoldMetricsCountOnlyCompleteTrials) {
   const StudyRow study = RunningStudy("s");
   const TrialRow done = Trial(study.id, 1);

@@ -7,6 +7,7 @@
 #include "common/file_util.h"
 #include "coordinator/core/study_config.h"
 #include "env/synthetic.h"
+#include "learner/run_config_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -198,6 +199,46 @@ TEST(LockboxTest, FinalRunRefitsOnEveryPreLockboxRowAndEvaluatesOnce) {
   bad.validation_domains = {Domain{2700, 3000}};
   EXPECT_FALSE(learner::CheckLockbox(bad).ok());
   EXPECT_FALSE(BuildFinalRunOptions(study, {}, GappedData(), 0).ok());
+}
+
+TEST(LockboxTest, RefitsDifferInTheirSeedOnly) {
+  StudyConfig study = WalkForwardStudy();
+  study.lockbox.refits = 3;
+  const Params params = {{"gamma", "0.95"}};
+  std::vector<learner::TrainerOptions> refits;
+  for (int r = 0; r < 3; ++r) {
+    absl::StatusOr<learner::TrainerOptions> o =
+        BuildFinalRunOptions(study, params, GappedData(), 12345, r);
+    ASSERT_TRUE(o.ok()) << o.status();
+    refits.push_back(*o);
+  }
+  // The first refit keeps the seed a single final run had.
+  study.lockbox.refits = 1;
+  absl::StatusOr<learner::TrainerOptions> single =
+      BuildFinalRunOptions(study, params, GappedData(), 12345);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ(refits[0].seed, single->seed);
+  absl::StatusOr<std::vector<learner::TrainerOptions>> folds =
+      BuildRunOptions(study, params, GappedData());
+  ASSERT_TRUE(folds.ok()) << folds.status();
+  for (int r = 0; r < 3; ++r) {
+    for (int q = 0; q < r; ++q) EXPECT_NE(refits[r].seed, refits[q].seed);
+    for (const learner::TrainerOptions& f : *folds) {
+      EXPECT_NE(refits[r].seed, f.seed);
+    }
+    learner::TrainerOptions same_seed = refits[r];
+    same_seed.seed = refits[0].seed;
+    absl::StatusOr<std::string> a =
+        learner::TrainerOptionsToConfigJson(same_seed);
+    absl::StatusOr<std::string> b =
+        learner::TrainerOptionsToConfigJson(refits[0]);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << "refit " << r;
+  }
+  study.lockbox.refits = 3;
+  EXPECT_FALSE(BuildFinalRunOptions(study, params, GappedData(), 12345, 3).ok());
+  EXPECT_FALSE(
+      BuildFinalRunOptions(study, params, GappedData(), 12345, -1).ok());
 }
 
 TEST(LockboxTest, TooLargeALockboxIsRefusedNamingIt) {

@@ -645,6 +645,11 @@ TEST(StudyConfigTest, ParsesTheLockbox) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->lockbox.bars, 150);
   EXPECT_EQ(c->lockbox.embargo_bars, 10);
+  EXPECT_EQ(c->lockbox.refits, 1);  // one final run unless asked
+  c = ParseStudyConfig(
+      Replace(kStudy, "max_trials: 6", "lockbox: {share: 0.2, refits: 3}"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->lockbox.refits, 3);
 }
 
 TEST(StudyConfigTest, RejectsABadLockbox) {
@@ -661,7 +666,11 @@ TEST(StudyConfigTest, RejectsABadLockbox) {
                 "lockbox.bars: -3 must be > 0");
   ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {size: 3}"),
                 "lockbox: unknown key 'size' (expected one of: share, bars, "
-                "embargo_bars)");
+                "embargo_bars, refits)");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {refits: 0}"),
+                "lockbox.refits: 0 is outside [1, 16]");
+  ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {refits: 17}"),
+                "lockbox.refits: 17 is outside [1, 16]");
   // The lockbox leaves too few bars for any CV scheme.
   ExpectRefused(Replace(kStudy, "max_trials: 6", "lockbox: {bars: 2950}"),
                 "lockbox: 2950 rows and an embargo of 0 rows leave 50 of "

@@ -266,5 +266,49 @@ TEST(MetricsTest, EqualWeightBuyAndHoldRejectsBadShapesWithAnEmptySeries) {
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 3, 1, 1, 300.0, 0.0), IsEmpty());
 }
 
+
+// Capital split equally, never rebalanced: each share compounds its own
+// returns, and every domain starts again from 1.
+TEST(MetricsTest, EqualCapitalValuesAverageTheSharesPerDomain) {
+  const std::vector<double> a = {std::log(2.0), 0.0, std::log(1.5)};
+  const std::vector<double> b = {0.0, std::log(0.5), std::log(0.5)};
+  const std::vector<int64_t> steps = {2, 1};
+  const std::vector<std::vector<double>> v =
+      EqualCapitalValues({absl::MakeConstSpan(a), absl::MakeConstSpan(b)},
+                         steps);
+  ASSERT_EQ(v.size(), 2U);
+  EXPECT_THAT(v[0], ElementsAre(1.0, DoubleNear(1.5, 1e-12),
+                                DoubleNear(1.25, 1e-12)));
+  EXPECT_THAT(v[1], ElementsAre(1.0, DoubleNear(1.0, 1e-12)));
+  // One strategy: its own value series.
+  EXPECT_THAT(EqualCapitalValues({absl::MakeConstSpan(a)}, {3})[0],
+              ElementsAre(1.0, DoubleNear(2.0, 1e-12), DoubleNear(2.0, 1e-12),
+                          DoubleNear(3.0, 1e-12)));
+  // Lengths that disagree, or nothing to split.
+  EXPECT_TRUE(EqualCapitalValues({absl::MakeConstSpan(a)}, {2}).empty());
+  EXPECT_TRUE(EqualCapitalValues({}, {3}).empty());
+}
+
+TEST(MetricsTest, SummarizeDomainsPoolsSharpeAndWeighsReturnsBySteps) {
+  const std::vector<double> one = {100, 110, 99, 120};
+  const std::vector<double> two = {50, 40};
+  const DomainsSummary single = SummarizeDomains({one}, 365);
+  const PerformanceSummary s = Summarize(one, 365);
+  EXPECT_DOUBLE_EQ(single.sharpe, s.sharpe);
+  EXPECT_DOUBLE_EQ(single.total_return, s.total_return);
+  EXPECT_DOUBLE_EQ(single.calmar, s.calmar);
+  EXPECT_DOUBLE_EQ(single.max_drawdown, s.max_drawdown);
+  EXPECT_EQ(single.steps, 3);
+  const DomainsSummary both = SummarizeDomains({one, two}, 365);
+  EXPECT_EQ(both.steps, 4);
+  EXPECT_NEAR(both.total_return, 0.75 * 0.2 + 0.25 * -0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(both.max_drawdown, 0.2);  // the second domain's
+  std::vector<double> pooled = BarReturns(one);
+  pooled.push_back(-0.2);
+  EXPECT_NEAR(both.sharpe, SharpeRatio(pooled, 365), 1e-12);
+  ASSERT_EQ(both.log_returns.size(), 4U);
+  EXPECT_NEAR(both.log_returns[3], std::log(0.8), 1e-15);
+}
+
 }  // namespace
 }  // namespace ristretto::env
