@@ -44,7 +44,10 @@
 #include "coordinator/core/study_config.h"
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/study_result.h"
+#include "env/csv_import.h"
 #include "env/dataset.h"
+#include "env/synthetic.h"
+#include "learner/run_config_codec.h"
 #include "report/study_report_store.h"
 
 ABSL_FLAG(std::string, name, "",
@@ -377,12 +380,16 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
     std::fprintf(
         out,
         "  lockbox          %lld bars never seen by the search: Sharpe "
-        "%s, return %.2f%% | buy & hold %.2f (return %.2f%%) | cash 0 | "
+        "%s%s, return %.2f%% | buy & hold %.2f (return %.2f%%) | cash 0 | "
         "random %.2f ± %.2f\n",
         static_cast<long long>(l.bars),
-        FormatSharpeSe(l.sharpe, l.sharpe_se).c_str(), 100 * l.total_return,
-        l.bh_sharpe, 100 * l.bh_return, l.random_sharpe_mean,
-        l.random_sharpe_std);
+        FormatSharpeSe(l.sharpe, l.sharpe_se).c_str(),
+        l.refits > 1
+            ? absl::StrFormat(" (capital split among %d refits)", l.refits)
+                  .c_str()
+            : "",
+        100 * l.total_return, l.bh_sharpe, 100 * l.bh_return,
+        l.random_sharpe_mean, l.random_sharpe_std);
     // The tests ComputeStudyStatistics made for the verdict (one-sided);
     // a result stored before they existed has none of them.
     const bool tested = l.vs_bh_se > 0 || !l.tests_note.empty() ||
@@ -914,18 +921,18 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
     const coordinator::LockboxRow& r = l->second;
     Table lb({"policy", "sharpe ± se", "sortino", "return%", "max_dd%",
               "turnover", "fees", "trades", "exposure%"});
-    lb.AddRow({absl::StrCat("trial ", best->number,
-                            r.refits > 1 ? absl::StrCat(" (", r.refits,
-                                                        " refits, split)")
-                                         : std::string()),
-               FormatSharpeSe(r.policy.sharpe, r.sharpe_se),
-               absl::StrFormat("%.2f", r.policy.sortino),
-               absl::StrFormat("%.2f", 100 * r.policy.total_return),
-               absl::StrFormat("%.2f", 100 * r.policy.max_drawdown),
-               absl::StrFormat("%.2f", r.policy.turnover),
-               absl::StrFormat("%.2f", r.policy.fees),
-               absl::StrCat(r.policy.trades),
-               absl::StrFormat("%.1f", 100 * r.policy.exposure)});
+    lb.AddRow(
+        {absl::StrCat("trial ", best->number,
+                      r.refits > 1
+                          ? absl::StrCat(" (", r.refits, " refits, split)")
+                          : std::string()),
+         FormatSharpeSe(r.policy.sharpe, r.sharpe_se),
+         absl::StrFormat("%.2f", r.policy.sortino),
+         absl::StrFormat("%.2f", 100 * r.policy.total_return),
+         absl::StrFormat("%.2f", 100 * r.policy.max_drawdown),
+         absl::StrFormat("%.2f", r.policy.turnover),
+         absl::StrFormat("%.2f", r.policy.fees), absl::StrCat(r.policy.trades),
+         absl::StrFormat("%.1f", 100 * r.policy.exposure)});
     // Each refit's own result: how much the combination hangs on one run.
     if (r.refits > 1) {
       ASSIGN_OR_RETURN(const std::vector<coordinator::RefitRow> refits,
@@ -968,9 +975,8 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
   for (const ArtifactRow& a : artifacts) {
     absl::StatusOr<coordinator::RunRow> run = store->GetRun(a.run_id);
     table.AddRow({a.kind,
-                  !run.ok() ? "-"
-                  : run->fold == coordinator::kLockboxFold
-                      ? "lockbox"
+                  !run.ok()                                ? "-"
+                  : run->fold == coordinator::kLockboxFold ? "lockbox"
                   : coordinator::IsFinalFold(run->fold)
                       ? absl::StrCat("lockbox refit ",
                                      coordinator::RefitOfFold(run->fold))
@@ -1253,6 +1259,44 @@ absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
   return PrintStudyStatistics(store, study, out);
 }
 
+// The first row of the trial's lockbox as an ISO-8601 UTC time (the --from
+// of a backtest that replays it) and, when rows follow it, the end (--to);
+// nullopt when the final run's options or the dataset cannot be read.
+std::optional<std::pair<std::string, std::string>> LockboxTimeRange(
+    Store& store, const StudyRow& study,
+    const std::vector<coordinator::RunRow>& runs) {
+  std::optional<learner::TrainerOptions> options;
+  for (const coordinator::RunRow& run : runs) {
+    if (!coordinator::IsFinalFold(run.fold)) continue;
+    absl::StatusOr<learner::TrainerOptions> o =
+        learner::TrainerOptionsFromConfigJson(run.config_json);
+    if (o.ok() && !o->validation_domains.empty()) options = *std::move(o);
+    break;
+  }
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(study.config_text);
+  if (!options.has_value() || !config.ok()) return std::nullopt;
+  absl::StatusOr<env::Dataset> dataset = absl::InternalError("no dataset");
+  if (config->dataset.synthetic) {
+    dataset = env::GenerateSyntheticDataset(
+        coordinator::SyntheticOptions(config->dataset));
+  } else if (absl::StatusOr<DatasetRow> row =
+                 store.GetDataset(config->dataset.id);
+             row.ok()) {
+    dataset = env::ReadDataset(row->path);
+  }
+  if (!dataset.ok()) return std::nullopt;
+  const int64_t begin = options->validation_domains.front().begin;
+  const int64_t end = options->validation_domains.back().end;
+  const auto rows = static_cast<int64_t>(dataset->timestamps.size());
+  if (begin < 0 || begin >= rows || end > rows) return std::nullopt;
+  return std::make_pair(
+      env::FormatTimestamp(dataset->timestamps[static_cast<size_t>(begin)]),
+      end < rows
+          ? env::FormatTimestamp(dataset->timestamps[static_cast<size_t>(end)])
+          : std::string());
+}
+
 absl::StatusOr<std::string> ExportBest(Store& store,
                                        const std::string& study_name,
                                        const std::string& out_dir) {
@@ -1271,12 +1315,10 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   // equally among them), by refit.
   std::map<int, ArtifactRow> policies;
   int final_runs = 0;
-  {
-    ASSIGN_OR_RETURN(const std::vector<coordinator::RunRow> runs,
-                     store.ListRuns(best->id));
-    for (const coordinator::RunRow& run : runs) {
-      if (coordinator::IsFinalFold(run.fold)) ++final_runs;
-    }
+  ASSIGN_OR_RETURN(const std::vector<coordinator::RunRow> runs,
+                   store.ListRuns(best->id));
+  for (const coordinator::RunRow& run : runs) {
+    if (coordinator::IsFinalFold(run.fold)) ++final_runs;
   }
   for (const ArtifactRow& a : artifacts) {
     if (a.kind != "policy") continue;
@@ -1300,47 +1342,75 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   // Copies one policy to hidden names, hashes the copies, then renames them
   // into place: what lands in `to` is exactly what was recorded.
   auto copy_policy = [&](const ArtifactRow& policy, int refit,
-                         const fs::path& to) -> absl::Status {
-    const std::string context =
-        absl::StrCat("policy of trial ", best->number, " (final run",
-                     policies.size() > 1 ? absl::StrCat(", refit ", refit)
-                                         : std::string(),
-                     ", ", policy.path, ")");
-    const std::string recorded = absl::AsciiStrToLower(policy.sha256);
-    ASSIGN_OR_RETURN(std::string found, ArtifactSha256(policy.path));
-    if (found != recorded) {
-      return absl::DataLossError(absl::StrCat(
-          context, ": sha256 mismatch: recorded ", recorded, ", found ", found,
-          " (the files changed after the run finished); nothing exported"));
-    }
-    const fs::path source(policy.path);
-    const bool is_directory = fs::is_directory(source);
-    const std::vector<std::string> names =
+                         const fs::path&
+                             to) -> absl::
+                                     Status {
+                                       const std::string context = absl::StrCat(
+                                           "policy of trial ", best->number,
+                                           " (final run",
+                                           policies.size() > 1
+                                               ? absl::StrCat(", refit ", refit)
+                                               : std::string(),
+                                           ", ", policy.path, ")");
+                                       const std::string recorded =
+                                           absl::AsciiStrToLower(policy.sha256);
+                                       ASSIGN_OR_RETURN(
+                                           std::string found,
+                                           ArtifactSha256(policy.path));
+                                       if (found != recorded) {
+                                         return absl::DataLossError(
+                                             absl::StrCat(
+                                                 context,
+                                                 ": sha256 mismatch: recorded ",
+                                                 recorded, ", found ", found,
+                                                 " (the files changed after "
+                                                 "the run finished); nothing "
+                                                 "exported"));
+                                       }
+                                       const fs::path source(policy.path);
+                                       const bool is_directory =
+                                           fs::is_directory(source);
+                                       const std::vector<std::string> names =
         is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
                      : std::vector<std::string>{source.filename().string()};
-    RETURN_IF_ERROR(CreateDirectories(to));
-    Sha256 copied;
-    for (const std::string& name : names) {
-      const fs::path from = is_directory ? source / name : source;
-      const fs::path partial = to / ("." + name + ".partial");
-      RETURN_IF_ERROR(CopyFile(from, partial));
-      RETURN_IF_ERROR(HashFile(partial.string(), &copied));
-    }
-    const std::string copied_hex = Sha256::ToHex(copied.Finish());
-    if (copied_hex != recorded) {
-      for (const std::string& name : names) {
-        std::error_code ec;
-        fs::remove(to / ("." + name + ".partial"), ec);
-      }
-      return absl::DataLossError(absl::StrCat(
-          context, ": the files changed while being copied (sha256 ",
-          copied_hex, ", recorded ", recorded, "); nothing exported"));
-    }
-    for (const std::string& name : names) {
-      RETURN_IF_ERROR(Rename(to / ("." + name + ".partial"), to / name));
-    }
-    return absl::OkStatus();
-  };
+                                       RETURN_IF_ERROR(CreateDirectories(to));
+                                       Sha256 copied;
+                                       for (const std::string& name : names) {
+                                         const fs::path from =
+                                             is_directory ? source / name
+                                                          : source;
+                                         const fs::path partial =
+                                             to / ("." + name + ".partial");
+                                         RETURN_IF_ERROR(
+                                             CopyFile(from, partial));
+                                         RETURN_IF_ERROR(HashFile(
+                                             partial.string(), &copied));
+                                       }
+                                       const std::string copied_hex =
+                                           Sha256::ToHex(copied.Finish());
+                                       if (copied_hex != recorded) {
+                                         for (const std::string& name : names) {
+                                           std::error_code ec;
+                                           fs::remove(
+                                               to / ("." + name + ".partial"),
+                                               ec);
+                                         }
+                                         return absl::DataLossError(
+                                             absl::StrCat(
+                                                 context,
+                                                 ": the files changed while "
+                                                 "being copied (sha256 ",
+                                                 copied_hex, ", recorded ",
+                                                 recorded,
+                                                 "); nothing exported"));
+                                       }
+                                       for (const std::string& name : names) {
+                                         RETURN_IF_ERROR(Rename(
+                                             to / ("." + name + ".partial"),
+                                             to / name));
+                                       }
+                                       return absl::OkStatus();
+                                     };
   if (policies.size() == 1) {
     RETURN_IF_ERROR(copy_policy(policies.begin()->second, 0, dir));
   } else {
@@ -1377,6 +1447,16 @@ absl::StatusOr<std::string> ExportBest(Store& store,
             r.policy.env_steps, r.bh_sharpe, r.bh_return, r.random_seeds,
             r.random_sharpe_mean, r.random_sharpe_std),
         absl::StrFormat(",\"refits\":%d", r.refits), "}");
+  }
+  // The bars the lockbox scored, so that `ristretto backtest DIR --dataset
+  // FILE --from F [--to T]` replays exactly them.
+  if (const std::optional<std::pair<std::string, std::string>> range =
+          LockboxTimeRange(store, study, runs);
+      range.has_value()) {
+    absl::StrAppend(&meta, ",\"lockbox_from\":\"", range->first, "\"");
+    if (!range->second.empty()) {
+      absl::StrAppend(&meta, ",\"lockbox_to\":\"", range->second, "\"");
+    }
   }
   absl::StrAppend(&meta, ",\"verdict\":\"",
                   absl::StrReplaceAll(stats.verdict, {{"\"", "'"}}),

@@ -27,6 +27,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli/backtest_command.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
@@ -249,7 +250,8 @@ absl::Status WriteTextAtomically(const std::string& path,
 // before the lockbox (train on half of them, validate on the next quarter,
 // slide by a quarter: never training on the future of a validation block),
 // 6 TPE trials over learning rate, discount and clip ratio, 512-step
-// episodes (a domain needs 512 + 2·4 rows to hold one).
+// episodes (a domain needs 512 + 2·4 rows to hold one), the learning rate
+// decaying linearly and three refits per complete trial, as small.yaml.
 std::string DefaultStudyForData(const env::Dataset& dataset) {
   const coordinator::LockboxSpec lockbox;
   const int64_t guard =
@@ -265,7 +267,10 @@ std::string DefaultStudyForData(const env::Dataset& dataset) {
       "dataset: given\n", "# Two walk-forward folds over the ", guard,
       " rows before the lockbox.\n",
       "cv: {scheme: walk_forward, train_bars: ", train, ", test_bars: ", test,
-      ", step_bars: ", test, "}\n", "lockbox: {share: ", lockbox.share, "}\n",
+      ", step_bars: ", test, "}\n",
+      "# Each complete trial is refit three times (its own seed each) and\n"
+      "# judged on the lockbox as capital split among the three.\n",
+      "lockbox: {share: ", lockbox.share, ", refits: 3}\n",
       "budget_env_steps: 100000\n"
       "eval_every_env_steps: 50000\n"
       "sampler: {type: tpe, seed: 1, startup_trials: 3}\n"
@@ -284,6 +289,9 @@ std::string DefaultStudyForData(const env::Dataset& dataset) {
       "  norm_action: 1\n"
       "  reward_mode: log_return\n"
       "  reward_scale: 100\n"
+      "  # The rate decays to 0 at each run's budget: the refits' last\n"
+      "  # weights, which the lockbox scores, have settled.\n"
+      "  lr_schedule: linear\n"
       "space:\n"
       "  learning_rate: {type: float, low: 5.0e-4, high: 3.0e-3, log: true}\n"
       "  gamma: {type: float, low: 0.9, high: 0.99}\n"
@@ -771,10 +779,17 @@ absl::Status Up(const ParsedCommandLine& parsed) {
     absl::StatusOr<std::string> exported =
         ExportBest(*store, config->name, export_dir);
     if (exported.ok()) {
+      std::error_code refit_ec;
+      const bool refits = std::filesystem::is_directory(
+          std::filesystem::path(*exported) / absl::StrCat(kRefitDirPrefix, 0),
+          refit_ec);
       std::printf(
-          "up: best policy exported to %s (policy.pt, contract.json, "
-          "evaluation.json: verdict and lockbox numbers)\n",
-          exported->c_str());
+          "up: best policy exported to %s (%s, evaluation.json: verdict and "
+          "lockbox numbers)\n",
+          exported->c_str(),
+          refits ? "refit-0/, refit-1/, …: one policy.pt and contract.json "
+                   "per refit, capital split equally among them"
+                 : "policy.pt, contract.json");
     } else {
       std::printf("up: no policy exported: %s\n",
                   std::string(exported.status().message()).c_str());

@@ -351,10 +351,14 @@ StudyStatistics ComputeStudyStatistics(
                   PValueText(l.p_vs_buy_and_hold))
             : absl::StrFormat("buy & hold %.2f (not tested)", l.bh_sharpe);
     lockbox_text = absl::StrFormat(
-        "lockbox Sharpe %s vs cash 0 (%s), %s, random %.2f ± %.2f "
+        "lockbox Sharpe %s%s vs cash 0 (%s), %s, random %.2f ± %.2f "
         "(%s)",
-        FormatSharpeSe(l.sharpe, l.sharpe_se), PValueText(l.p_vs_cash), bh_text,
-        l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
+        FormatSharpeSe(l.sharpe, l.sharpe_se),
+        l.refits > 1
+            ? absl::StrFormat(" (capital split among %d refits)", l.refits)
+            : std::string(),
+        PValueText(l.p_vs_cash), bh_text, l.random_sharpe_mean,
+        l.random_sharpe_std, PValueText(l.p_vs_random));
     if (!beats) {
       std::vector<std::string> missed;
       if (!vs_cash) missed.push_back("cash");
@@ -430,7 +434,8 @@ std::string StudyStatisticsToJson(const StudyStatistics& s) {
                         {"vs_bh_difference", num(l.vs_bh_difference)},
                         {"vs_bh_se", num(l.vs_bh_se)},
                         {"tests_note", l.tests_note},
-                        {"bars", l.bars}};
+                        {"bars", l.bars},
+                        {"refits", l.refits}};
   }
   return j.dump();
 }
@@ -498,6 +503,7 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
       lnum("vs_bh_se", &x.vs_bh_se);
       x.tests_note = l.value("tests_note", std::string());
       x.bars = l.value("bars", int64_t{0});
+      x.refits = l.value("refits", 1);
       s.lockbox = x;
     }
   } catch (const Json::exception& e) {

@@ -114,6 +114,9 @@ struct TrialEvidence {
     double bh_sharpe = 0, bh_return = 0;
     double random_sharpe_mean = 0, random_sharpe_std = 0;
     int64_t bars = 0;
+    // The policy is capital split equally among this many refits (1: one
+    // final run; lockbox.refits).
+    int refits = 1;
     // Whether it beats each baseline by more than noise (filled by
     // ComputeStudyStatistics for the best trial with TestAgainstBaselines;
     // one-sided p-values, 1 when a test could not be made, `tests_note`

@@ -142,6 +142,7 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
       x.random_sharpe_mean = r.random_sharpe_mean;
       x.random_sharpe_std = r.random_sharpe_std;
       x.bars = r.bars;
+      x.refits = r.refits;
       e.lockbox = x;
       e.lockbox_log_returns = r.policy.log_returns;
       e.lockbox_bh_log_returns = r.bh_log_returns;

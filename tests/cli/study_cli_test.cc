@@ -597,6 +597,65 @@ TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {
   EXPECT_FALSE(fs::exists(out2 + "/contract.json"));
 }
 
+// A trial with two refits: export waits for both, then writes each refit's
+// policy into refit-<r>/; `study best` names each refit's artifact.
+TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
+  CreateAndStart("zeta", 1);
+  absl::StatusOr<coordinator::StudyRow> study = store_->GetStudy("zeta");
+  ASSERT_TRUE(study.ok()) << study.status();
+  const TrialRow trial = CompleteTrial(study->id, {{"lr", "0.01"}}, 1, 0.7);
+  // CompleteTrial gave it refit 0; refit 1 comes now. Until it is done the
+  // trial has only half of its policy: nothing is exported.
+  absl::StatusOr<RunRow> second =
+      store_->AddRefitRun(trial.id, 1, "{}", dir_ + "/checkpoints");
+  ASSERT_TRUE(second.ok()) << second.status();
+  const Result early =
+      Cli(absl::StrCat("study export zeta --out ", dir_, "/early"));
+  EXPECT_EQ(early.exit_code, 1);
+  EXPECT_THAT(early.output, HasSubstr("1 of 2 refits done"));
+  absl::StatusOr<std::optional<RunRow>> leased =
+      store_->LeaseRun("learner-test", absl::Minutes(5));
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  ASSERT_EQ((*leased)->fold, coordinator::FinalRunFold(1));
+  coordinator::RefitRow own;
+  own.policy.sharpe = 1.25;
+  own.sharpe_se = 0.5;
+  coordinator::LockboxRow split;
+  split.bars = 300;
+  split.refits = 2;
+  split.policy.sharpe = 2.5;
+  split.sharpe_se = 1.0;
+  split.bh_sharpe = 0.25;
+  split.random_seeds = 20;
+  const std::string policy = WritePolicyDir("zeta-refit-1");
+  ArtifactRow artifact;
+  artifact.kind = "policy";
+  artifact.path = policy;
+  artifact.sha256 = DirSha256(policy);
+  // (Refit 0 was completed as a single final run, which wrote the trial's
+  // result; a real coordinator writes the split with the last refit. The
+  // split's numbers are tested in scheduler_unit_test.cc.)
+  ASSERT_TRUE(store_
+                  ->CompleteRefit((*leased)->id, "learner-test", own,
+                                  std::nullopt, {artifact})
+                  .ok());
+  const std::string out = dir_ + "/export";
+  const Result r = Cli(absl::StrCat("study export zeta --out ", out));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* name : {"policy.pt", "contract.json"}) {
+    EXPECT_EQ(ReadBytes(absl::StrCat(out, "/refit-0/", name)),
+              ReadBytes(absl::StrCat(dir_, "/policies/trial0-lockbox/", name)))
+        << name;
+    EXPECT_EQ(ReadBytes(absl::StrCat(out, "/refit-1/", name)),
+              ReadBytes(absl::StrCat(policy, "/", name)))
+        << name;
+  }
+  EXPECT_FALSE(fs::exists(out + "/policy.pt"));
+  const Result best = Cli("study best zeta");
+  ASSERT_EQ(best.exit_code, 0) << best.output;
+  EXPECT_THAT(best.output, HasSubstr("lockbox refit 1"));
+}
+
 TEST_F(StudyCliTest, ExportWithoutACompleteTrialIsAClearError) {
   CreateAndStart("epsilon", 2);
   const Result r =

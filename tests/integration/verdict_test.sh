@@ -5,9 +5,12 @@
 #       seeds 1-5 must end with "verdict: EDGE" and a best trial whose
 #       lockbox Sharpe beats buy & hold and cash on a majority, at least 3
 #       of the 5 (seeds run in order until that is decided: three alike
-#       settle it). One refit is one PPO run: on 2026-12-01 the study found
-#       its edge in 11 of 13 studies, so "2 of 3" would fail about 6 % of
-#       the time on a system that works, "3 of 5" about 3 % (tests/README.md);
+#       settle it). The lockbox scores capital split among 3 refits
+#       (lockbox.refits), so one PPO run that does not learn no longer
+#       decides it: 5 of 5 studies found the edge on 2026-12-01 against 11
+#       of 13 with a single refit (tests/README.md). Every edge is then
+#       replayed: `ristretto backtest` on the exported refits and the
+#       lockbox's bars must score the Sharpe the lockbox recorded;
 #   (b) the same study on a pure-noise market (predictability 0) must end
 #       with "NO EDGE" on 3 of 3 seeds (the first false edge fails it).
 # Usage: verdict_test.sh RISTRETTO_BINARY STUDY_YAML [a|b|ab]
@@ -65,6 +68,26 @@ run_study() {  # name seed [predictability; default: the study file's]
       exit 1
     fi
     echo "  metadata agrees: $meta lockbox sharpe $sharpe buy & hold $bh" >&2
+    # The exported policy (with refits: one per refit, capital split)
+    # replayed by `ristretto backtest` on the lockbox's bars scores what the
+    # lockbox recorded.
+    local from dataset replay
+    from=$(grep -o '"lockbox_from":"[^"]*"' "$meta" | cut -d'"' -f4)
+    dataset=$(ls "$dir"/data/coordinator/datasets/*.rds | head -n 1)
+    [ -n "$from" ] || { echo "$name: no lockbox_from in $meta" >&2; exit 1; }
+    if ! "$ristretto" backtest "$dir/data/best-policy" --dataset "$dataset" \
+         --from "$from" --out "$dir/backtest" > "$dir/backtest.log" 2>&1; then
+      echo "$name: backtest of the exported policy failed:" >&2
+      cat "$dir/backtest.log" >&2
+      exit 1
+    fi
+    replay=$(awk '$1 == "policy" { print $2; exit }' "$dir/backtest.log")
+    if ! awk -v r="$replay" -v s="$sharpe" 'BEGIN { d = r - s; exit !(r != "" && d < 0.01 && d > -0.01) }'; then
+      echo "$name: the backtest replays Sharpe '$replay', the lockbox recorded $sharpe" >&2
+      cat "$dir/backtest.log" >&2
+      exit 1
+    fi
+    echo "  backtest replays the lockbox: Sharpe $replay ($(grep -c refit- <<<"$(ls "$dir/data/best-policy")") refit directories)" >&2
     echo edge
   else
     echo no-edge
