@@ -970,8 +970,8 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
       "time: %.2f s = setup %.2f s + policy %.2f s (forward passes %.2f s, "
       "%lld calls) + baselines %.2f s (%d random seeds) + outputs %.2f s\n",
       Seconds(start), setup_seconds, play_seconds, forward_seconds,
-      static_cast<long long>(forward_calls), baseline_seconds,
-      req.random_seeds, Seconds(write_start));
+      static_cast<long long>(forward_calls), baseline_seconds, req.random_seeds,
+      Seconds(write_start));
   return absl::OkStatus();
 }
 

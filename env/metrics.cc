@@ -150,7 +150,6 @@ PerformanceSummary Summarize(absl::Span<const double> values,
   return s;
 }
 
-
 DomainsSummary SummarizeDomains(const std::vector<std::vector<double>>& values,
                                 double bars_per_year) {
   constexpr double kTinyValue = 1e-12;

@@ -113,7 +113,6 @@ struct PerformanceSummary {
 PerformanceSummary Summarize(absl::Span<const double> values,
                              double bars_per_year);
 
-
 // A policy played on several domains (separate episodes, each starting from
 // its own capital), scored as EvaluateActions and the lockbox score it:
 // Sharpe and Sortino over the simple returns of every step of every domain

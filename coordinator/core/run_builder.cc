@@ -272,8 +272,9 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
   o.final_evaluation = true;
   // Salt 0 for the first refit (as before refits existed); the folds use
   // 1, 2, … and the other refits 2^32 + r, far from any fold's.
-  o.seed = RunSeed(study, params,
-                   refit == 0 ? 0 : (uint64_t{1} << 32) + static_cast<uint64_t>(refit));
+  o.seed = RunSeed(
+      study, params,
+      refit == 0 ? 0 : (uint64_t{1} << 32) + static_cast<uint64_t>(refit));
   RETURN_IF_ERROR(learner::CheckLockbox(o));
   return o;
 }

@@ -277,8 +277,8 @@ absl::StatusOr<LockboxSpec> ParseLockbox(const YAML::Node& n) {
     int64_t refits = 0;
     ASSIGN_OR_RETURN(refits, Int(n["refits"], "lockbox.refits"));
     if (refits < 1 || refits > kMaxRefits) {
-      return Error("lockbox.refits", absl::StrCat(refits, " is outside [1, ",
-                                                  kMaxRefits, "]"));
+      return Error("lockbox.refits",
+                   absl::StrCat(refits, " is outside [1, ", kMaxRefits, "]"));
     }
     l.refits = static_cast<int>(refits);
   }

@@ -10,14 +10,16 @@ namespace ristretto::coordinator {
 namespace {
 
 constexpr const char* kDbOpNames[kNumDbOps] = {
-    "AddFinalRun",     "CompleteFinalRun",   "CountOpenRuns", "CompleteRun",
-    "CompleteTrial",   "CountTrials",        "CreateTrial",   "ExpireLeases",
-    "FailRun",         "GetDataset",         "GetMember",     "GetRun",
-    "GetStudyById",    "GetTrial",           "Heartbeat",     "LeaseRun",
-    "ListFoldMetrics", "ListIntermediates",  "ListRefits",    "ListRuns",
-    "ListStudies",
-    "ListTrials",      "PruneTrial",         "PutDataset",    "PutStudyResult",
-    "ReleaseLeases",   "ReportIntermediate", "SetStudyState", "UpsertMember",
+    "AddFinalRun",    "CompleteFinalRun", "CountOpenRuns",
+    "CompleteRun",    "CompleteTrial",    "CountTrials",
+    "CreateTrial",    "ExpireLeases",     "FailRun",
+    "GetDataset",     "GetMember",        "GetRun",
+    "GetStudyById",   "GetTrial",         "Heartbeat",
+    "LeaseRun",       "ListFoldMetrics",  "ListIntermediates",
+    "ListRefits",     "ListRuns",         "ListStudies",
+    "ListTrials",     "PruneTrial",       "PutDataset",
+    "PutStudyResult", "ReleaseLeases",    "ReportIntermediate",
+    "SetStudyState",  "UpsertMember",
 };
 
 // The Coordinator service's RPCs (proto/coordinator.proto).

@@ -427,10 +427,10 @@ absl::Status Scheduler::QueueFinalRun(StudyCache* study,
     }
     ASSIGN_OR_RETURN(const std::string config,
                      learner::TrainerOptionsToConfigJson(refit));
-    ASSIGN_OR_RETURN(const RunRow run,
-                     Db(DbOp::kAddFinalRun)
-                         ->AddRefitRun(trial.id, r, config,
-                                       options_.data_dir + "/runs"));
+    ASSIGN_OR_RETURN(
+        const RunRow run,
+        Db(DbOp::kAddFinalRun)
+            ->AddRefitRun(trial.id, r, config, options_.data_dir + "/runs"));
     if (run.state == RunState::kQueued && run.attempts == 0 && r == 0) {
       RLOG(INFO) << "trial " << trial.number << " final run"
                  << (refits > 1 ? absl::StrCat("s (", refits, " refits)")
@@ -498,9 +498,9 @@ absl::Status Scheduler::CompleteFinalRun(
                 all.end());
       all.push_back(refit);
       if (static_cast<int>(all.size()) != finals) {
-        return absl::InternalError(absl::StrCat(
-            "trial ", run.trial_id, " has ", finals, " final runs but ",
-            all.size(), " refit results"));
+        return absl::InternalError(absl::StrCat("trial ", run.trial_id, " has ",
+                                                finals, " final runs but ",
+                                                all.size(), " refit results"));
       }
       std::vector<int64_t> domain_steps;
       for (const env::Domain& d : options.validation_domains) {
@@ -701,11 +701,11 @@ absl::StatusOr<v1::LeaseRunResponse> Scheduler::LeaseRun(
                    learner::TrainerOptionsFromConfigJson(run->config_json));
   v1::RunLease* lease = response.mutable_lease();
   lease->set_run_id(run->id);
-  lease->set_run_name(absl::StrCat(study.name, "/trial-", trial.number,
-                                   IsFinalFold(run->fold)
-                                       ? absl::StrCat("/", FinalRunDirectory(
-                                                               RefitOfFold(run->fold)))
-                                       : absl::StrCat("/fold-", run->fold)));
+  lease->set_run_name(absl::StrCat(
+      study.name, "/trial-", trial.number,
+      IsFinalFold(run->fold)
+          ? absl::StrCat("/", FinalRunDirectory(RefitOfFold(run->fold)))
+          : absl::StrCat("/fold-", run->fold)));
   lease->set_study_id(run->study_id);
   lease->set_trial_id(run->trial_id);
   lease->set_trial_number(trial.number);

@@ -634,11 +634,11 @@ absl::StatusOr<RunRow> InMemoryStore::AddRefitRun(
   run.fold = fold;
   run.state = RunState::kQueued;
   run.config_json = config_json;
-  run.checkpoint_dir = (std::filesystem::path(checkpoint_root) /
-                        studies_.at(trial->study_id).name /
-                        absl::StrCat("trial-", trial->number) /
-                        FinalRunDirectory(refit))
-                           .string();
+  run.checkpoint_dir =
+      (std::filesystem::path(checkpoint_root) /
+       studies_.at(trial->study_id).name /
+       absl::StrCat("trial-", trial->number) / FinalRunDirectory(refit))
+          .string();
   runs_[run.id] = run;
   return run;
 }
@@ -685,7 +685,8 @@ absl::Status InMemoryStore::CompleteRefit(
   r.policy = stored_policy(refit.policy);
   r.policy.fold = run->fold;
   r.sharpe_se = refit.sharpe_se;
-  refits_[{run->trial_id, r.refit}] = {run->study_id, std::move(r)};
+  const std::pair<int64_t, int> key(run->trial_id, r.refit);
+  refits_[key] = {run->study_id, std::move(r)};
   if (combined.has_value()) {
     const LockboxRow& result = *combined;
     StoredLockbox stored;

@@ -7,9 +7,9 @@
 
 namespace ristretto::coordinator {
 
-absl::StatusOr<FoldMetrics> CombineRefits(const std::vector<RefitRow>& refits,
-                                          absl::Span<const int64_t> domain_steps,
-                                          double bars_per_year) {
+absl::StatusOr<FoldMetrics> CombineRefits(
+    const std::vector<RefitRow>& refits, absl::Span<const int64_t> domain_steps,
+    double bars_per_year) {
   if (refits.empty()) {
     return absl::InvalidArgumentError("no refit to combine");
   }

@@ -26,9 +26,9 @@ namespace ristretto::coordinator {
 // capital), trades their sum, exposure and env steps their means.
 // Errors: kInvalidArgument with no refit, or a refit whose log returns do
 // not have Σ domain_steps bars (naming the refit).
-absl::StatusOr<FoldMetrics> CombineRefits(const std::vector<RefitRow>& refits,
-                                          absl::Span<const int64_t> domain_steps,
-                                          double bars_per_year);
+absl::StatusOr<FoldMetrics> CombineRefits(
+    const std::vector<RefitRow>& refits, absl::Span<const int64_t> domain_steps,
+    double bars_per_year);
 
 }  // namespace ristretto::coordinator
 

@@ -3,13 +3,14 @@
 // (coordinator::CombineRefits), the backtest their traces
 // (learner::CombineEqualCapital). Both must give the same account, and
 // it must be the one the refits' own accounts imply.
+#include "coordinator/store/refits.h"
+
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "common/rng.h"
-#include "coordinator/store/refits.h"
 #include "env/dataset.h"
 #include "env/synthetic.h"
 #include "gmock/gmock.h"
@@ -90,9 +91,9 @@ class RefitsTest : public ::testing::Test {
 TEST_F(RefitsTest, TheSplitAccountIsTheMeanOfTheRefitsAccounts) {
   learner::EvaluationResult combined;
   learner::EvaluationTrace trace;
-  ASSERT_TRUE(learner::CombineEqualCapital(results_, traces_, bpy_, &combined,
-                                           &trace)
-                  .ok());
+  ASSERT_TRUE(
+      learner::CombineEqualCapital(results_, traces_, bpy_, &combined, &trace)
+          .ok());
   ASSERT_EQ(trace.bars(), traces_[0].bars());
   double mean_return = 0, mean_fees = 0;
   int64_t trades = 0;
@@ -130,16 +131,17 @@ TEST_F(RefitsTest, TheSplitAccountIsTheMeanOfTheRefitsAccounts) {
 TEST_F(RefitsTest, TheCoordinatorAndTheBacktestCombineAlike) {
   learner::EvaluationResult backtest;
   learner::EvaluationTrace trace;
-  ASSERT_TRUE(learner::CombineEqualCapital(results_, traces_, bpy_, &backtest,
-                                           &trace)
-                  .ok());
+  ASSERT_TRUE(
+      learner::CombineEqualCapital(results_, traces_, bpy_, &backtest, &trace)
+          .ok());
   absl::StatusOr<FoldMetrics> lockbox =
       CombineRefits(Rows(), domain_steps_, bpy_);
   ASSERT_TRUE(lockbox.ok()) << lockbox.status();
   EXPECT_NEAR(lockbox->sharpe, backtest.sharpe, 1e-9);
   EXPECT_NEAR(lockbox->sortino, backtest.sortino, 1e-9);
   EXPECT_NEAR(lockbox->total_return, backtest.total_return, 1e-12);
-  EXPECT_NEAR(lockbox->calmar, backtest.calmar, 1e-9 * std::abs(backtest.calmar) + 1e-12);
+  EXPECT_NEAR(lockbox->calmar, backtest.calmar,
+              1e-9 * std::abs(backtest.calmar) + 1e-12);
   EXPECT_NEAR(lockbox->max_drawdown, backtest.max_drawdown, 1e-12);
   EXPECT_NEAR(lockbox->fees, backtest.fees, 1e-9);
   EXPECT_EQ(lockbox->trades, backtest.trades);
@@ -165,9 +167,8 @@ TEST_F(RefitsTest, MismatchedInputIsRefusedNamingIt) {
   traces[1].row[3] += 1;
   learner::EvaluationResult r;
   learner::EvaluationTrace t;
-  EXPECT_EQ(
-      learner::CombineEqualCapital(results_, traces, bpy_, &r, &t).code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(learner::CombineEqualCapital(results_, traces, bpy_, &r, &t).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -275,9 +275,9 @@ TEST_F(SchedulerUnitTest, CompleteTrialGetsOneFinalRunAndTheStudyWaitsForIt) {
 // trial's lockbox result waits for all three and is their capital split,
 // and the study waits for it.
 TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
-  Start(absl::StrReplaceAll(StudyText("concurrency: 1\nmax_trials: 1"),
-                            {{"lockbox: {bars: 200}",
-                              "lockbox: {bars: 200, refits: 3}"}}));
+  Start(absl::StrReplaceAll(
+      StudyText("concurrency: 1\nmax_trials: 1"),
+      {{"lockbox: {bars: 200}", "lockbox: {bars: 200, refits: 3}"}}));
   Tick();
   const int64_t trial_id = Trials()[0].id;
   const v1::LeaseRunResponse cv = Lease();

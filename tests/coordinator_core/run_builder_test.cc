@@ -7,9 +7,9 @@
 #include "common/file_util.h"
 #include "coordinator/core/study_config.h"
 #include "env/synthetic.h"
-#include "learner/run_config_codec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "learner/run_config_codec.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -236,7 +236,8 @@ TEST(LockboxTest, RefitsDifferInTheirSeedOnly) {
     EXPECT_EQ(*a, *b) << "refit " << r;
   }
   study.lockbox.refits = 3;
-  EXPECT_FALSE(BuildFinalRunOptions(study, params, GappedData(), 12345, 3).ok());
+  EXPECT_FALSE(
+      BuildFinalRunOptions(study, params, GappedData(), 12345, 3).ok());
   EXPECT_FALSE(
       BuildFinalRunOptions(study, params, GappedData(), 12345, -1).ok());
 }

@@ -266,19 +266,17 @@ TEST(MetricsTest, EqualWeightBuyAndHoldRejectsBadShapesWithAnEmptySeries) {
   EXPECT_THAT(EqualWeightBuyAndHold(kPrices, 3, 1, 1, 300.0, 0.0), IsEmpty());
 }
 
-
 // Capital split equally, never rebalanced: each share compounds its own
 // returns, and every domain starts again from 1.
 TEST(MetricsTest, EqualCapitalValuesAverageTheSharesPerDomain) {
   const std::vector<double> a = {std::log(2.0), 0.0, std::log(1.5)};
   const std::vector<double> b = {0.0, std::log(0.5), std::log(0.5)};
   const std::vector<int64_t> steps = {2, 1};
-  const std::vector<std::vector<double>> v =
-      EqualCapitalValues({absl::MakeConstSpan(a), absl::MakeConstSpan(b)},
-                         steps);
+  const std::vector<std::vector<double>> v = EqualCapitalValues(
+      {absl::MakeConstSpan(a), absl::MakeConstSpan(b)}, steps);
   ASSERT_EQ(v.size(), 2U);
-  EXPECT_THAT(v[0], ElementsAre(1.0, DoubleNear(1.5, 1e-12),
-                                DoubleNear(1.25, 1e-12)));
+  EXPECT_THAT(
+      v[0], ElementsAre(1.0, DoubleNear(1.5, 1e-12), DoubleNear(1.25, 1e-12)));
   EXPECT_THAT(v[1], ElementsAre(1.0, DoubleNear(1.0, 1e-12)));
   // One strategy: its own value series.
   EXPECT_THAT(EqualCapitalValues({absl::MakeConstSpan(a)}, {3})[0],
