@@ -168,12 +168,17 @@ DomainsSummary SummarizeDomains(const std::vector<std::vector<double>>& values,
       s.log_returns.push_back(std::log(std::max(v[t], kTinyValue) /
                                        std::max(v[t - 1], kTinyValue)));
     }
-    const PerformanceSummary one = Summarize(v, bars_per_year);
-    const std::vector<double> bars = BarReturns(v);
-    pooled.insert(pooled.end(), bars.begin(), bars.end());
-    s.total_return += one.total_return * weight;
-    s.calmar += one.calmar * weight;
-    s.max_drawdown = std::max(s.max_drawdown, one.max_drawdown);
+    // Summarize's return, drawdown and Calmar without its per-domain
+    // returns, Sharpe and Sortino (the pooled ones below are the result's).
+    for (size_t t = 1; t < v.size(); ++t)
+      pooled.push_back(v[t] / v[t - 1] - 1.0);
+    const double drawdown = MaxDrawdown(v);
+    if (v.front() > 0.0)
+      s.total_return += (v.back() / v.front() - 1.0) * weight;
+    if (drawdown != 0.0) {
+      s.calmar += AnnualisedReturn(v, bars_per_year) / drawdown * weight;
+    }
+    s.max_drawdown = std::max(s.max_drawdown, drawdown);
   }
   s.sharpe = SharpeRatio(pooled, bars_per_year);
   s.sortino = SortinoRatio(pooled, bars_per_year);
