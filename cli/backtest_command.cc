@@ -728,6 +728,29 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
       policy_dirs.push_back(policy_dir);
     }
   }
+  // An export says how many refits the lockbox judged (evaluation.json):
+  // play exactly those.
+  if (std::error_code ec;
+      fs::is_regular_file(policy_dir / "evaluation.json", ec)) {
+    absl::StatusOr<std::string> text =
+        ReadFileToString((policy_dir / "evaluation.json").string());
+    const Json meta =
+        text.ok() ? Json::parse(*text, nullptr, false) : Json(nullptr);
+    if (meta.is_object() && meta.contains("lockbox") &&
+        meta["lockbox"].is_object() && meta["lockbox"].contains("refits") &&
+        meta["lockbox"]["refits"].is_number_integer() &&
+        meta["lockbox"]["refits"].get<int64_t>() !=
+            static_cast<int64_t>(policy_dirs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "policy directory ", policy_dir.string(),
+          ": its evaluation.json "
+          "says the lockbox judged ",
+          meta["lockbox"]["refits"].get<int64_t>(), " refit(s), but ",
+          policy_dirs.size(),
+          " policy(ies) are there (refit-0/, refit-1/, … or policy.pt); "
+          "export it again into an empty directory"));
+    }
+  }
   ASSIGN_OR_RETURN(learner::PolicyContract contract,
                    ReadPolicyContract(policy_dirs.front()));
   for (size_t r = 1; r < policy_dirs.size(); ++r) {

@@ -936,9 +936,8 @@ absl::Status StudyBest(const ParsedCommandLine& parsed) {
     // Each refit's own result: how much the combination hangs on one run.
     if (r.refits > 1) {
       ASSIGN_OR_RETURN(const std::vector<coordinator::RefitRow> refits,
-                       store->ListRefits(study.id));
+                       store->ListTrialRefits(best->id));
       for (const coordinator::RefitRow& f : refits) {
-        if (f.trial_id != best->id) continue;
         lb.AddRow({absl::StrCat("  refit ", f.refit),
                    FormatSharpeSe(f.policy.sharpe, f.sharpe_se),
                    absl::StrFormat("%.2f", f.policy.sortino),
@@ -1339,6 +1338,29 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   }
   const fs::path dir(out_dir);
   RETURN_IF_ERROR(CreateDirectories(dir));
+  // An earlier export here (another study, other refits) must not leave a
+  // policy beside this one's: a backtest of the directory would play it.
+  {
+    std::error_code ec;
+    for (const char* name : {"policy.pt", "contract.json", "evaluation.json"}) {
+      fs::remove(dir / name, ec);
+    }
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && name.rfind(kRefitDirPrefix, 0) == 0) {
+        stale.push_back(entry.path());
+      }
+    }
+    for (const fs::path& p : stale) {
+      fs::remove_all(p, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot remove the earlier export's ", p.string(),
+                         ": ", ec.message()));
+      }
+    }
+  }
   // Copies one policy to hidden names, hashes the copies, then renames them
   // into place: what lands in `to` is exactly what was recorded.
   auto copy_policy = [&](const ArtifactRow& policy, int refit,

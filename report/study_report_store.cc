@@ -358,9 +358,8 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
     lb.refits = row.refits;
     if (row.refits > 1) {
       ASSIGN_OR_RETURN(const std::vector<coordinator::RefitRow> refits,
-                       store.ListRefits(study.id));
+                       store.ListTrialRefits(best->id));
       for (const coordinator::RefitRow& r : refits) {
-        if (r.trial_id != best->id) continue;
         ReportLockbox::Refit f;
         f.refit = r.refit;
         f.sharpe = r.policy.sharpe;

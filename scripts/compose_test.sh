@@ -479,10 +479,13 @@ if cli study best "$STUDY" >"$WORK/best.log" 2>&1 && [ -s "$WORK/best.log" ]; th
 else
   bad "cli study best"; cat "$WORK/best.log"
 fi
+# One policy, or with refits (small.yaml has 3) one per refit-<r>/.
 if cli study export "$STUDY" --out /data/export >"$WORK/export.log" 2>&1 \
-   && dc run --rm -T --entrypoint ls cli /data/export >"$WORK/ls.log" 2>>"$WORK/export.log" \
-   && grep -qx policy.pt "$WORK/ls.log" && grep -qx contract.json "$WORK/ls.log"; then
-  ok "exported policy on the shared volume: /data/export/{$(tr '\n' ',' <"$WORK/ls.log" | sed 's/,$//')}"
+   && dc run --rm -T --entrypoint find cli /data/export -type f >"$WORK/ls.log" 2>>"$WORK/export.log" \
+   && grep -qxE '/data/export/(refit-0/)?policy\.pt' "$WORK/ls.log" \
+   && grep -qxE '/data/export/(refit-0/)?contract\.json' "$WORK/ls.log" \
+   && grep -qx /data/export/evaluation.json "$WORK/ls.log"; then
+  ok "exported policy on the shared volume: $(sed 's|^/data/export/||' "$WORK/ls.log" | sort | tr '\n' ',' | sed 's/,$//')"
 else
   bad "export"; cat "$WORK/export.log" "$WORK/ls.log"
 fi

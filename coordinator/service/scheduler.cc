@@ -489,13 +489,11 @@ absl::Status Scheduler::CompleteFinalRun(
       row.sharpe_se = refit.sharpe_se;
     } else {
       ASSIGN_OR_RETURN(std::vector<RefitRow> all,
-                       Db(DbOp::kListRefits)->ListRefits(run.study_id));
-      all.erase(std::remove_if(all.begin(), all.end(),
-                               [&](const RefitRow& r) {
-                                 return r.trial_id != run.trial_id ||
-                                        r.run_id == run.id;
-                               }),
-                all.end());
+                       Db(DbOp::kListRefits)->ListTrialRefits(run.trial_id));
+      all.erase(
+          std::remove_if(all.begin(), all.end(),
+                         [&](const RefitRow& r) { return r.run_id == run.id; }),
+          all.end());
       all.push_back(refit);
       if (static_cast<int>(all.size()) != finals) {
         return absl::InternalError(absl::StrCat("trial ", run.trial_id, " has ",

@@ -717,6 +717,17 @@ absl::Status InMemoryStore::CompleteRefit(
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<RefitRow>> InMemoryStore::ListTrialRefits(
+    int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  std::vector<RefitRow> rows;
+  for (auto it = refits_.lower_bound({trial_id, 0});
+       it != refits_.end() && it->first.first == trial_id; ++it) {
+    rows.push_back(it->second.second);
+  }
+  return rows;
+}
+
 absl::StatusOr<std::vector<RefitRow>> InMemoryStore::ListRefits(
     int64_t study_id) {
   absl::MutexLock lock(&mu_);

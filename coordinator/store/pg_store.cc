@@ -1513,38 +1513,59 @@ absl::Status PgStore::CompleteRefit(int64_t run_id,
   });
 }
 
+namespace {
+
+// The refits `column` (study_id or trial_id) = `id` selects, by trial then
+// refit.
+std::vector<RefitRow> QueryRefits(pqxx::work& txn, const char* column,
+                                  int64_t id) {
+  std::vector<RefitRow> rows;
+  for (const pqxx::row& r : txn.exec_params(
+           absl::StrCat(
+               "SELECT trial_id, run_id, refit, sharpe, sharpe_se, sortino, "
+               "calmar, total_return, max_drawdown, turnover, fees, trades, "
+               "exposure, env_steps, log_returns FROM lockbox_refits WHERE ",
+               column, " = $1 ORDER BY trial_id, refit"),
+           id)) {
+    RefitRow x;
+    x.trial_id = r[0].as<int64_t>();
+    x.run_id = r[1].as<int64_t>();
+    x.refit = r[2].as<int>();
+    x.policy.fold = FinalRunFold(x.refit);
+    x.policy.sharpe = r[3].as<double>();
+    x.sharpe_se = r[4].as<double>();
+    x.policy.sortino = r[5].as<double>();
+    x.policy.calmar = r[6].as<double>();
+    x.policy.total_return = r[7].as<double>();
+    x.policy.max_drawdown = r[8].as<double>();
+    x.policy.turnover = r[9].as<double>();
+    x.policy.fees = r[10].as<double>();
+    x.policy.trades = r[11].as<int64_t>();
+    x.policy.exposure = r[12].as<double>();
+    x.policy.env_steps = r[13].as<int64_t>();
+    x.policy.log_returns = ParseReturnsText(r[14].as<std::string>());
+    rows.push_back(std::move(x));
+  }
+  return rows;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<RefitRow>> PgStore::ListRefits(int64_t study_id) {
   return impl_->Transact<std::vector<RefitRow>>(
-      "ListLockbox", false,
+      "ListRefits", false,
       [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RefitRow>> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
-        std::vector<RefitRow> rows;
-        for (const pqxx::row& r : txn.exec_params(
-                 "SELECT trial_id, run_id, refit, sharpe, sharpe_se, sortino, "
-                 "calmar, total_return, max_drawdown, turnover, fees, trades, "
-                 "exposure, env_steps, log_returns FROM lockbox_refits "
-                 "WHERE study_id = $1 ORDER BY trial_id, refit",
-                 study_id)) {
-          RefitRow x;
-          x.trial_id = r[0].as<int64_t>();
-          x.run_id = r[1].as<int64_t>();
-          x.refit = r[2].as<int>();
-          x.policy.fold = FinalRunFold(x.refit);
-          x.policy.sharpe = r[3].as<double>();
-          x.sharpe_se = r[4].as<double>();
-          x.policy.sortino = r[5].as<double>();
-          x.policy.calmar = r[6].as<double>();
-          x.policy.total_return = r[7].as<double>();
-          x.policy.max_drawdown = r[8].as<double>();
-          x.policy.turnover = r[9].as<double>();
-          x.policy.fees = r[10].as<double>();
-          x.policy.trades = r[11].as<int64_t>();
-          x.policy.exposure = r[12].as<double>();
-          x.policy.env_steps = r[13].as<int64_t>();
-          x.policy.log_returns = ParseReturnsText(r[14].as<std::string>());
-          rows.push_back(std::move(x));
-        }
-        return rows;
+        return QueryRefits(txn, "study_id", study_id);
+      });
+}
+
+absl::StatusOr<std::vector<RefitRow>> PgStore::ListTrialRefits(
+    int64_t trial_id) {
+  return impl_->Transact<std::vector<RefitRow>>(
+      "ListTrialRefits", false,
+      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RefitRow>> {
+        return QueryRefits(txn, "trial_id", trial_id);
       });
 }
 

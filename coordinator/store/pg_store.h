@@ -99,6 +99,8 @@ class PgStore final : public Store {
       std::optional<LockboxRow> combined,
       const std::vector<ArtifactRow>& artifacts) override;
   absl::StatusOr<std::vector<RefitRow>> ListRefits(int64_t study_id) override;
+  absl::StatusOr<std::vector<RefitRow>> ListTrialRefits(
+      int64_t trial_id) override;
   absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) override;
   absl::StatusOr<int64_t> CountOpenRuns(int64_t study_id) override;

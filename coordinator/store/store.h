@@ -384,6 +384,9 @@ class Store {
   // Every refit result of the study, by trial id then refit.
   virtual absl::StatusOr<std::vector<RefitRow>> ListRefits(
       int64_t study_id) = 0;
+  // The refit results of one trial, by refit (empty for an unknown trial).
+  virtual absl::StatusOr<std::vector<RefitRow>> ListTrialRefits(
+      int64_t trial_id) = 0;
   virtual absl::StatusOr<std::vector<LockboxRow>> ListLockbox(
       int64_t study_id) = 0;
   // Runs of the study still queued or leased (final runs included); 0 for

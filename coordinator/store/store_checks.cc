@@ -306,7 +306,7 @@ absl::Status CheckCvFoldRun(int64_t run_id, int fold) {
   if (IsFinalFold(fold)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run ", run_id,
-        " is a final (lockbox) run: complete it with CompleteFinalRun"));
+        " is a final (lockbox) run: complete it with CompleteRefit"));
   }
   return absl::OkStatus();
 }

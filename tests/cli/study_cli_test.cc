@@ -604,6 +604,11 @@ TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
   absl::StatusOr<coordinator::StudyRow> study = store_->GetStudy("zeta");
   ASSERT_TRUE(study.ok()) << study.status();
   const TrialRow trial = CompleteTrial(study->id, {{"lr", "0.01"}}, 1, 0.7);
+  // Exported while it had one final run: policy.pt at the top.
+  const std::string out = dir_ + "/export";
+  const Result single = Cli(absl::StrCat("study export zeta --out ", out));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  ASSERT_TRUE(fs::exists(out + "/policy.pt"));
   // CompleteTrial gave it refit 0; refit 1 comes now. Until it is done the
   // trial has only half of its policy: nothing is exported.
   absl::StatusOr<RunRow> second =
@@ -639,7 +644,8 @@ TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
                   ->CompleteRefit((*leased)->id, "learner-test", own,
                                   std::nullopt, {artifact})
                   .ok());
-  const std::string out = dir_ + "/export";
+  // Exported again into the same directory: the earlier single policy is
+  // gone (a backtest of the directory would otherwise play it).
   const Result r = Cli(absl::StrCat("study export zeta --out ", out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* name : {"policy.pt", "contract.json"}) {
@@ -651,6 +657,8 @@ TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
         << name;
   }
   EXPECT_FALSE(fs::exists(out + "/policy.pt"));
+  EXPECT_FALSE(fs::exists(out + "/contract.json"));
+  EXPECT_TRUE(fs::exists(out + "/evaluation.json"));
   const Result best = Cli("study best zeta");
   ASSERT_EQ(best.exit_code, 0) << best.output;
   EXPECT_THAT(best.output, HasSubstr("lockbox refit 1"));

@@ -763,6 +763,12 @@ TEST_P(StoreContractTest, RefitsAreFinalRunsAndTheTrialResultWaitsForAll) {
     numbers.push_back(r.refit);
   }
   EXPECT_THAT(numbers, ::testing::ElementsAre(0, 1, 2, 15));
+  ASSERT_OK_AND_ASSIGN(const std::vector<RefitRow> of_trial,
+                       store_->ListTrialRefits(trial.id));
+  EXPECT_EQ(of_trial.size(), 4U);
+  ASSERT_OK_AND_ASSIGN(const std::vector<RefitRow> none,
+                       store_->ListTrialRefits(999999));
+  EXPECT_TRUE(none.empty());
   // A single final run's result still says one refit.
   const TrialRow single = Trial(study.id, 1);
   const RunRow cv2 = Lease();
@@ -775,6 +781,12 @@ TEST_P(StoreContractTest, RefitsAreFinalRunsAndTheTrialResultWaitsForAll) {
   ASSERT_OK_AND_ASSIGN(lockbox, store_->ListLockbox(study.id));
   ASSERT_EQ(lockbox.size(), 2U);
   EXPECT_EQ(lockbox[1].refits, 1);
+  // ... and keeps its own row as refit 0.
+  ASSERT_OK_AND_ASSIGN(const std::vector<RefitRow> single_refits,
+                       store_->ListTrialRefits(single.id));
+  ASSERT_EQ(single_refits.size(), 1U);
+  EXPECT_EQ(single_refits[0].refit, 0);
+  EXPECT_DOUBLE_EQ(single_refits[0].policy.sharpe, 2);
 }
 
 TEST_P(StoreContractTest, StudyFoldMetricsCountOnlyCompleteTrials) {

@@ -229,6 +229,24 @@ awk -F, 'NR > 2 && $3 != prev_domain {
 awk -F, 'NR > 2 && $3 != prev { if ($4 != 500 || $5 != 500) bad = 1 } NR > 1 { prev = $3 }
   END { exit bad }' gap_results/positions.csv || fail "the second domain does not start from the initial capital"
 
+# ---- refits: an export of a trial judged on capital split among its refits
+# holds refit-0/, refit-1/, ... Two copies of one policy split the capital
+# between two identical accounts, so the split scores as the policy itself
+# (every column but trades, which two sub-accounts place twice).
+mkdir -p refits/refit-0 refits/refit-1
+cp policy/policy.pt policy/contract.json refits/refit-0/
+cp policy/policy.pt policy/contract.json refits/refit-1/
+"$ristretto" backtest refits --dataset data.rds --from 1646092800 \
+  --to 2022-05-01T00:00:00Z --out refit_results --random-seeds 5 \
+  > refits.out 2>&1 || { cat refits.out >&2; fail "backtest of two refits"; }
+grep -q '^policy: 2 refits, capital split equally among them' refits.out ||
+  fail "no refits line"
+single=$(awk '/^policy  / { print $2, $3, $4, $5, $6, $7, $8, $9, 2 * $10 }' backtest.out)
+split=$(awk '/^policy  / { print $2, $3, $4, $5, $6, $7, $8, $9, $10 }' refits.out)
+[ -n "$single" ] && [ "$single" = "$split" ] ||
+  fail "two identical refits score '$split', the policy alone '$single' (trades doubled)"
+echo "refits ok: $split"
+
 # ---- bad input: one line on stderr with the expected text, exit != 0, and
 # nothing new on disk.
 cp -r policy no_contract && rm no_contract/contract.json
@@ -241,6 +259,8 @@ cp -r policy other_features && sed -i 's/"rsi_14"/"rsi_7"/' other_features/contr
 head -c 300 data.rds > truncated.rds
 echo "not a dataset" > garbage.rds
 mkdir -p not_ours && echo keep > not_ours/notes.txt
+cp -r refits refits_stale && echo '{"lockbox":{"bars":1,"refits":3}}' > refits_stale/evaluation.json
+cp -r refits refits_mixed && cp other_lookback/contract.json refits_mixed/refit-1/contract.json
 
 expect_fail() {  # expected-text args...
   local want=$1
@@ -281,6 +301,10 @@ expect_fail "cannot read dataset truncated.rds" policy --dataset truncated.rds
 expect_fail "cannot read dataset garbage.rds" policy --dataset garbage.rds
 expect_fail "cannot read dataset nowhere.rds" policy --dataset nowhere.rds
 expect_fail "--dataset" policy
+expect_fail "says the lockbox judged 3 refit(s), but 2 policy(ies) are there" \
+  refits_stale --dataset data.rds
+expect_fail "refits_mixed/refit-1 has another contract than refits_mixed/refit-0" \
+  refits_mixed --dataset data.rds
 expect_fail "--slippage-bps -1 must be in [0, 10000)" policy --dataset data.rds --slippage-bps -1
 # An --out that holds something else is never replaced.
 rc=0
