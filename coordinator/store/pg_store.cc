@@ -1416,6 +1416,27 @@ PgStore::ListStudyFoldMetrics(int64_t study_id) {
 
 // ---------------------------------------------------------------- lockbox
 
+namespace {
+
+// Columns 3-13 of a lockbox_results or lockbox_refits query: the policy's
+// sharpe, sharpe_se, sortino, calmar, total_return, max_drawdown, turnover,
+// fees, trades, exposure and env_steps (both tables keep them alike).
+void ReadLockboxPolicy(const pqxx::row& r, FoldMetrics* p, double* sharpe_se) {
+  p->sharpe = r[3].as<double>();
+  *sharpe_se = r[4].as<double>();
+  p->sortino = r[5].as<double>();
+  p->calmar = r[6].as<double>();
+  p->total_return = r[7].as<double>();
+  p->max_drawdown = r[8].as<double>();
+  p->turnover = r[9].as<double>();
+  p->fees = r[10].as<double>();
+  p->trades = r[11].as<int64_t>();
+  p->exposure = r[12].as<double>();
+  p->env_steps = r[13].as<int64_t>();
+}
+
+}  // namespace
+
 absl::StatusOr<RunRow> PgStore::AddRefitRun(
     int64_t trial_id, int refit, const std::string& config_json,
     const std::string& checkpoint_root) {
@@ -1532,17 +1553,7 @@ std::vector<RefitRow> QueryRefits(pqxx::work& txn, const char* column,
     x.run_id = r[1].as<int64_t>();
     x.refit = r[2].as<int>();
     x.policy.fold = FinalRunFold(x.refit);
-    x.policy.sharpe = r[3].as<double>();
-    x.sharpe_se = r[4].as<double>();
-    x.policy.sortino = r[5].as<double>();
-    x.policy.calmar = r[6].as<double>();
-    x.policy.total_return = r[7].as<double>();
-    x.policy.max_drawdown = r[8].as<double>();
-    x.policy.turnover = r[9].as<double>();
-    x.policy.fees = r[10].as<double>();
-    x.policy.trades = r[11].as<int64_t>();
-    x.policy.exposure = r[12].as<double>();
-    x.policy.env_steps = r[13].as<int64_t>();
+    ReadLockboxPolicy(r, &x.policy, &x.sharpe_se);
     x.policy.log_returns = ParseReturnsText(r[14].as<std::string>());
     rows.push_back(std::move(x));
   }
@@ -1590,17 +1601,7 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
           x.run_id = r[1].as<int64_t>();
           x.bars = r[2].as<int64_t>();
           x.policy.fold = kLockboxFold;
-          x.policy.sharpe = r[3].as<double>();
-          x.sharpe_se = r[4].as<double>();
-          x.policy.sortino = r[5].as<double>();
-          x.policy.calmar = r[6].as<double>();
-          x.policy.total_return = r[7].as<double>();
-          x.policy.max_drawdown = r[8].as<double>();
-          x.policy.turnover = r[9].as<double>();
-          x.policy.fees = r[10].as<double>();
-          x.policy.trades = r[11].as<int64_t>();
-          x.policy.exposure = r[12].as<double>();
-          x.policy.env_steps = r[13].as<int64_t>();
+          ReadLockboxPolicy(r, &x.policy, &x.sharpe_se);
           x.bh_sharpe = r[14].as<double>();
           x.bh_sharpe_se = r[15].as<double>();
           x.bh_sortino = r[16].as<double>();
