@@ -6,7 +6,10 @@
 #
 #   scripts/stress_integration.sh [--runs 5] [--cpu 4] [--label integration]
 #                                 [--regex REGEX] [--exclude REGEX]
-#                                 [--log FILE]
+#                                 [--jobs 1] [--log FILE]
+#
+# --jobs N runs N tests at once (ctest -j N; CI runs -j nproc): the tests
+# then compete with each other as well as with stress.
 #
 # Needs a configured build (build/ or $BUILD_DIR) and Debian's `stress`
 # package (installed with apt-get when missing and running as root).
@@ -21,6 +24,7 @@ label=integration
 regex=
 exclude=
 log=
+jobs=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -28,14 +32,15 @@ while [ $# -gt 0 ]; do
     --label) label=$2; shift 2 ;;
     --regex) regex=$2; shift 2 ;;
     --exclude) exclude=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
     --log) log=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "stress_integration.sh: unknown argument '$1' (see --help)" >&2
        exit 2 ;;
   esac
 done
-case "$runs$cpu" in
-  *[!0-9]*) echo "stress_integration.sh: --runs and --cpu take integers" >&2
+case "$runs$cpu$jobs" in
+  *[!0-9]*) echo "stress_integration.sh: --runs, --cpu and --jobs take integers" >&2
             exit 2 ;;
 esac
 
@@ -65,14 +70,14 @@ select=(-L "$label")
 [ -n "$exclude" ] && select+=(-E "$exclude")
 log=${log:-$build_dir/stress_integration.log}
 : > "$log"
-echo "stress --cpu $cpu on $(nproc) cores; ctest ${select[*]}; $runs runs;" \
+echo "stress --cpu $cpu on $(nproc) cores; ctest ${select[*]} -j $jobs; $runs runs;" \
      "log: $log" | tee -a "$log"
 
 passed=0
 failed=0
 for i in $(seq 1 "$runs"); do
   start=$(date +%s)
-  if out=$(cd "$build_dir" && ctest "${select[@]}" --output-on-failure \
+  if out=$(cd "$build_dir" && ctest "${select[@]}" -j "$jobs" --output-on-failure \
              --timeout 1800 2>&1); then
     status=passed
     passed=$((passed + 1))
