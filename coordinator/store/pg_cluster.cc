@@ -383,10 +383,26 @@ absl::Status PgCluster::Impl::Start() {
   }
   if (options_.port != 0) {
     port_ = options_.port;
+    RETURN_IF_ERROR(StartServer());
   } else {
-    ASSIGN_OR_RETURN(port_, PickFreePort());
+    // A port found free can be taken by another process before the server
+    // binds it (two clusters starting at once, as parallel tests and two
+    // `ristretto up` do): then another free port, a few times.
+    constexpr int kPortAttempts = 5;
+    for (int attempt = 1;; ++attempt) {
+      ASSIGN_OR_RETURN(port_, PickFreePort());
+      absl::Status started = StartServer();
+      if (started.ok()) break;
+      if (attempt == kPortAttempts ||
+          !absl::StrContains(started.message(), "already in use")) {
+        return started;
+      }
+      std::fprintf(stderr,
+                   "PostgreSQL: port %d was taken before the server bound "
+                   "it; trying another\n",
+                   port_);
+    }
   }
-  RETURN_IF_ERROR(StartServer());
   return CreateDatabase(options_.database);
 }
 

@@ -4,8 +4,10 @@
 #include "coordinator/service/scheduler.h"
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -90,6 +92,12 @@ class SchedulerTest : public testing::PgDatabaseTest {
     absl::StatusOr<StudyRow> study = admin_->CreateStudy("prune", kStudy);
     ASSERT_TRUE(study.ok()) << study.status();
     ASSERT_TRUE(admin_->SetStudyState(study->id, StudyState::kRunning).ok());
+  }
+
+  // The study's data directory (datasets) goes with the test.
+  void TearDown() override {
+    std::error_code ec;
+    if (!data_dir_.empty()) std::filesystem::remove_all(data_dir_, ec);
   }
 
   std::unique_ptr<Store> admin_;
