@@ -331,6 +331,7 @@ Spread MeanStd(const std::vector<double>& v) {
 
 struct RandomRow {
   int seeds = 0;
+  int split = 1;  // random policies each account's capital is split among
   Spread sharpe, sortino, total_return, max_drawdown, turnover, fees, trades,
       exposure;
 };
@@ -338,6 +339,7 @@ struct RandomRow {
 RandomRow RandomPolicyRow(const coordinator::SegmentBaselines& b) {
   RandomRow r;
   r.seeds = b.random_seeds;
+  r.split = b.random_split;
   auto field = [&b](auto get) {
     std::vector<double> v;
     v.reserve(b.random_runs.size());
@@ -454,7 +456,12 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
     return absl::StrFormat("%.*f ± %.*f", digits, scale * s.mean, digits,
                            scale * s.std);
   };
-  t.AddRow({absl::StrCat("random (", random.seeds, " seeds, mean ± std)"),
+  t.AddRow({absl::StrCat("random (", random.seeds, " seeds",
+                         random.split > 1
+                             ? absl::StrCat(", each split among ", random.split,
+                                            " like the policy")
+                             : std::string(),
+                         ", mean ± std)"),
             ms(random.sharpe, 2), ms(random.sortino, 2),
             ms(random.total_return, 2, 100) + "%",
             ms(random.max_drawdown, 2, 100) + "%", ms(random.turnover, 2),
@@ -834,8 +841,11 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
 
   const auto baseline_start = Clock::now();
   ASSIGN_OR_RETURN(coordinator::SegmentBaselines baselines,
-                   coordinator::ComputeBaselines(market, env_options, domains,
-                                                 req.random_seeds));
+                   coordinator::ComputeBaselines(
+                       market, env_options, domains, req.random_seeds,
+                       // split among as many random policies as refits,
+                       // as the lockbox scores them
+                       static_cast<int>(policies.size())));
   const double baseline_seconds = Seconds(baseline_start);
 
   const auto write_start = Clock::now();
@@ -892,6 +902,7 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   if (!notes.empty()) meta["notes"] = notes;
   Json random = Json::object();
   random["seeds"] = random_row.seeds;
+  random["split"] = random_row.split;
   random["sharpe"] = SpreadJson(random_row.sharpe);
   random["sortino"] = SpreadJson(random_row.sortino);
   random["total_return"] = SpreadJson(random_row.total_return);

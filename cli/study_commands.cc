@@ -1296,6 +1296,47 @@ std::optional<std::pair<std::string, std::string>> LockboxTimeRange(
           : std::string());
 }
 
+namespace {
+
+// "policy of trial N (final run[, refit r], PATH)", for export errors.
+std::string PolicyContext(int64_t trial_number, int refit, size_t policies,
+                          const ArtifactRow& policy) {
+  return absl::StrCat(
+      "policy of trial ", trial_number, " (final run",
+      policies > 1 ? absl::StrCat(", refit ", refit) : std::string(), ", ",
+      policy.path, ")");
+}
+
+// Copies a recorded policy (a directory holding contract.json and
+// policy.pt, or one file) into directory `to` and checks that the copies
+// hash to what was recorded.
+absl::Status CopyRecordedPolicy(const ArtifactRow& policy,
+                                const std::string& context,
+                                const fs::path& to) {
+  const std::string recorded = absl::AsciiStrToLower(policy.sha256);
+  const fs::path source(policy.path);
+  const bool is_directory = fs::is_directory(source);
+  const std::vector<std::string> names =
+      is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
+                   : std::vector<std::string>{source.filename().string()};
+  RETURN_IF_ERROR(CreateDirectories(to));
+  Sha256 copied;
+  for (const std::string& name : names) {
+    const fs::path copy = to / name;
+    RETURN_IF_ERROR(CopyFile(is_directory ? source / name : source, copy));
+    RETURN_IF_ERROR(HashFile(copy.string(), &copied));
+  }
+  const std::string copied_hex = Sha256::ToHex(copied.Finish());
+  if (copied_hex != recorded) {
+    return absl::DataLossError(absl::StrCat(
+        context, ": the files changed while being copied (sha256 ", copied_hex,
+        ", recorded ", recorded, "); nothing exported"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> ExportBest(Store& store,
                                        const std::string& study_name,
                                        const std::string& out_dir) {
@@ -1336,122 +1377,46 @@ absl::StatusOr<std::string> ExportBest(Store& store,
                        : std::string(),
         " has not finished or failed): nothing exported"));
   }
-  const fs::path dir(out_dir);
-  RETURN_IF_ERROR(CreateDirectories(dir));
-  // An earlier export here (another study, other refits) must not leave a
-  // policy beside this one's: a backtest of the directory would play it.
-  {
-    std::error_code ec;
-    for (const char* name : {"policy.pt", "contract.json", "evaluation.json"}) {
-      fs::remove(dir / name, ec);
-    }
-    std::vector<fs::path> stale;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (entry.is_directory() && name.rfind(kRefitDirPrefix, 0) == 0) {
-        stale.push_back(entry.path());
-      }
-    }
-    for (const fs::path& p : stale) {
-      fs::remove_all(p, ec);
-      if (ec) {
-        return absl::InternalError(
-            absl::StrCat("cannot remove the earlier export's ", p.string(),
-                         ": ", ec.message()));
-      }
-    }
+  // Exactly what the lockbox judged: a trial whose lockbox result is not
+  // recorded yet (a refit still to come) has nothing to export.
+  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(store, study.id));
+  const auto l = lockbox.find(best->id);
+  if (l == lockbox.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", best->number, " of study '", study_name,
+        "' (the best) has no lockbox result yet (", policies.size(),
+        " final polic", policies.size() == 1 ? "y" : "ies",
+        " done; the result is recorded when every refit is): nothing "
+        "exported"));
   }
-  // Copies one policy to hidden names, hashes the copies, then renames them
-  // into place: what lands in `to` is exactly what was recorded.
-  auto copy_policy = [&](const ArtifactRow& policy, int refit,
-                         const fs::path&
-                             to) -> absl::
-                                     Status {
-                                       const std::string context = absl::StrCat(
-                                           "policy of trial ", best->number,
-                                           " (final run",
-                                           policies.size() > 1
-                                               ? absl::StrCat(", refit ", refit)
-                                               : std::string(),
-                                           ", ", policy.path, ")");
-                                       const std::string recorded =
-                                           absl::AsciiStrToLower(policy.sha256);
-                                       ASSIGN_OR_RETURN(
-                                           std::string found,
-                                           ArtifactSha256(policy.path));
-                                       if (found != recorded) {
-                                         return absl::DataLossError(
-                                             absl::StrCat(
-                                                 context,
-                                                 ": sha256 mismatch: recorded ",
-                                                 recorded, ", found ", found,
-                                                 " (the files changed after "
-                                                 "the run finished); nothing "
-                                                 "exported"));
-                                       }
-                                       const fs::path source(policy.path);
-                                       const bool is_directory =
-                                           fs::is_directory(source);
-                                       const std::vector<std::string> names =
-        is_directory ? std::vector<std::string>{"contract.json", "policy.pt"}
-                     : std::vector<std::string>{source.filename().string()};
-                                       RETURN_IF_ERROR(CreateDirectories(to));
-                                       Sha256 copied;
-                                       for (const std::string& name : names) {
-                                         const fs::path from =
-                                             is_directory ? source / name
-                                                          : source;
-                                         const fs::path partial =
-                                             to / ("." + name + ".partial");
-                                         RETURN_IF_ERROR(
-                                             CopyFile(from, partial));
-                                         RETURN_IF_ERROR(HashFile(
-                                             partial.string(), &copied));
-                                       }
-                                       const std::string copied_hex =
-                                           Sha256::ToHex(copied.Finish());
-                                       if (copied_hex != recorded) {
-                                         for (const std::string& name : names) {
-                                           std::error_code ec;
-                                           fs::remove(
-                                               to / ("." + name + ".partial"),
-                                               ec);
-                                         }
-                                         return absl::DataLossError(
-                                             absl::StrCat(
-                                                 context,
-                                                 ": the files changed while "
-                                                 "being copied (sha256 ",
-                                                 copied_hex, ", recorded ",
-                                                 recorded,
-                                                 "); nothing exported"));
-                                       }
-                                       for (const std::string& name : names) {
-                                         RETURN_IF_ERROR(Rename(
-                                             to / ("." + name + ".partial"),
-                                             to / name));
-                                       }
-                                       return absl::OkStatus();
-                                     };
-  if (policies.size() == 1) {
-    RETURN_IF_ERROR(copy_policy(policies.begin()->second, 0, dir));
-  } else {
-    for (const auto& [refit, policy] : policies) {
-      RETURN_IF_ERROR(copy_policy(policy, refit,
-                                  dir / absl::StrCat(kRefitDirPrefix, refit)));
+  if (std::max(l->second.refits, 1) != static_cast<int>(policies.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "trial ", best->number, " of study '", study_name,
+        "' (the best): its lockbox result combines ",
+        std::max(l->second.refits, 1), " refits but ", policies.size(),
+        " final policies are recorded: nothing exported"));
+  }
+  // The recorded hashes first: a policy changed since its run finished
+  // stops the export before anything in the directory is touched.
+  for (const auto& [refit, policy] : policies) {
+    ASSIGN_OR_RETURN(const std::string found, ArtifactSha256(policy.path));
+    const std::string recorded = absl::AsciiStrToLower(policy.sha256);
+    if (found != recorded) {
+      return absl::DataLossError(absl::StrCat(
+          PolicyContext(best->number, refit, policies.size(), policy),
+          ": sha256 mismatch: recorded ", recorded, ", found ", found,
+          " (the files changed after the run finished); nothing exported"));
     }
   }
   // The policy's metadata: the verdict of the study and its lockbox
   // numbers (evaluation.json beside policy.pt).
   ASSIGN_OR_RETURN(const coordinator::StudyStatistics stats,
                    coordinator::LoadOrComputeStudyResult(store, study));
-  ASSIGN_OR_RETURN(const auto lockbox, LockboxByTrial(store, study.id));
   std::string meta = absl::StrCat(
       "{\"study\":\"", study.name, "\",\"trial\":", best->number,
       ",\"cv_score\":", absl::StrFormat("%.17g", *best->score),
       ",\"statistics\":", coordinator::StudyStatisticsToJson(stats));
-  auto l = lockbox.find(best->id);
-  if (l != lockbox.end()) {
+  {
     const coordinator::LockboxRow& r = l->second;
     absl::StrAppend(
         &meta, ",\"lockbox\":{",
@@ -1483,16 +1448,81 @@ absl::StatusOr<std::string> ExportBest(Store& store,
   absl::StrAppend(&meta, ",\"verdict\":\"",
                   absl::StrReplaceAll(stats.verdict, {{"\"", "'"}}),
                   "\",\"edge\":", stats.edge ? "true" : "false", "}\n");
-  const fs::path meta_partial = dir / ".evaluation.json.partial";
+  // Everything is written to a private staging directory beside the
+  // export and moved into place only when all of it is there: a failed
+  // export leaves an earlier one as it was, never a part of this one (a
+  // backtest of the directory would play whatever policies it holds).
+  const fs::path dir(out_dir);
+  RETURN_IF_ERROR(CreateDirectories(dir));
+  const fs::path staging = dir / absl::StrCat(".export-", getpid());
   {
-    std::ofstream f(meta_partial);
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+  }
+  auto stage = [&]() -> absl::Status {
+    RETURN_IF_ERROR(CreateDirectories(staging));
+    for (const auto& [refit, policy] : policies) {
+      RETURN_IF_ERROR(CopyRecordedPolicy(
+          policy, PolicyContext(best->number, refit, policies.size(), policy),
+          policies.size() == 1
+              ? staging
+              : staging / absl::StrCat(kRefitDirPrefix, refit)));
+    }
+    std::ofstream f(staging / "evaluation.json");
     f << meta;
+    f.close();
     if (!f.good()) {
-      return absl::InternalError(
-          absl::StrCat("writing ", meta_partial.string(), " failed"));
+      return absl::InternalError(absl::StrCat(
+          "writing ", (staging / "evaluation.json").string(), " failed"));
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status staged = stage(); !staged.ok()) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    return staged;
+  }
+  // An earlier export here (another study, other refits) must not leave a
+  // policy beside this one's.
+  {
+    std::error_code ec;
+    for (const char* name : {"policy.pt", "contract.json", "evaluation.json"}) {
+      fs::remove(dir / name, ec);
+    }
+    std::vector<fs::path> stale;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (entry.is_directory() && name.rfind(kRefitDirPrefix, 0) == 0) {
+        stale.push_back(entry.path());
+      }
+    }
+    for (const fs::path& p : stale) {
+      fs::remove_all(p, ec);
+      if (ec) {
+        return absl::InternalError(
+            absl::StrCat("cannot remove the earlier export's ", p.string(),
+                         ": ", ec.message()));
+      }
     }
   }
-  RETURN_IF_ERROR(Rename(meta_partial, dir / "evaluation.json"));
+  // evaluation.json last: a directory with one is complete.
+  std::vector<fs::path> entries;
+  {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(staging, ec)) {
+      if (entry.path().filename() != "evaluation.json") {
+        entries.push_back(entry.path());
+      }
+    }
+  }
+  entries.push_back(staging / "evaluation.json");
+  for (const fs::path& from : entries) {
+    RETURN_IF_ERROR(Rename(from, dir / from.filename()));
+  }
+  {
+    std::error_code ec;
+    fs::remove(staging, ec);
+  }
   return out_dir;
 }
 

@@ -139,9 +139,12 @@ DomainsSummary SummarizeDomains(const std::vector<std::vector<double>>& values,
 // V_0 = 1:
 //   V_t = (1/K) Σ_k exp(x_k,1 + … + x_k,t),
 // where x_k are strategy k's per-step log returns, every domain's in the
-// order of `domain_steps` (each domain's number of steps). With
-// proportional fees and an env that scales with its capital, this is
-// exactly the account of K sub-accounts trading the same bars. Returns one
+// order of `domain_steps` (each domain's number of steps): the mean of K
+// accounts that each trade the same bars with their own strategy. (It is
+// the account of one capital C split K ways only where a strategy's
+// returns do not depend on its capital; ristretto's env observes the
+// account's cash and has absolute order minimums, so for policies it is
+// K accounts of the capital they were scored with.) Returns one
 // series of 1 + steps values per domain; empty when there is no strategy
 // or a strategy's length is not Σ domain_steps.
 std::vector<std::vector<double>> EqualCapitalValues(

@@ -76,9 +76,9 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
 // Capital split equally among K policies played on the same domains (each
 // result and trace from EvaluateActions with the same market, env options
 // and domains), each share trading its own policy and never rebalanced:
-// the account of K sub-accounts of C0/K each. Its trace's value, cash and
-// holdings are the K traces' means (each played C0; the env scales with
-// its capital and charges proportional fees), its rows, domains and buy
+// the mean of K accounts of C0 each (each policy must trade the capital
+// it was played with: the env observes the account's cash). Its trace's
+// value, cash and holdings are the K traces' means, its rows, domains and buy
 // and hold are theirs; its result is scored from that trace as
 // EvaluateActions scores one policy (env::SummarizeDomains, exposure over
 // every step), with the K results' mean turnover and fees, summed trades

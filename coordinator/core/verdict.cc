@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "coordinator/core/statistics.h"
@@ -46,7 +47,11 @@ double AnnualisedSharpeError(const std::vector<double>& log_returns,
 absl::StatusOr<SegmentBaselines> ComputeBaselines(
     const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    int random_seeds) {
+    int random_seeds, int random_split) {
+  if (random_split < 1 || random_split > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baselines: random_split ", random_split, " is not in [1, 16]"));
+  }
   SegmentBaselines out;
   const double bpy = env::BarsPerYear(market->interval_seconds);
   const int n = market->num_assets;
@@ -90,9 +95,8 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   bh.benchmark_return = bh.total_return;
   bh.exposure = 1;
   out.buy_and_hold_sharpe_se = AnnualisedSharpeError(bh.log_returns, bpy);
-  // The random policy.
-  std::vector<double> sharpes, returns;
-  for (int seed = 1; seed <= random_seeds; ++seed) {
+  // The random policy (with a split: K of them, capital split equally).
+  auto play_random = [&](int64_t seed) {
     Rng rng(static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ULL + 17);
     learner::ActionFunction decide = [&rng, n](const float* /*obs*/,
                                                int copies_now, float* actions) {
@@ -100,9 +104,52 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
         actions[i] = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
       }
     };
-    ASSIGN_OR_RETURN(
-        learner::EvaluationResult r,
-        learner::EvaluateActions(market, env_options, domains, decide));
+    return learner::EvaluateActions(market, env_options, domains, decide);
+  };
+  std::vector<int64_t> domain_steps;
+  domain_steps.reserve(domains.size());
+  for (const env::Domain& d : domains) {
+    domain_steps.push_back(d.size() - 2 * lookback);
+  }
+  std::vector<double> sharpes, returns;
+  for (int seed = 1; seed <= random_seeds; ++seed) {
+    learner::EvaluationResult r;
+    if (random_split == 1) {
+      ASSIGN_OR_RETURN(r, play_random(seed));
+    } else {
+      std::vector<learner::EvaluationResult> members;
+      std::vector<absl::Span<const double>> member_returns;
+      members.reserve(static_cast<size_t>(random_split));
+      member_returns.reserve(static_cast<size_t>(random_split));
+      for (int k = 0; k < random_split; ++k) {
+        ASSIGN_OR_RETURN(
+            learner::EvaluationResult m,
+            play_random(seed + static_cast<int64_t>(k) * random_seeds));
+        members.push_back(std::move(m));
+      }
+      for (const learner::EvaluationResult& m : members) {
+        member_returns.emplace_back(m.log_returns);
+      }
+      // As coordinator::CombineRefits scores the refits.
+      const env::DomainsSummary s = env::SummarizeDomains(
+          env::EqualCapitalValues(member_returns, domain_steps), bpy);
+      r.sharpe = s.sharpe;
+      r.sortino = s.sortino;
+      r.total_return = s.total_return;
+      r.calmar = s.calmar;
+      r.max_drawdown = s.max_drawdown;
+      r.steps = s.steps;
+      const double k = static_cast<double>(random_split);
+      for (const learner::EvaluationResult& m : members) {
+        r.turnover += m.turnover / k;
+        r.fees += m.fees / k;
+        r.exposure += m.exposure / k;
+        r.trades += m.trades;
+      }
+      r.benchmark_sharpe = members[0].benchmark_sharpe;
+      r.benchmark_return = members[0].benchmark_return;
+      r.score = r.sharpe - r.benchmark_sharpe;
+    }
     sharpes.push_back(r.sharpe);
     returns.push_back(r.total_return);
     r.log_returns = {};
@@ -117,6 +164,7 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
     *sd = std::sqrt(*sd / static_cast<double>(v.size()));
   };
   out.random_seeds = random_seeds;
+  out.random_split = random_split;
   mean_std(sharpes, &out.random_sharpe_mean, &out.random_sharpe_std);
   mean_std(returns, &out.random_return_mean, &out.random_return_std);
   return out;

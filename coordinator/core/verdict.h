@@ -39,7 +39,13 @@ struct SegmentBaselines {
   learner::EvaluationResult buy_and_hold;
   double buy_and_hold_sharpe_se = 0;  // annualised (Mertens)
   // Uniform random actions in [−1, 1] per asset and bar, seeds 1 … N.
+  // With random_split K > 1 each of the N is an account whose capital is
+  // split equally among K independent random policies (seeds s, s + N, …,
+  // s + (K − 1)·N), scored as a K-refit lockbox is (env::EqualCapitalValues):
+  // a split policy is compared with split random policies, which differ
+  // in their spread (about 1/√K) and, with a non-zero mean, in their mean.
   int random_seeds = 0;
+  int random_split = 1;
   double random_sharpe_mean = 0, random_sharpe_std = 0;  // population std
   double random_return_mean = 0, random_return_std = 0;
   // Each seed's whole result (seeds 1 … N in order, log_returns dropped):
@@ -47,11 +53,14 @@ struct SegmentBaselines {
   std::vector<learner::EvaluationResult> random_runs;
 };
 
-// Errors: those of EvaluateActions (no domain, a domain too short).
+// `random_split`: the number of policies a random baseline's capital is
+// split among (the lockbox's refits; 1 = one random policy per seed).
+// Errors: those of EvaluateActions (no domain, a domain too short), and a
+// random_split outside [1, 16].
 absl::StatusOr<SegmentBaselines> ComputeBaselines(
     const std::shared_ptr<const env::MarketData>& market,
     const env::EnvOptions& env_options, const std::vector<env::Domain>& domains,
-    int random_seeds = kRandomPolicySeeds);
+    int random_seeds = kRandomPolicySeeds, int random_split = 1);
 
 // `stats` of returns that repeat each bar `multiplicity` times on average
 // (CPCV's pooled folds) as evidence: n becomes the distinct bars,

@@ -477,11 +477,30 @@ absl::Status Scheduler::CompleteFinalRun(
   // A refit not queued yet (the coordinator stopped between queueing two)
   // is still to come.
   if (finals < study->config.lockbox.refits) others_complete = false;
+  std::vector<int64_t> domain_steps;
+  int64_t lockbox_bars = 0;
+  for (const env::Domain& d : options.validation_domains) {
+    domain_steps.push_back(d.size() - 2 * options.env.lookback);
+    lockbox_bars += domain_steps.back();
+  }
+  // With several refits each one's returns must cover the lockbox's bars
+  // (they are combined bar by bar): a refit that does not is refused at its
+  // own completion, not the one that happens to finish last.
+  if (std::max(finals, study->config.lockbox.refits) > 1 &&
+      static_cast<int64_t>(refit.policy.log_returns.size()) != lockbox_bars) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run ", run.id, " (final, refit ", refit.refit, ") reported ",
+        refit.policy.log_returns.size(), " lockbox returns, expected ",
+        lockbox_bars, " (one per lockbox bar): its completion is refused"));
+  }
   std::optional<LockboxRow> combined;
   if (others_complete) {
-    ASSIGN_OR_RETURN(const SegmentBaselines base,
-                     ComputeBaselines(study->market, options.env,
-                                      options.validation_domains));
+    // The random baseline is split like the policy: among as many random
+    // policies as there are refits.
+    ASSIGN_OR_RETURN(
+        const SegmentBaselines base,
+        ComputeBaselines(study->market, options.env, options.validation_domains,
+                         kRandomPolicySeeds, std::max(finals, 1)));
     LockboxRow row;
     row.refits = std::max(finals, 1);
     if (row.refits == 1) {
@@ -499,10 +518,6 @@ absl::Status Scheduler::CompleteFinalRun(
         return absl::InternalError(absl::StrCat("trial ", run.trial_id, " has ",
                                                 finals, " final runs but ",
                                                 all.size(), " refit results"));
-      }
-      std::vector<int64_t> domain_steps;
-      for (const env::Domain& d : options.validation_domains) {
-        domain_steps.push_back(d.size() - 2 * options.env.lookback);
       }
       ASSIGN_OR_RETURN(row.policy, CombineRefits(all, domain_steps, bpy));
       row.sharpe_se = AnnualisedSharpeError(row.policy.log_returns, bpy);

@@ -1,10 +1,12 @@
 // The lockbox result of a trial with several refits (lockbox.refits): its
 // final runs share the trial's parameters and differ in their seed, and
-// the trial's result is capital split equally among them at the start of
-// every lockbox domain, each share trading its own refit's policy and
-// never rebalanced (env::EqualCapitalValues). So one PPO run that did not
-// learn moves the result by 1/K of its loss, not all of it, and the result
-// is that of a policy one can trade: K sub-accounts.
+// the trial's result is the mean of their accounts (each refit trades its
+// own account of the study's initial capital C0 from the start of every
+// lockbox domain, never rebalanced: env::EqualCapitalValues). So one PPO
+// run that did not learn moves the result by 1/K of its loss, not all of
+// it, and the result is that of a fund one can trade: K sub-accounts of C0
+// each (not of C0/K: the env's observations include the account's cash
+// and its order minimums are absolute).
 #ifndef RISTRETTO_COORDINATOR_STORE_REFITS_H_
 #define RISTRETTO_COORDINATOR_STORE_REFITS_H_
 

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@ using coordinator::RunRow;
 using coordinator::Store;
 using coordinator::TrialRow;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -165,8 +167,10 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
   // As the coordinator and a learner would: a trial with `folds` runs, each
   // leased and completed with its metrics and a policy artifact; then the
   // trial completes with `score`. Returns the trial.
+  // With `with_final_run` false the trial gets no final run (the caller
+  // adds its refits).
   TrialRow CompleteTrial(int64_t study_id, const std::vector<ParamRow>& params,
-                         int folds, double score) {
+                         int folds, double score, bool with_final_run = true) {
     const std::vector<std::string> configs(folds, "{}");
     absl::StatusOr<TrialRow> trial =
         store_->CreateTrial(study_id, params, configs, dir_ + "/checkpoints");
@@ -202,6 +206,7 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
       EXPECT_TRUE(all_done.ok()) << all_done.status();
     }
     EXPECT_TRUE(store_->CompleteTrial(trial->id, score).ok());
+    if (!with_final_run) return *store_->GetTrial(trial->id);
     // The final run: refit and evaluated on the lockbox (Sharpe score + 2).
     absl::StatusOr<RunRow> final_run =
         store_->AddFinalRun(trial->id, "{}", dir_ + "/checkpoints");
@@ -597,34 +602,56 @@ TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {
   EXPECT_FALSE(fs::exists(out2 + "/contract.json"));
 }
 
-// A trial with two refits: export waits for both, then writes each refit's
-// policy into refit-<r>/; `study best` names each refit's artifact.
+// A trial with two refits: export waits for both (and for the trial's
+// lockbox result), then writes each refit's policy into refit-<r>/ in place
+// of an earlier export; a failed export leaves the earlier one whole;
+// `study best` names each refit's artifact.
 TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
   CreateAndStart("zeta", 1);
   absl::StatusOr<coordinator::StudyRow> study = store_->GetStudy("zeta");
   ASSERT_TRUE(study.ok()) << study.status();
-  const TrialRow trial = CompleteTrial(study->id, {{"lr", "0.01"}}, 1, 0.7);
-  // Exported while it had one final run: policy.pt at the top.
+  const TrialRow trial = CompleteTrial(study->id, {{"lr", "0.01"}}, 1, 0.7,
+                                       /*with_final_run=*/false);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(
+        store_->AddRefitRun(trial.id, r, "{}", dir_ + "/checkpoints").ok());
+  }
+  // An earlier export (a single policy) in the directory.
   const std::string out = dir_ + "/export";
-  const Result single = Cli(absl::StrCat("study export zeta --out ", out));
-  ASSERT_EQ(single.exit_code, 0) << single.output;
-  ASSERT_TRUE(fs::exists(out + "/policy.pt"));
-  // CompleteTrial gave it refit 0; refit 1 comes now. Until it is done the
-  // trial has only half of its policy: nothing is exported.
-  absl::StatusOr<RunRow> second =
-      store_->AddRefitRun(trial.id, 1, "{}", dir_ + "/checkpoints");
-  ASSERT_TRUE(second.ok()) << second.status();
-  const Result early =
-      Cli(absl::StrCat("study export zeta --out ", dir_, "/early"));
+  fs::create_directories(out);
+  WriteFile(out + "/policy.pt", "an earlier export's weights");
+  WriteFile(out + "/contract.json", "{}");
+  // Completes the next leased refit with its own result (and the split,
+  // given `split`); returns its policy directory.
+  auto complete_refit =
+      [&](int refit,
+          const std::optional<coordinator::LockboxRow>& split) -> std::string {
+    absl::StatusOr<std::optional<RunRow>> leased =
+        store_->LeaseRun("learner-test", absl::Minutes(5));
+    EXPECT_TRUE(leased.ok() && leased->has_value());
+    if (!leased.ok() || !leased->has_value()) return "";
+    EXPECT_EQ((*leased)->fold, coordinator::FinalRunFold(refit));
+    coordinator::RefitRow own;
+    own.policy.sharpe = 1.25 + refit;
+    own.sharpe_se = 0.5;
+    std::string policy = WritePolicyDir(absl::StrCat("zeta-refit-", refit));
+    ArtifactRow artifact;
+    artifact.kind = "policy";
+    artifact.path = policy;
+    artifact.sha256 = DirSha256(policy);
+    EXPECT_TRUE(store_
+                    ->CompleteRefit((*leased)->id, "learner-test", own, split,
+                                    {artifact})
+                    .ok());
+    return policy;
+  };
+  const std::string policy0 = complete_refit(0, std::nullopt);
+  // Half of the trial's policy: nothing is exported, the directory is
+  // untouched.
+  const Result early = Cli(absl::StrCat("study export zeta --out ", out));
   EXPECT_EQ(early.exit_code, 1);
   EXPECT_THAT(early.output, HasSubstr("1 of 2 refits done"));
-  absl::StatusOr<std::optional<RunRow>> leased =
-      store_->LeaseRun("learner-test", absl::Minutes(5));
-  ASSERT_TRUE(leased.ok() && leased->has_value());
-  ASSERT_EQ((*leased)->fold, coordinator::FinalRunFold(1));
-  coordinator::RefitRow own;
-  own.policy.sharpe = 1.25;
-  own.sharpe_se = 0.5;
+  EXPECT_EQ(ReadBytes(out + "/policy.pt"), "an earlier export's weights");
   coordinator::LockboxRow split;
   split.bars = 300;
   split.refits = 2;
@@ -632,33 +659,47 @@ TEST_F(StudyCliTest, ExportAndShowOfATrialWithRefits) {
   split.sharpe_se = 1.0;
   split.bh_sharpe = 0.25;
   split.random_seeds = 20;
-  const std::string policy = WritePolicyDir("zeta-refit-1");
-  ArtifactRow artifact;
-  artifact.kind = "policy";
-  artifact.path = policy;
-  artifact.sha256 = DirSha256(policy);
-  // (Refit 0 was completed as a single final run, which wrote the trial's
-  // result; a real coordinator writes the split with the last refit. The
-  // split's numbers are tested in scheduler_unit_test.cc.)
-  ASSERT_TRUE(store_
-                  ->CompleteRefit((*leased)->id, "learner-test", own,
-                                  std::nullopt, {artifact})
-                  .ok());
-  // Exported again into the same directory: the earlier single policy is
-  // gone (a backtest of the directory would otherwise play it).
+  const std::string policy1 = complete_refit(1, split);
   const Result r = Cli(absl::StrCat("study export zeta --out ", out));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* name : {"policy.pt", "contract.json"}) {
     EXPECT_EQ(ReadBytes(absl::StrCat(out, "/refit-0/", name)),
-              ReadBytes(absl::StrCat(dir_, "/policies/trial0-lockbox/", name)))
+              ReadBytes(absl::StrCat(policy0, "/", name)))
         << name;
     EXPECT_EQ(ReadBytes(absl::StrCat(out, "/refit-1/", name)),
-              ReadBytes(absl::StrCat(policy, "/", name)))
+              ReadBytes(absl::StrCat(policy1, "/", name)))
         << name;
   }
-  EXPECT_FALSE(fs::exists(out + "/policy.pt"));
-  EXPECT_FALSE(fs::exists(out + "/contract.json"));
-  EXPECT_TRUE(fs::exists(out + "/evaluation.json"));
+  // The earlier single policy is gone (a backtest of the directory would
+  // otherwise play it); nothing but the export is left.
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(out)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_THAT(names, ElementsAre("evaluation.json", "refit-0", "refit-1"));
+  const std::string meta = ReadBytes(out + "/evaluation.json");
+  EXPECT_THAT(meta, HasSubstr("\"refits\":2"));
+
+  // Refit 1's files changed after its run: exporting again fails and leaves
+  // the export above exactly as it was.
+  std::string weights = ReadBytes(policy1 + "/policy.pt");
+  weights[100] = static_cast<char>(weights[100] ^ 1);
+  WriteFile(policy1 + "/policy.pt", weights);
+  const Result tampered = Cli(absl::StrCat("study export zeta --out ", out));
+  EXPECT_EQ(tampered.exit_code, 1);
+  EXPECT_THAT(tampered.output,
+              AllOf(HasSubstr("sha256 mismatch"), HasSubstr("refit 1"),
+                    HasSubstr("nothing exported")));
+  std::vector<std::string> after;
+  for (const auto& e : fs::directory_iterator(out)) {
+    after.push_back(e.path().filename().string());
+  }
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(after, names);
+  EXPECT_EQ(ReadBytes(out + "/evaluation.json"), meta);
+  EXPECT_NE(ReadBytes(out + "/refit-1/policy.pt"), weights);
+
   const Result best = Cli("study best zeta");
   ASSERT_EQ(best.exit_code, 0) << best.output;
   EXPECT_THAT(best.output, HasSubstr("lockbox refit 1"));

@@ -313,6 +313,9 @@ TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
   EXPECT_EQ(seeds.size(), 3U);  // one seed each
   EXPECT_THAT(leases[1].lease().run_name(), HasSubstr("/lockbox-refit-1"));
   ASSERT_GT(bars, 0);
+  // A refit whose returns do not cover the lockbox is refused at its own
+  // completion, the first as well as the last.
+  EXPECT_FALSE(Complete(leases[0].lease().run_id(), 3.0, bars + 1).ok());
   ASSERT_TRUE(Complete(leases[0].lease().run_id(), 3.0, bars).ok());
   ASSERT_TRUE(Complete(leases[1].lease().run_id(), -1.0, bars).ok());
   absl::StatusOr<std::vector<LockboxRow>> lockbox =
@@ -321,8 +324,6 @@ TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
   EXPECT_TRUE(lockbox->empty());  // one refit still to come
   Tick();
   EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
-  // A refit whose returns do not cover the lockbox is refused, not
-  // combined.
   EXPECT_FALSE(Complete(leases[2].lease().run_id(), 2.0, bars - 1).ok());
   ASSERT_TRUE(Complete(leases[2].lease().run_id(), 2.0, bars).ok());
   lockbox = store_->ListLockbox(study_id_);

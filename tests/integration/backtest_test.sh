@@ -245,6 +245,12 @@ single=$(awk '/^policy  / { print $2, $3, $4, $5, $6, $7, $8, $9, 2 * $10 }' bac
 split=$(awk '/^policy  / { print $2, $3, $4, $5, $6, $7, $8, $9, $10 }' refits.out)
 [ -n "$single" ] && [ "$single" = "$split" ] ||
   fail "two identical refits score '$split', the policy alone '$single' (trades doubled)"
+# The random baseline is split like the policy: each of its 5 accounts is
+# capital split among 2 random policies.
+grep -q '^random (5 seeds, each split among 2 like the policy, mean ± std)  ' refits.out ||
+  fail "the random row of a 2-refit backtest is not split among 2"
+grep -q '"split": 2' refit_results/metrics.json ||
+  fail "metrics.json of a 2-refit backtest lacks the random split"
 echo "refits ok: $split"
 
 # ---- bad input: one line on stderr with the expected text, exit != 0, and
