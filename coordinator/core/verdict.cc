@@ -399,14 +399,17 @@ StudyStatistics ComputeStudyStatistics(
                   PValueText(l.p_vs_buy_and_hold))
             : absl::StrFormat("buy & hold %.2f (not tested)", l.bh_sharpe);
     lockbox_text = absl::StrFormat(
-        "lockbox Sharpe %s%s vs cash 0 (%s), %s, random %.2f ± %.2f "
+        "lockbox Sharpe %s%s vs cash 0 (%s), %s, random%s %.2f ± %.2f "
         "(%s)",
         FormatSharpeSe(l.sharpe, l.sharpe_se),
         l.refits > 1
             ? absl::StrFormat(" (capital split among %d refits)", l.refits)
             : std::string(),
-        PValueText(l.p_vs_cash), bh_text, l.random_sharpe_mean,
-        l.random_sharpe_std, PValueText(l.p_vs_random));
+        PValueText(l.p_vs_cash), bh_text,
+        // the random baseline is split like the policy
+        l.refits > 1 ? absl::StrFormat(" (each split among %d)", l.refits)
+                     : std::string(),
+        l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
     if (!beats) {
       std::vector<std::string> missed;
       if (!vs_cash) missed.push_back("cash");

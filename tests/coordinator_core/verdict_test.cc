@@ -18,6 +18,7 @@
 namespace ristretto::coordinator {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -139,6 +140,13 @@ TEST(VerdictTest, ALockboxThatRandomPoliciesMatchIsNoEdge) {
   ASSERT_TRUE(s.lockbox.has_value());
   EXPECT_GT(s.lockbox->p_vs_random, 0.5);
   EXPECT_THAT(s.verdict, HasSubstr("does not beat random"));
+  EXPECT_THAT(s.verdict, HasSubstr(", random 6.00 ± 0.50 ("));
+  // With refits the random baseline is split like the policy, and says so.
+  trials[1].lockbox->refits = 3;
+  const StudyStatistics split = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  EXPECT_THAT(split.verdict,
+              AllOf(HasSubstr("(capital split among 3 refits)"),
+                    HasSubstr(", random (each split among 3) 6.00 ± 0.50 (")));
 }
 
 // A lockbox Sharpe whose standard error is undefined (stored as 0: a flat
