@@ -18,15 +18,21 @@
 namespace ristretto::coordinator {
 namespace {
 
-TEST(BaselinesRandomRunsTest, OneFullResultPerSeedMatchingTheSummary) {
+// 500 synthetic rows of 3 assets (seed 6); the tests play rows [50, 250)
+// and [260, 430) with lookback 2.
+absl::StatusOr<std::shared_ptr<const env::MarketData>> ThreeAssetMarket() {
   env::SyntheticMarketOptions so;
   so.num_assets = 3;
   so.num_rows = 500;
   so.seed = 6;
   absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
+  if (!data.ok()) return data.status();
+  return env::MarketData::FromDataset(*data);
+}
+
+TEST(BaselinesRandomRunsTest, OneFullResultPerSeedMatchingTheSummary) {
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      ThreeAssetMarket();
   ASSERT_TRUE(market.ok()) << market.status();
   env::EnvOptions o;
   o.lookback = 2;
@@ -66,14 +72,8 @@ TEST(BaselinesRandomRunsTest, OneFullResultPerSeedMatchingTheSummary) {
 // mean (env::EqualCapitalValues + SummarizeDomains).
 TEST(BaselinesRandomRunsTest,
      ASplitRandomBaselineIsKRandomPoliciesSharingCapital) {
-  env::SyntheticMarketOptions so;
-  so.num_assets = 3;
-  so.num_rows = 500;
-  so.seed = 6;
-  absl::StatusOr<env::Dataset> data = env::GenerateSyntheticDataset(so);
-  ASSERT_TRUE(data.ok()) << data.status();
   absl::StatusOr<std::shared_ptr<const env::MarketData>> market =
-      env::MarketData::FromDataset(*data);
+      ThreeAssetMarket();
   ASSERT_TRUE(market.ok()) << market.status();
   env::EnvOptions o;
   o.lookback = 2;
