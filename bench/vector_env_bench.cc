@@ -1,5 +1,8 @@
 // Google Benchmark of VectorEnv::Step with random actions: n = 7 assets,
-// F = 98 features, lookback 1 and 5, B in {1, 64, 1024}, one thread.
+// F = 98 features, lookback 1 and 5, B in {1, 64, 1024}, one thread;
+// weights 0 = the original's env (shares action model, forced trim, shaped
+// reward: the defaults before issue 34), 1 = today's defaults (target
+// weights, band, log-return reward).
 // Items processed = env steps (copies × iterations), so the report's
 // items_per_second is env steps per second.
 #include <cstring>
@@ -30,6 +33,12 @@ void BM_VectorEnvStep(benchmark::State& state) {
   options.env.lookback = lookback;
   options.num_copies = copies;
   options.episode_steps = 1000;
+  if (state.range(2) == 0) {
+    options.env.action_model = ActionModel::kShares;
+    options.env.cooldown_trim_bars = 48;
+    options.env.reward_mode = RewardMode::kShaped;
+    options.env.min_notional = 0.0;
+  }
   auto vec = VectorEnv::Create(*market, options);
   if (!vec.ok()) {
     state.SkipWithError(std::string(vec.status().message()).c_str());
@@ -157,8 +166,8 @@ BENCHMARK(BM_ScalarEnvsStep)
     ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_VectorEnvStep)
-    ->ArgNames({"lookback", "copies"})
-    ->ArgsProduct({{1, 5}, {1, 64, 1024}})
+    ->ArgNames({"lookback", "copies", "weights"})
+    ->ArgsProduct({{1, 5}, {1, 64, 1024}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -279,7 +279,11 @@ absl::Status EnvDemo() {
   while (!vec->done(0)) {
     const int64_t row = vec->row(0);
     for (int i = 0; i < n; ++i) {
-      actions[0 * n + i] = 0.0f;
+      // All cash: no order (shares), or a zero target weight (weights).
+      actions[0 * n + i] =
+          options.env.action_model == env::ActionModel::kWeights
+              ? -static_cast<float>(options.env.action_clip)
+              : 0.0f;
       actions[1 * n + i] = static_cast<float>(2.0 * rng.Uniform() - 1.0);
       const double p = market->price[row * n + i];
       const double prev = market->price[(row - 1) * n + i];

@@ -286,7 +286,6 @@ std::string DefaultStudyForData(const env::Dataset& dataset) {
       "  epochs: 8\n"
       "  episode_steps: 512\n"
       "  lookback: 4\n"
-      "  norm_action: 1\n"
       "  reward_mode: log_return\n"
       "  reward_scale: 100\n"
       "  # The rate decays to 0 at each run's budget: the refits' last\n"

@@ -299,11 +299,33 @@ inline constexpr OptionSpec kTable[] = {
           "k sets env.norm_reward = 2^-k")
         .Unit("log2")
         .ReadWhen("reward_mode", "shaped", "only the shaped reward uses it"),
+    Choice("action_model", kEnv, "env.action_model", "shares|weights", 1,
+           "weights: the action is the target portfolio, softmax(k*a, 0) over "
+           "the assets and cash, traded outside a no-trade band; shares: the "
+           "original's coin quantities (docs/env_actions.md)")
+        .Flag("action-model"),
+    Float("weight_logit_scale", kEnv, "env.weight_logit_scale", 5,
+          OpenLow(0, 1000),
+          "k of the target weights softmax(k*a, 0): actions in [-1, 1] span "
+          "logits in [-k, k] against the cash logit 0")
+        .ReadWhen("action_model", "weights",
+                  "only the target-weight action model uses it"),
+    Float("rebalance_band", kEnv, "env.rebalance_band", 0.02, OpenHigh(0, 1),
+          "no-trade band: an asset is traded only when its weight is off its "
+          "target by more than this (set it in fixed)")
+        .Unit("fraction of the portfolio")
+        .ReadWhen("action_model", "weights",
+                  "only the target-weight action model uses it"),
+    Float("min_notional", kEnv, "env.min_notional", 5, Closed(0, kInf),
+          "smallest order traded, at the close (smaller orders are skipped)")
+        .Unit("quote currency"),
     Float("norm_action", kEnv, "env.norm_action", 1, OpenLow(0, kInf),
           "position sizing: action 1 trades 1/norm_action of the initial "
           "capital per asset and bar (the original's 100 moves at most ~1 % "
           "per bar)")
-        .Flag("norm-action"),
+        .Flag("norm-action")
+        .ReadWhen("action_model", "shares",
+                  "only the shares action model uses it"),
     Float("time_decay_floor", kEnv, "env.time_decay_floor", 0, Closed(0, 1),
           "floor of the reward's linear time decay")
         .ReadWhen("reward_mode", "shaped", "only the shaped reward uses it"),
@@ -316,19 +338,32 @@ inline constexpr OptionSpec kTable[] = {
     Float("trailing_stop_pct", kEnv, "env.trailing_stop_pct", 0, OpenHigh(0, 1),
           "trailing stop below the high-water mark (0 = off)")
         .Unit("fraction"),
-    Int("cooldown_trim_bars", kEnv, "env.cooldown_trim_bars", 48,
-        Closed(1, 1 << 30), "bars held without a sell before a forced trim")
+    Int("cooldown_trim_bars", kEnv, "env.cooldown_trim_bars", 0,
+        Closed(0, 1 << 30),
+        "bars held without a sell before a forced trim; 0 = never (the "
+        "original's 48 penalised holding)")
         .Unit("bars"),
     Float("trim_fraction", kEnv, "env.trim_fraction", 0.05, OpenLow(0, 1),
           "fraction of a holding sold by a forced trim")
         .Unit("fraction"),
-    Choice("reward_mode", kEnv, "env.reward_mode", "shaped|log_return", 0,
-           "shaped (the original's) or log_return")
+    Choice("reward_mode", kEnv, "env.reward_mode",
+           "shaped|log_return|differential_sharpe", 1,
+           "log_return: log(V'/V) net of every cost; differential_sharpe: "
+           "Moody & Saffell's; shaped: the original's (docs/env_actions.md)")
         .Flag("reward"),
     Float("reward_scale", kEnv, "env.reward_scale", 1, OpenLow(0, kInf),
-          "multiplier of the log-return reward")
-        .ReadWhen("reward_mode", "log_return",
-                  "only the log_return reward uses it"),
+          "multiplier of the log-return and differential-Sharpe rewards")
+        .ReadWhen("reward_mode", "log_return|differential_sharpe",
+                  "the shaped reward does not use it"),
+    Float("turnover_penalty", kEnv, "env.turnover_penalty", 0, Closed(0, kInf),
+          "lambda: each step's return is reduced by lambda * notional traded "
+          "/ value before trading, beyond the fees paid")
+        .ReadWhen("reward_mode", "log_return|differential_sharpe",
+                  "the shaped reward does not use it"),
+    Float("dsr_eta", kEnv, "env.dsr_eta", 0.01, Open(0, 1),
+          "rate of the differential Sharpe ratio's moving averages")
+        .ReadWhen("reward_mode", "differential_sharpe",
+                  "only the differential_sharpe reward uses it"),
     Choice("terminal_reward", kEnv, "env.terminal_reward",
            "step|discounted_sum", 0,
            "step, or discounted_sum on the done step (the original's)"),

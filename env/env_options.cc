@@ -25,10 +25,10 @@ absl::Status EnvOptions::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat(
         "env option lookback = ", lookback, " is outside [1, 4096]"));
   }
-  if (cooldown_trim_bars < 1) {
+  if (cooldown_trim_bars < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("env option cooldown_trim_bars = ", cooldown_trim_bars,
-                     " must be >= 1"));
+                     " must be >= 0 (0 = no forced trim)"));
   }
   struct Check {
     const char* name;
@@ -55,6 +55,11 @@ absl::Status EnvOptions::Validate() const {
       {"gamma", gamma, 0, 1, false, false},
       {"action_clip", action_clip, 0, kInf, true, false},
       {"reward_scale", reward_scale, 0, kInf, true, false},
+      {"weight_logit_scale", weight_logit_scale, 0, 1000, true, false},
+      {"rebalance_band", rebalance_band, 0, 1, false, true},
+      {"min_notional", min_notional, 0, kInf, false, false},
+      {"turnover_penalty", turnover_penalty, 0, kInf, false, false},
+      {"dsr_eta", dsr_eta, 0, 1, true, true},
   };
   for (const Check& c : checks) {
     absl::Status s = Range(c.name, c.v, c.lo, c.hi, c.lo_open, c.hi_open);
@@ -68,11 +73,30 @@ absl::Status ParseRewardMode(const std::string& text, RewardMode* mode) {
     *mode = RewardMode::kShaped;
   } else if (text == "log_return") {
     *mode = RewardMode::kLogReturn;
+  } else if (text == "differential_sharpe") {
+    *mode = RewardMode::kDifferentialSharpe;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown reward mode '", text, "' (expected shaped or log_return)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown reward mode '", text,
+                     "' (expected shaped, log_return or differential_sharpe)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ParseActionModel(const std::string& text, ActionModel* model) {
+  if (text == "shares") {
+    *model = ActionModel::kShares;
+  } else if (text == "weights") {
+    *model = ActionModel::kWeights;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown action model '", text, "' (expected weights or shares)"));
+  }
+  return absl::OkStatus();
+}
+
+const char* ActionModelName(ActionModel model) {
+  return model == ActionModel::kShares ? "shares" : "weights";
 }
 
 absl::Status ParseTerminalReward(const std::string& text,

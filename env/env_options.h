@@ -11,7 +11,31 @@ namespace ristretto::env {
 
 enum class RewardMode {
   kShaped,     // benchmark-relative + absolute + cash bonus + risk terms
-  kLogReturn,  // log(V'/V) · reward_scale
+  kLogReturn,  // (log(V'/V) − turnover_penalty·turnover) · reward_scale
+  // Moody & Saffell's differential Sharpe ratio of the net log returns
+  // (dsr_eta its moving averages' rate), clipped to ±kMaxDifferentialSharpe,
+  // times reward_scale.
+  kDifferentialSharpe,
+};
+
+// The clip of one step's differential Sharpe ratio (a near-zero variance
+// early in an episode would otherwise make it explode).
+inline constexpr double kMaxDifferentialSharpe = 10.0;
+
+// How an action is read (docs/env_actions.md).
+enum class ActionModel {
+  // The original's: action i is a signed coin quantity, a·C0/(p0·
+  // norm_action); sells in asset order, then buys in asset order spending
+  // cash as it goes (the golden parity traces use it).
+  kShares,
+  // The default: the action vector is the logits of the portfolio the
+  // policy wants, w = softmax(k·a_1, …, k·a_n, 0) over the n assets and
+  // cash (k = weight_logit_scale; the cash logit is fixed at 0, which loses
+  // nothing: a softmax is unchanged by a common shift). Assets whose weight
+  // is off target by more than rebalance_band are traded to their target:
+  // sells first, then buys scaled down pro rata when cash is short, so no
+  // asset is favoured by its position in the dataset.
+  kWeights,
 };
 
 enum class TerminalReward {
@@ -59,25 +83,51 @@ struct EnvOptions {
   double concentration_penalty = 0.0;
   // Trailing stop distance below the high-water mark (0 = off), in [0, 1).
   double trailing_stop_pct = 0.0;
-  // Bars a position may be held without a sell before a forced trim.
-  int cooldown_trim_bars = 48;
+  // Bars a position may be held without a sell before a forced trim; 0 =
+  // no forced trim (the default: buy & hold, the baseline, never pays one).
+  // The original's 48 is kept for the golden parity traces.
+  int cooldown_trim_bars = 0;
   // Fraction of the holding sold by a forced trim, in (0, 1].
   double trim_fraction = 0.05;
   // The env's own discount for the discounted-sum terminal reward.
   double gamma = 0.99;
   // Actions are clipped to [-action_clip, action_clip] before scaling.
   double action_clip = 1000.0;
-  RewardMode reward_mode = RewardMode::kShaped;
-  // Multiplier of the log-return reward (kLogReturn only).
+  // Target weights (the default) or the original's coin quantities.
+  ActionModel action_model = ActionModel::kWeights;
+  // kWeights: target weight w_i = softmax(k·a, 0)_i with k this scale, so
+  // the tanh-squashed actions in [-1, 1] reach 1/(1 + e^-k + (n−1)e^-2k)
+  // of the capital in one asset, n·e^k/(1 + n·e^k) invested in all, and
+  // down to n·e^-k/(1 + n·e^-k) invested (k = 5, n = 5: 99.3 %, 99.9 %,
+  // 3.3 %); all actions 0 hold 1/(n + 1) in each asset and in cash.
+  double weight_logit_scale = 5.0;
+  // kWeights: an asset is traded only when |w_i − target_i| > band (weights
+  // as fractions of the portfolio value at the bar's close), in [0, 1).
+  double rebalance_band = 0.02;
+  // Smallest order traded, in quote currency (at the close); smaller
+  // orders are skipped (both action models). Binance's spot minimum is 5.
+  double min_notional = 5.0;
+  RewardMode reward_mode = RewardMode::kLogReturn;
+  // Multiplier of the log-return and differential-Sharpe rewards.
   double reward_scale = 1.0;
+  // kLogReturn / kDifferentialSharpe: the step's return is
+  // log(V'/V) − turnover_penalty·(notional traded / V before the trades),
+  // a cost beyond the fees that the env already charges; >= 0.
+  double turnover_penalty = 0.0;
+  // kDifferentialSharpe: rate of the moving averages A, B of the return
+  // and its square, in (0, 1).
+  double dsr_eta = 0.01;
   TerminalReward terminal_reward = TerminalReward::kStep;
 
   // Returns kInvalidArgument naming the first out-of-range field.
   absl::Status Validate() const;
 };
 
-// Parses "shaped"/"log_return" and "step"/"discounted_sum".
+// Parses "shaped"/"log_return"/"differential_sharpe", "step"/
+// "discounted_sum" and "shares"/"weights".
 absl::Status ParseRewardMode(const std::string& text, RewardMode* mode);
+absl::Status ParseActionModel(const std::string& text, ActionModel* model);
+const char* ActionModelName(ActionModel model);
 absl::Status ParseTerminalReward(const std::string& text, TerminalReward* mode);
 
 }  // namespace ristretto::env

@@ -146,6 +146,11 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   // The golden traces record the original's terminal reward.
   o.terminal_reward = TerminalReward::kDiscountedSum;
   o.reward_mode = RewardMode::kShaped;
+  // The original's action model, forced trim and order sizes.
+  o.action_model = ActionModel::kShares;
+  o.cooldown_trim_bars = 48;
+  o.trim_fraction = 0.05;
+  o.min_notional = 0.0;
   // The original filled every trade at the close with no volume limit.
   o.slippage_bps = 0.0;
   o.max_volume_share = 0.0;

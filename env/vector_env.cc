@@ -121,6 +121,8 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
   bench_.assign(B, 0.0);
   gamma_return_.assign(B, 0.0);
   reward_.assign(B, 0.0);
+  dsr_a_.assign(B, 0.0);
+  dsr_b_.assign(B, 0.0);
   done_.assign(B, 1);
   eval_domain_.assign(B, 0);
   current_.assign(B, EpisodeInfo{});
@@ -140,6 +142,8 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
   for (int i = 0; i < n_; ++i) min_qty_[i] = market_->assets[i].min_order_qty;
   scaled_action_.assign(n_, 0.0f);
   weights_scratch_.assign(n_, 0.0);
+  target_scratch_.assign(n_, 0.0);
+  buy_scratch_.assign(n_, 0.0);
   volume_left_.assign(n_, 0.0);
 }
 
@@ -147,7 +151,7 @@ size_t VectorEnv::owned_bytes() const {
   const size_t B = static_cast<size_t>(num_copies_);
   const size_t Bn = B * static_cast<size_t>(n_);
   return sizeof(*this) + tech_reversed_.capacity() * sizeof(float) +
-         B * (3 * sizeof(int64_t) + 6 * sizeof(double) + sizeof(uint8_t) +
+         B * (3 * sizeof(int64_t) + 8 * sizeof(double) + sizeof(uint8_t) +
               sizeof(int64_t) + sizeof(Rng) + 2 * sizeof(EpisodeInfo) +
               sizeof(int64_t)) +
          Bn * (4 * sizeof(float) + sizeof(double)) +
@@ -157,6 +161,8 @@ size_t VectorEnv::owned_bytes() const {
          min_qty_.capacity() * sizeof(double) +
          scaled_action_.capacity() * sizeof(float) +
          weights_scratch_.capacity() * sizeof(double) +
+         target_scratch_.capacity() * sizeof(double) +
+         buy_scratch_.capacity() * sizeof(double) +
          volume_left_.capacity() * sizeof(double);
 }
 
@@ -193,6 +199,8 @@ void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
   value_[b] = c0;
   bench_[b] = bench;
   gamma_return_[b] = 0.0;
+  dsr_a_[b] = 0.0;
+  dsr_b_[b] = 0.0;
 }
 
 void VectorEnv::AutoStart(int b) {
@@ -306,6 +314,161 @@ absl::Status VectorEnv::Step(const float* actions, const StepOutput& out) {
   return absl::OkStatus();
 }
 
+double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
+                             double* cash_io) {
+  const int n = n_;
+  const size_t base = static_cast<size_t>(b) * n;
+  float* hold = &holdings_[base];
+  float* cool = &cooldown_[base];
+  double* left = volume_left_.data();
+  const double fs = env_.sell_fee;
+  EpisodeInfo& info = current_[b];
+  double cash = *cash_io;
+  double traded = 0.0;
+  const float trim_after = static_cast<float>(env_.cooldown_trim_bars);
+  for (int i = 0; i < n; ++i) {
+    if (cool[i] >= trim_after) {
+      double sell = static_cast<double>(hold[i]) * env_.trim_fraction;
+      if (capped) {
+        // No volume: the trim waits for the next bar (cooldown kept).
+        sell = std::min(sell, left[i]);
+        if (!(sell > 0.0)) continue;
+        left[i] -= sell;
+      }
+      cool[i] = 0.0f;
+      hold[i] = static_cast<float>(static_cast<double>(hold[i]) - sell);
+      const double filled = p[i] * sell_fill_;
+      const double notional = filled * sell;
+      cash += notional * (1.0 - fs);
+      info.sell_fees += notional * fs;
+      info.slippage += (p[i] - filled) * sell;
+      traded += p[i] * sell;
+      ++info.sell_trades;
+    }
+  }
+
+  *cash_io = cash;
+  return traded;
+}
+
+// Target weights (ActionModel::kWeights), docs/env_actions.md. Weights are
+// shares of the value at this bar's close before trading, V. The target of
+// asset i is V·w_i; an asset whose value is off it by more than
+// rebalance_band·V is traded to it: sells first (each asset on its own),
+// then buys, all scaled by one factor when they cost more than the cash
+// (less the reserve, times buy_safety) can pay. Orders below the minimum
+// quantity or min_notional are skipped. Nothing depends on the order of the
+// assets but the rounding of sums.
+double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
+                                 bool capped, double* cash_io) {
+  const int n = n_;
+  const size_t base = static_cast<size_t>(b) * n;
+  float* hold = &holdings_[base];
+  float* cool = &cooldown_[base];
+  float* high = &high_[base];
+  double* left = volume_left_.data();
+  double* target = target_scratch_.data();
+  double* want = buy_scratch_.data();
+  const double fb = env_.buy_fee;
+  const double fs = env_.sell_fee;
+  EpisodeInfo& info = current_[b];
+  double cash = *cash_io;
+  double traded = 0.0;
+
+  double value = cash;
+  for (int i = 0; i < n; ++i) value += static_cast<double>(hold[i]) * p[i];
+  if (!(value > 0)) return 0.0;
+
+  // w = softmax(k·a_1, …, k·a_n, 0), shifted by the largest logit.
+  const float clip = static_cast<float>(env_.action_clip);
+  const double k = env_.weight_logit_scale;
+  double z_max = 0.0;  // the cash logit
+  for (int i = 0; i < n; ++i) {
+    target[i] =
+        k * static_cast<double>(std::min(std::max(action[i], -clip), clip));
+    z_max = std::max(z_max, target[i]);
+  }
+  double denom = std::exp(-z_max);
+  for (int i = 0; i < n; ++i) {
+    target[i] = std::exp(target[i] - z_max);
+    denom += target[i];
+  }
+  const double band = env_.rebalance_band * value;
+
+  // Sells.
+  for (int i = 0; i < n; ++i) {
+    if (!(p[i] > 0) || !(hold[i] > 0.0f)) continue;
+    const double held = static_cast<double>(hold[i]) * p[i];
+    const double goal = target[i] / denom * value;
+    if (!(held - goal > band)) continue;
+    float sell = std::min(hold[i], static_cast<float>((held - goal) / p[i]));
+    if (capped) sell = std::min(sell, FloatAtMost(left[i]));
+    if (!(sell > 0.0f)) continue;
+    const double s = static_cast<double>(sell);
+    if (s < min_qty_[i] || s * p[i] < env_.min_notional) continue;
+    if (capped) left[i] -= s;
+    cool[i] = 0.0f;
+    hold[i] -= sell;
+    const double filled = p[i] * sell_fill_;
+    const double notional = filled * s;
+    cash += notional * (1.0 - fs);
+    info.sell_fees += notional * fs;
+    info.slippage += (p[i] - filled) * s;
+    traded += p[i] * s;
+    ++info.sell_trades;
+    if (hold[i] == 0.0f) high[i] = 0.0f;
+  }
+
+  // Buys: what each asset lacks, then one pro-rata factor for all.
+  double cost = 0.0;
+  for (int i = 0; i < n; ++i) {
+    want[i] = 0.0;
+    if (!(p[i] > 0)) continue;
+    const double held = static_cast<double>(hold[i]) * p[i];
+    const double goal = target[i] / denom * value;
+    if (!(goal - held > band)) continue;
+    double q = (goal - held) / p[i];
+    if (capped) q = std::min(q, left[i]);
+    if (!(q > 0.0)) continue;
+    want[i] = q;
+    cost += q * p[i] * buy_fill_ * (1.0 + fb);
+  }
+  if (cost > 0.0) {
+    const double avail =
+        std::max(0.0, cash - env_.initial_capital * env_.min_cash_reserve) *
+        env_.buy_safety;
+    const double factor = cost > avail ? avail / cost : 1.0;
+    for (int i = 0; i < n; ++i) {
+      double buy = want[i] * factor;
+      if (!(buy > 0.0) || buy < min_qty_[i] || buy * p[i] < env_.min_notional) {
+        continue;
+      }
+      // Holdings are float: cash pays for the quantity the holding gains
+      // after rounding (rounded down, never above what was planned), so
+      // value is neither created nor lost by it.
+      const float before = hold[i];
+      float after = static_cast<float>(static_cast<double>(before) + buy);
+      if (static_cast<double>(after) - static_cast<double>(before) > buy) {
+        after = std::nextafter(after, 0.0f);
+      }
+      buy = static_cast<double>(after) - static_cast<double>(before);
+      if (!(buy > 0.0)) continue;
+      if (capped) left[i] -= buy;
+      if (before == 0.0f) high[i] = static_cast<float>(p[i]);
+      hold[i] = after;
+      const double filled = p[i] * buy_fill_;
+      const double notional = filled * buy;
+      cash -= notional * (1.0 + fb);
+      info.buy_fees += notional * fb;
+      info.slippage += (filled - p[i]) * buy;
+      traded += p[i] * buy;
+      ++info.buy_trades;
+    }
+  }
+  *cash_io = cash;
+  return traded;
+}
+
 // One env.md step for copy b. The numbered comments follow env.md; the
 // float/double mix follows ../shared/golden/env/README.md bit for bit.
 void VectorEnv::StepCopy(int b, const float* action, float* obs,
@@ -336,6 +499,17 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
     for (int i = 0; i < n; ++i) left[i] = env_.max_volume_share * vol[i];
   }
 
+  // The value at the new close before any trade: the turnover penalty's
+  // denominator (only computed where it is read).
+  double pre_trade_value = 0.0;
+  if (env_.turnover_penalty > 0) {
+    pre_trade_value = cash;
+    for (int i = 0; i < n; ++i) {
+      pre_trade_value += static_cast<double>(hold[i]) * p[i];
+    }
+  }
+  double traded = 0.0;  // notional traded at the close in this step
+
   // 3. Cooldown of positions held before this step's trades.
   for (int i = 0; i < n; ++i) {
     if (hold[i] > 0.0f) cool[i] += 1.0f;
@@ -359,6 +533,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
         cash += notional * (1.0 - fs);
         info.sell_fees += notional * fs;
         info.slippage += (p[i] - filled) * sold;
+        traded += p[i] * sold;
         ++info.sell_trades;
         cool[i] = 0.0f;
         if (sold == held) {
@@ -372,92 +547,85 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
     }
   }
 
-  // 1 + 5. Clip, then scale to coins (a float32 product, as the original).
-  const float clip = static_cast<float>(env_.action_clip);
-  float* q = scaled_action_.data();
-  for (int i = 0; i < n; ++i) {
-    q[i] = std::min(std::max(action[i], -clip), clip) * scale[i];
-  }
-
-  // 6. Sells, ascending asset order.
-  for (int i = 0; i < n; ++i) {
-    if (static_cast<double>(q[i]) < -min_qty_[i] && hold[i] > 0.0f &&
-        p[i] > 0) {
-      float sell = std::min(hold[i], -q[i]);
-      if (capped) {
-        sell = std::min(sell, FloatAtMost(left[i]));
-        if (!(sell > 0.0f)) continue;
-        left[i] -= static_cast<double>(sell);
-      }
-      cool[i] = 0.0f;
-      hold[i] -= sell;
-      const double filled = p[i] * sell_fill_;
-      const double notional = filled * static_cast<double>(sell);
-      cash += notional * (1.0 - fs);
-      info.sell_fees += notional * fs;
-      info.slippage += (p[i] - filled) * static_cast<double>(sell);
-      ++info.sell_trades;
-      if (hold[i] == 0.0f) high[i] = 0.0f;
-    }
-  }
-
-  // 7. Forced trim of positions held too long (runs even at price 0).
-  const float trim_after = static_cast<float>(env_.cooldown_trim_bars);
-  for (int i = 0; i < n; ++i) {
-    if (cool[i] >= trim_after) {
-      double sell = static_cast<double>(hold[i]) * env_.trim_fraction;
-      if (capped) {
-        // No volume: the trim waits for the next bar (cooldown kept).
-        sell = std::min(sell, left[i]);
-        if (!(sell > 0.0)) continue;
-        left[i] -= sell;
-      }
-      cool[i] = 0.0f;
-      hold[i] = static_cast<float>(static_cast<double>(hold[i]) - sell);
-      const double filled = p[i] * sell_fill_;
-      const double notional = filled * sell;
-      cash += notional * (1.0 - fs);
-      info.sell_fees += notional * fs;
-      info.slippage += (p[i] - filled) * sell;
-      ++info.sell_trades;
-    }
-  }
-
-  // 8. Buys, ascending order, cash consumed asset by asset.
   const double reserve = c0 * env_.min_cash_reserve;
-  for (int i = 0; i < n; ++i) {
-    if (static_cast<double>(q[i]) > min_qty_[i] && p[i] > 0) {
-      const double filled = p[i] * buy_fill_;
-      const double avail = std::max(0.0, cash - reserve);
-      const double wanted = static_cast<double>(q[i]);
-      // Fast path: when the cash clearly covers the order (by a margin far
-      // above the few ulps of rounding below), the exact affordable amount
-      // cannot be the minimum, so its two divisions are skipped. The result
-      // is bit-identical to always computing it.
-      double buy = wanted;
-      if (!(wanted * filled * (1.0 + fb) <
-            avail * env_.buy_safety * (1.0 - 1e-9))) {
-        const double affordable = avail / (1.0 + fb) / filled * env_.buy_safety;
-        // On a tie the affordable amount is chosen (std::min keeps the
-        // first argument).
-        buy = std::min(affordable, wanted);
-      }
-      if (capped) {
-        buy = std::min(buy, left[i]);
-        if (!(buy > 0.0)) continue;
-      }
-      if (buy < min_qty_[i]) continue;
-      if (capped) left[i] -= buy;
-      // The trailing high starts at the close (the stop compares closes).
-      if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
-      hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
-      const double notional = filled * buy;
-      cash -= notional * (1.0 + fb);
-      info.buy_fees += notional * fb;
-      info.slippage += (filled - p[i]) * buy;
-      ++info.buy_trades;
+  if (env_.action_model == ActionModel::kWeights) {
+    // Target weights (docs/env_actions.md); the forced trim, when on,
+    // comes first.
+    if (env_.cooldown_trim_bars > 0) traded += ForcedTrim(b, p, capped, &cash);
+    traded += TradeToWeights(b, action, p, capped, &cash);
+  } else {
+    // 1 + 5. Clip, then scale to coins (a float32 product, as the original).
+    const float clip = static_cast<float>(env_.action_clip);
+    float* q = scaled_action_.data();
+    for (int i = 0; i < n; ++i) {
+      q[i] = std::min(std::max(action[i], -clip), clip) * scale[i];
     }
-  }
+
+    // 6. Sells, ascending asset order.
+    for (int i = 0; i < n; ++i) {
+      if (static_cast<double>(q[i]) < -min_qty_[i] && hold[i] > 0.0f &&
+          p[i] > 0) {
+        float sell = std::min(hold[i], -q[i]);
+        if (capped) {
+          sell = std::min(sell, FloatAtMost(left[i]));
+          if (!(sell > 0.0f)) continue;
+        }
+        if (static_cast<double>(sell) * p[i] < env_.min_notional) continue;
+        if (capped) left[i] -= static_cast<double>(sell);
+        cool[i] = 0.0f;
+        hold[i] -= sell;
+        const double filled = p[i] * sell_fill_;
+        const double notional = filled * static_cast<double>(sell);
+        cash += notional * (1.0 - fs);
+        info.sell_fees += notional * fs;
+        info.slippage += (p[i] - filled) * static_cast<double>(sell);
+        traded += p[i] * static_cast<double>(sell);
+        ++info.sell_trades;
+        if (hold[i] == 0.0f) high[i] = 0.0f;
+      }
+    }
+
+    // 7. Forced trim of positions held too long (runs even at price 0).
+    if (env_.cooldown_trim_bars > 0) traded += ForcedTrim(b, p, capped, &cash);
+
+    // 8. Buys, ascending order, cash consumed asset by asset.
+    for (int i = 0; i < n; ++i) {
+      if (static_cast<double>(q[i]) > min_qty_[i] && p[i] > 0) {
+        const double filled = p[i] * buy_fill_;
+        const double avail = std::max(0.0, cash - reserve);
+        const double wanted = static_cast<double>(q[i]);
+        // Fast path: when the cash clearly covers the order (by a margin far
+        // above the few ulps of rounding below), the exact affordable amount
+        // cannot be the minimum, so its two divisions are skipped. The result
+        // is bit-identical to always computing it.
+        double buy = wanted;
+        if (!(wanted * filled * (1.0 + fb) <
+              avail * env_.buy_safety * (1.0 - 1e-9))) {
+          const double affordable =
+              avail / (1.0 + fb) / filled * env_.buy_safety;
+          // On a tie the affordable amount is chosen (std::min keeps the
+          // first argument).
+          buy = std::min(affordable, wanted);
+        }
+        if (capped) {
+          buy = std::min(buy, left[i]);
+          if (!(buy > 0.0)) continue;
+        }
+        if (buy < min_qty_[i] || buy * p[i] < env_.min_notional) continue;
+        if (capped) left[i] -= buy;
+        // The trailing high starts at the close (the stop compares closes).
+        if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
+        hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
+        const double notional = filled * buy;
+        cash -= notional * (1.0 + fb);
+        info.buy_fees += notional * fb;
+        info.slippage += (filled - p[i]) * buy;
+        traded += p[i] * buy;
+        ++info.buy_trades;
+      }
+    }
+  }  // ActionModel::kShares
+  info.traded_notional += traded;
   cash_[b] = cash;
 
   // 9. Done.
@@ -535,8 +703,30 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
     // Log return; a non-positive value (impossible without leverage) is
     // floored so the reward stays finite.
     constexpr double kTiny = 1e-12;
-    r = std::log(std::max(value, kTiny) / std::max(prev_value, kTiny)) *
-        env_.reward_scale;
+    double ret = std::log(std::max(value, kTiny) / std::max(prev_value, kTiny));
+    if (env_.turnover_penalty > 0 && pre_trade_value > 0) {
+      ret -= env_.turnover_penalty * (traded / pre_trade_value);
+    }
+    if (env_.reward_mode == RewardMode::kLogReturn) {
+      r = ret * env_.reward_scale;
+    } else {
+      // Differential Sharpe ratio (Moody & Saffell 2001): with A, B the
+      // exponential moving averages of R and R² before this step,
+      // D = (B·ΔA − A·ΔB/2) / (B − A²)^(3/2), ΔA = R − A, ΔB = R² − B;
+      // then A += η·ΔA, B += η·ΔB. 0 while the variance is 0.
+      const double a = dsr_a_[b], bb = dsr_b_[b];
+      const double da = ret - a, db = ret * ret - bb;
+      const double var = bb - a * a;
+      double d = 0.0;
+      if (var > 0) {
+        d = (bb * da - 0.5 * a * db) / (var * std::sqrt(var));
+        d = std::min(std::max(d, -kMaxDifferentialSharpe),
+                     kMaxDifferentialSharpe);
+      }
+      dsr_a_[b] = a + env_.dsr_eta * da;
+      dsr_b_[b] = bb + env_.dsr_eta * db;
+      r = d * env_.reward_scale;
+    }
   }
 
   // 14. Roll values and the discounted sum.

@@ -68,6 +68,9 @@ struct EpisodeInfo {
   // distance from the close, Σ close · s · quantity (EnvOptions::
   // slippage_bps); not part of the fees.
   double slippage = 0.0;
+  // Notional of every trade at the close, Σ close · quantity, quote
+  // currency (turnover = traded_notional / C0).
+  double traded_notional = 0.0;
   int64_t buy_trades = 0;
   int64_t sell_trades = 0;  // sells + forced trims + trailing stops
   int64_t steps = 0;
@@ -147,6 +150,12 @@ class VectorEnv {
   void AutoStart(int b);
   void WriteObservation(int b, float* obs) const;
   void StepCopy(int b, const float* action, float* obs, const StepOutput& out);
+  // ActionModel::kWeights: trades copy b towards the target weights of
+  // `action` at prices p; returns the notional traded at the close.
+  double TradeToWeights(int b, const float* action, const double* p,
+                        bool capped, double* cash);
+  // The forced trim (env.md step 7); returns the notional traded.
+  double ForcedTrim(int b, const double* p, bool capped, double* cash);
 
   const std::shared_ptr<const MarketData> market_;
   const VectorEnvOptions options_;
@@ -169,6 +178,8 @@ class VectorEnv {
   std::vector<int64_t> slice_begin_, t_, max_step_;
   std::vector<double> horizon_;
   std::vector<double> cash_, value_, bench_, gamma_return_, reward_;
+  // Differential Sharpe ratio: moving averages of the return and its square.
+  std::vector<double> dsr_a_, dsr_b_;
   std::vector<uint8_t> done_;
   std::vector<int64_t> eval_domain_;
   std::vector<Rng> rng_;
@@ -187,6 +198,8 @@ class VectorEnv {
   std::vector<double> volume_left_;
   std::vector<float> scaled_action_;
   std::vector<double> weights_scratch_;
+  // kWeights scratch: target weights and wanted buy quantities per asset.
+  std::vector<double> target_scratch_, buy_scratch_;
 };
 
 }  // namespace ristretto::env

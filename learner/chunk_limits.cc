@@ -82,6 +82,17 @@ void StepRewardRange(const env::EnvOptions& e, const MarketMoves& m,
   const double k =
       (1.0 - e.sell_fee) * (1.0 - s) / ((1.0 + e.buy_fee) * (1.0 + s));
   const double up = m.max_step_ratio - 1.0;
+  if (e.reward_mode == env::RewardMode::kDifferentialSharpe) {
+    // The env clips each step's differential Sharpe ratio.
+    *lo = -env::kMaxDifferentialSharpe * e.reward_scale;
+    *hi = env::kMaxDifferentialSharpe * e.reward_scale;
+    *slack = kRewardSlack * e.reward_scale;
+    return;
+  }
+  // The turnover penalty: a step sells at most the holdings and buys at
+  // most the cash, each at most the value before trading, so it trades at
+  // most twice that value.
+  const double penalty = 2.0 * e.turnover_penalty;
   if (e.reward_mode == env::RewardMode::kLogReturn) {
     // r = log(V'/V)·scale with V' in [k·r_t·V, R_t·V]. A zero price, or a
     // value that can fall below VectorEnv's 1e-12 floor, leaves only the
@@ -92,7 +103,7 @@ void StepRewardRange(const env::EnvOptions& e, const MarketMoves& m,
         std::log(c0) + static_cast<double>(episode_steps) * std::log(worst) <
             std::log(kLogReturnFloor);
     const double wide = std::log(std::max(v_max, 1.0) / kLogReturnFloor);
-    *lo = (floored ? -wide : std::log(worst)) * e.reward_scale;
+    *lo = ((floored ? -wide : std::log(worst)) - penalty) * e.reward_scale;
     *hi = (floored ? wide : std::log(m.max_step_ratio)) * e.reward_scale;
     *slack = kRewardSlack * e.reward_scale;
     return;
@@ -212,9 +223,10 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
   // Holdings (float32, never below 0: sells and trims take at most the
   // holding). An asset bought at a price >= its smallest positive price
   // p_min is worth holding·p <= V_max then, so holding <= V_max / p_min;
-  // and each step buys at most |tanh(u)| <= min(1, action_clip) times
-  // C0 / (p0·norm_action) coins with p0 >= p_min.
+  // and (action model shares) each step buys at most |tanh(u)| <=
+  // min(1, action_clip) times C0 / (p0·norm_action) coins with p0 >= p_min.
   const double a_max = std::min(1.0, e.action_clip);
+  const bool weights = e.action_model == env::ActionModel::kWeights;
   for (int i = 0; i < n; ++i) {
     double p_min = 0.0;
     for (int64_t t = 0; t < market.num_rows; ++t) {
@@ -224,8 +236,10 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
     double hold_max = 0.0;  // never priced: never bought
     if (p_min > 0) {
       hold_max = c0 / p_min *
-                 std::min(moves.max_growth, static_cast<double>(episode_steps) *
-                                                a_max / e.norm_action);
+                 (weights ? moves.max_growth
+                          : std::min(moves.max_growth,
+                                     static_cast<double>(episode_steps) *
+                                         a_max / e.norm_action));
     }
     const ValueRange r = Widen(0.0, hold_max * e.norm_stocks, 0.0);
     b.obs[1 + static_cast<size_t>(i)] = ValueRange{0.0f, r.hi};

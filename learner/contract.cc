@@ -23,6 +23,8 @@ std::string RewardModeName(env::RewardMode m) {
       return "shaped";
     case env::RewardMode::kLogReturn:
       return "log_return";
+    case env::RewardMode::kDifferentialSharpe:
+      return "differential_sharpe";
   }
   return "unknown";
 }
@@ -53,6 +55,10 @@ void VisitEnv(Env& e, Visitor& v) {
   v("norm_stocks", e.norm_stocks);
   v("norm_tech", e.norm_tech);
   v("norm_reward", e.norm_reward);
+  v("action_model", e.action_model);
+  v("weight_logit_scale", e.weight_logit_scale);
+  v("rebalance_band", e.rebalance_band);
+  v("min_notional", e.min_notional);
   v("norm_action", e.norm_action);
   v("time_decay_floor", e.time_decay_floor);
   v("min_cash_reserve", e.min_cash_reserve);
@@ -64,6 +70,8 @@ void VisitEnv(Env& e, Visitor& v) {
   v("action_clip", e.action_clip);
   v("reward_mode", e.reward_mode);
   v("reward_scale", e.reward_scale);
+  v("turnover_penalty", e.turnover_penalty);
+  v("dsr_eta", e.dsr_eta);
   v("terminal_reward", e.terminal_reward);
 }
 
@@ -94,6 +102,9 @@ class JsonWriter {
   }
   void operator()(const char* name, env::TerminalReward v) {
     (*obj_)[name] = TerminalRewardName(v);
+  }
+  void operator()(const char* name, env::ActionModel v) {
+    (*obj_)[name] = env::ActionModelName(v);
   }
   void operator()(const char* name, Activation v) {
     (*obj_)[name] = ActivationName(v);
@@ -217,6 +228,10 @@ absl::Status Read(const Json& j, const std::string& path,
                   env::TerminalReward* out) {
   return ReadEnum(j, path, &env::ParseTerminalReward, out);
 }
+absl::Status Read(const Json& j, const std::string& path,
+                  env::ActionModel* out) {
+  return ReadEnum(j, path, &env::ParseActionModel, out);
+}
 absl::Status Read(const Json& j, const std::string& path, Activation* out) {
   return ReadEnum(j, path, &ParseActivation, out);
 }
@@ -233,6 +248,19 @@ bool ReadsAsZeroWhenMissing(const std::string& path) {
          path == "interval_seconds";
 }
 
+// Fields added with the target-weight action model (issue 34): a contract
+// written before them traded coin quantities (action_model shares, the
+// enum's 0), had no minimum notional and no turnover penalty (0), and the
+// weights-only options were not read (their defaults).
+bool ReadsAsLegacyWhenMissing(const std::string& path) {
+  return path == "env.action_model" || path == "env.min_notional" ||
+         path == "env.turnover_penalty";
+}
+bool ReadsAsDefaultWhenMissing(const std::string& path) {
+  return path == "env.weight_logit_scale" || path == "env.rebalance_band" ||
+         path == "env.dsr_eta";
+}
+
 // Reads named fields of one JSON object; keeps the first error.
 class JsonReader {
  public:
@@ -244,10 +272,12 @@ class JsonReader {
     if (!status_.ok()) return;
     const std::string path = prefix_ + name;
     const auto it = obj_.find(name);
-    if (it == obj_.end() && ReadsAsZeroWhenMissing(path)) {
+    if (it == obj_.end() &&
+        (ReadsAsZeroWhenMissing(path) || ReadsAsLegacyWhenMissing(path))) {
       out = T{};
       return;
     }
+    if (it == obj_.end() && ReadsAsDefaultWhenMissing(path)) return;
     if (it == obj_.end()) {
       status_ = absl::InvalidArgumentError(
           absl::StrCat("contract JSON: missing field ", path));

@@ -153,6 +153,10 @@ Reader Domains(std::vector<env::Domain>* out) {
 
 Reader EnvReader(env::EnvOptions* e) {
   return [e](const Json& j, const std::string& path) {
+    // The old writer predates these options: its runs traded coin
+    // quantities with no minimum notional, and it always wrote the trim.
+    e->action_model = env::ActionModel::kShares;
+    e->min_notional = 0.0;
     return ReadObject(
         j, path,
         Fields{

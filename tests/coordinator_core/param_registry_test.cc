@@ -156,7 +156,9 @@ TEST(ParamRegistryTest, EveryParameterReadsBackWhatWasApplied) {
   }
   EXPECT_EQ(*GetParam("norm_cash_exp", defaults), "11");
   EXPECT_EQ(*GetParam("batch_size", defaults), "2048");
-  EXPECT_EQ(*GetParam("reward_mode", defaults), "shaped");
+  EXPECT_EQ(*GetParam("reward_mode", defaults), "log_return");
+  EXPECT_EQ(*GetParam("action_model", defaults), "weights");
+  EXPECT_EQ(*GetParam("cooldown_trim_bars", defaults), "0");
 }
 
 TEST(ParamRegistryTest, RegistryHoldsTheRequiredNames) {

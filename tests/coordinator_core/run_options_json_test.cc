@@ -17,6 +17,9 @@ namespace {
 // Every field set to a non-default value.
 TrainerOptions Unusual() {
   TrainerOptions o;
+  // The old writer's runs traded coin quantities with no minimum notional.
+  o.env.action_model = env::ActionModel::kShares;
+  o.env.min_notional = 0.0;
   o.env.lookback = 3;
   o.env.initial_capital = 1234.5;
   o.env.buy_fee = 0.001;
@@ -160,6 +163,8 @@ void ExpectSame(const TrainerOptions& a, const TrainerOptions& b) {
   EXPECT_EQ(ea.reward_mode, eb.reward_mode);
   EXPECT_EQ(ea.reward_scale, eb.reward_scale);
   EXPECT_EQ(ea.terminal_reward, eb.terminal_reward);
+  EXPECT_EQ(ea.action_model, eb.action_model);
+  EXPECT_EQ(ea.min_notional, eb.min_notional);
   const NetworkOptions &na = a.network, &nb = b.network;
   EXPECT_EQ(na.policy_hidden, nb.policy_hidden);
   EXPECT_EQ(na.value_hidden, nb.value_hidden);
@@ -216,7 +221,14 @@ TEST(RunOptionsJsonTest, OldDocumentsReadBackFieldForField) {
   absl::StatusOr<TrainerOptions> defaults =
       TrainerOptionsFromLegacyJson(kDefaultJson);
   ASSERT_TRUE(defaults.ok()) << defaults.status();
-  ExpectSame(*defaults, TrainerOptions());
+  // The old writer's defaults were the original's env: coin quantities, the
+  // forced trim after 48 bars, the shaped reward, no minimum notional.
+  TrainerOptions old_defaults;
+  old_defaults.env.action_model = env::ActionModel::kShares;
+  old_defaults.env.cooldown_trim_bars = 48;
+  old_defaults.env.reward_mode = env::RewardMode::kShaped;
+  old_defaults.env.min_notional = 0.0;
+  ExpectSame(*defaults, old_defaults);
   // Not vacuous: the two documents differ.
   EXPECT_NE(unusual->ppo.learning_rate, defaults->ppo.learning_rate);
 }
@@ -264,7 +276,7 @@ TEST(RunOptionsJsonTest, BadFieldsAreNamedByPath) {
                 "field 'env.gamma' must be a number");
   ExpectRefused(R"({"env": {"reward_mode": "sharpe"}})",
                 "field 'env.reward_mode': unknown reward mode 'sharpe' "
-                "(expected shaped or log_return)");
+                "(expected shaped, log_return or differential_sharpe)");
   ExpectRefused(R"({"network": {"policy_hidden": [64, "x"]}})",
                 "field 'network.policy_hidden[1]' must be an integer");
   ExpectRefused(R"({"train_domains": [[0, 10, 20]]})",

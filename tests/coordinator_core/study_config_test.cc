@@ -266,12 +266,19 @@ TEST(StudyConfigTest, RejectsAnUnknownParameterNamingIt) {
 }
 
 TEST(StudyConfigTest, RejectsAParameterUnusedInThisConfiguration) {
-  // reward_scale is read only by the log_return reward; the default is
-  // shaped.
+  // time_decay_floor is read only by the shaped reward; the default is
+  // log_return.
   ExpectRefused(
-      WithSpace("  reward_scale: {type: float, low: 1, high: 10}\n"),
-      "space.reward_scale: reward_scale is unused because reward_mode is "
-      "shaped (the default): only the log_return reward uses it");
+      WithSpace("  time_decay_floor: {type: float, low: 0, high: 0.5}\n"),
+      "space.time_decay_floor: time_decay_floor is unused because "
+      "reward_mode is log_return (the default): only the shaped reward uses "
+      "it");
+  // norm_action is read only by the shares action model; the default is
+  // weights.
+  ExpectRefused(
+      WithSpace("  norm_action: {type: float, low: 1, high: 10}\n"),
+      "space.norm_action: norm_action is unused because action_model is "
+      "weights (the default): only the shares action model uses it");
   // Fixed to the other mode.
   ExpectRefused(
       Replace(WithSpace("  time_decay_floor: {type: float, low: 0, high: "
@@ -284,15 +291,17 @@ TEST(StudyConfigTest, RejectsAParameterUnusedInThisConfiguration) {
       WithSpace("  reward_mode: {choices: [shaped, log_return]}\n"
                 "  reward_scale: {type: float, low: 1, high: 10}\n"),
       "space.reward_scale: reward_scale is unused when reward_mode is not "
-      "log_return (only the log_return reward uses it); make it "
-      "conditional: when: {reward_mode: [log_return]}");
+      "log_return, differential_sharpe (the shaped reward does not use it); "
+      "make it conditional: when: {reward_mode: [log_return, "
+      "differential_sharpe]}");
   ExpectRefused(
       WithSpace("  reward_mode: {choices: [shaped, log_return]}\n"
                 "  reward_scale: {type: float, low: 1, high: 10,"
                 " when: {reward_mode: [shaped, log_return]}}\n"),
       "space.reward_scale: reward_scale is unused when reward_mode is not "
-      "log_return (only the log_return reward uses it); make it "
-      "conditional: when: {reward_mode: [log_return]}");
+      "log_return, differential_sharpe (the shaped reward does not use it); "
+      "make it conditional: when: {reward_mode: [log_return, "
+      "differential_sharpe]}");
   // A fixed value counts too.
   ExpectRefused(Replace(kStudy, "  layers: 2\n",
                         "  layers: 2\n  normalize_observations: false\n"

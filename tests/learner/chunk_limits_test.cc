@@ -79,6 +79,7 @@ TEST(ChunkLimitsTest, MarketMovesAreTheBestGrowthAndTheExtremeBarRatios) {
 TEST(ChunkLimitsTest, BoundsFollowTheContractOnAHandMadeMarket) {
   auto m = TinyMarket();
   env::EnvOptions o;
+  o.action_model = env::ActionModel::kShares;
   o.reward_mode = env::RewardMode::kLogReturn;
   o.reward_scale = 100;
   o.buy_fee = o.sell_fee = 0.001;
@@ -126,6 +127,39 @@ TEST(ChunkLimitsTest, BoundsFollowTheContractOnAHandMadeMarket) {
   EXPECT_GT(u->log_prob.lo, -1000);
   EXPECT_EQ(u->action.hi, 1e4f);
   EXPECT_EQ(u->action.lo, -1e4f);
+}
+
+TEST(ChunkLimitsTest, TargetWeightsTurnoverPenaltyAndDifferentialSharpe) {
+  auto m = TinyMarket();
+  env::EnvOptions o;  // target weights, log return
+  o.reward_scale = 100;
+  o.buy_fee = o.sell_fee = 0.001;
+  o.slippage_bps = 10;
+  absl::StatusOr<ChunkValueBounds> b =
+      DeriveChunkValueBounds(ContractFor(*m, o), *m, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  // A target-weight holding is bounded by the value alone: C0·G / p_min.
+  const double growth = 1.1;
+  EXPECT_NEAR(b->obs[1].hi, 500 * growth / 99 / 256,
+              2e-3 * 500 * growth / 99 / 256);
+  EXPECT_GE(b->obs[1].hi, 500 * growth / 99 / 256);
+  // The turnover penalty lowers the floor by 2λ (at most twice the value
+  // traded in a step), times the scale; the ceiling is unchanged.
+  o.turnover_penalty = 0.5;
+  absl::StatusOr<ChunkValueBounds> p =
+      DeriveChunkValueBounds(ContractFor(*m, o), *m, 1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_NEAR(p->reward.lo, b->reward.lo - 2 * 0.5 * 100, 0.2);
+  EXPECT_LE(p->reward.lo, b->reward.lo - 2 * 0.5 * 100);
+  EXPECT_EQ(p->reward.hi, b->reward.hi);
+  // The differential Sharpe ratio is clipped by the env.
+  o.reward_mode = env::RewardMode::kDifferentialSharpe;
+  absl::StatusOr<ChunkValueBounds> d =
+      DeriveChunkValueBounds(ContractFor(*m, o), *m, 1);
+  ASSERT_TRUE(d.ok());
+  EXPECT_NEAR(d->reward.hi, env::kMaxDifferentialSharpe * 100, 1.5);
+  EXPECT_GE(d->reward.hi, env::kMaxDifferentialSharpe * 100);
+  EXPECT_LE(d->reward.lo, -env::kMaxDifferentialSharpe * 100);
 }
 
 TEST(ChunkLimitsTest, ContractsThatDoNotFitTheMarketAreRefused) {

@@ -152,7 +152,8 @@ TEST(ContractTest, JsonIsIndentedByTwoSpacesWithEnumsAsNames) {
 
 TEST(ContractTest, DefaultEnumsAreWrittenByName) {
   const std::string json = MakeContract().ToJson();
-  EXPECT_THAT(json, HasSubstr("\"reward_mode\": \"shaped\""));
+  EXPECT_THAT(json, HasSubstr("\"reward_mode\": \"log_return\""));
+  EXPECT_THAT(json, HasSubstr("\"action_model\": \"weights\""));
   EXPECT_THAT(json, HasSubstr("\"terminal_reward\": \"step\""));
   EXPECT_THAT(json, HasSubstr("\"activation\": \"tanh\""));
   EXPECT_THAT(json, HasSubstr("\"log_prob\": \"tanh_corrected\""));
@@ -262,12 +263,21 @@ TEST(ContractTest, ChangedEnvOptionIsRefusedNamingTheOption) {
 
 TEST(ContractTest, ChangedEnvEnumIsRefusedByName) {
   PolicyContract found = MakeContract();
-  found.env.reward_mode = env::RewardMode::kLogReturn;
+  found.env.reward_mode = env::RewardMode::kShaped;
   const absl::Status s = CheckContract(MakeContract(), found, false);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(s.message(),
-            "contract mismatch: env.reward_mode is \"log_return\" in the "
-            "checkpoint but \"shaped\" here");
+            "contract mismatch: env.reward_mode is \"shaped\" in the "
+            "checkpoint but \"log_return\" here");
+  // The action model likewise: a checkpoint of the original's model does
+  // not resume under target weights.
+  PolicyContract shares = MakeContract();
+  shares.env.action_model = env::ActionModel::kShares;
+  const absl::Status t = CheckContract(MakeContract(), shares, false);
+  EXPECT_EQ(t.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(t.message(),
+            "contract mismatch: env.action_model is \"shares\" in the "
+            "checkpoint but \"weights\" here");
 }
 
 TEST(ContractTest, DoublesDifferingInTheLastBitAreRefusedWithDistinctValues) {
@@ -454,7 +464,10 @@ TEST(ContractTest, WrongFieldTypesAreInvalidArgumentNamingTheField) {
        "integer, got -1.5"},
       {[](nlohmann::json& j) { j["env"]["reward_mode"] = "fancy"; },
        "contract JSON: field env.reward_mode: unknown reward mode 'fancy' "
-       "(expected shaped or log_return)"},
+       "(expected shaped, log_return or differential_sharpe)"},
+      {[](nlohmann::json& j) { j["env"]["action_model"] = "kelly"; },
+       "contract JSON: field env.action_model: unknown action model 'kelly' "
+       "(expected weights or shares)"},
       {[](nlohmann::json& j) { j["network"]["activation"] = "gelu"; },
        "contract JSON: field network.activation: unknown activation 'gelu' "
        "(expected tanh or relu)"},

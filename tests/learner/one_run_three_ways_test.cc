@@ -265,7 +265,11 @@ TEST(RunFlagsHelpTest, ListsEveryRunFlagWithTheSchemasDefault) {
       << help;
   EXPECT_NE(help.find("--policy-hidden (default: 512,512)"), std::string::npos)
       << help;
-  EXPECT_NE(help.find("--reward (default: shaped, one of "), std::string::npos)
+  EXPECT_NE(help.find("--reward (default: log_return, one of "),
+            std::string::npos)
+      << help;
+  EXPECT_NE(help.find("--action-model (default: weights, one of "),
+            std::string::npos)
       << help;
 }
 

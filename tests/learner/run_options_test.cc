@@ -125,7 +125,8 @@ TEST(RunOptionsTest, FlagsSetTheSchemaOptions) {
   EXPECT_EQ(ApplyRunFlags({{"lr", "\x1b[2J"}}, &o).message(),
             "--lr expects a finite number, got '\\x1b[2J'");
   EXPECT_EQ(ApplyRunFlags({{"reward", "x"}}, &o).message(),
-            "--reward: reward_mode = 'x' is not one of shaped, log_return");
+            "--reward: reward_mode = 'x' is not one of shaped, log_return, "
+            "differential_sharpe");
   EXPECT_EQ(ApplyRunFlags({{"no-such", "1"}}, &o).message(),
             "--no-such is not a run option flag");
   EXPECT_EQ(ApplyRunFlags({{"policy-hidden", "8,x"}}, &o).message(),

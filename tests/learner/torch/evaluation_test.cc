@@ -58,11 +58,13 @@ ActionFunction ObservationPolicy(int D, int F) {
 }
 
 TEST_F(EvaluationTest, AllCashPolicyHasNoTurnoverNoExposureAndFlatReturns) {
-  absl::StatusOr<EvaluationResult> r =
-      EvaluateActions(market_, env_, {first_, second_},
-                      [](const float*, int copies, float* actions) {
-                        std::fill(actions, actions + copies * kAssets, 0.0f);
-                      });
+  // Target weights (the default model): the lowest logit (the action clip)
+  // gives every asset a weight of exp(-5000) = 0.
+  absl::StatusOr<EvaluationResult> r = EvaluateActions(
+      market_, env_, {first_, second_},
+      [](const float*, int copies, float* actions) {
+        std::fill(actions, actions + copies * kAssets, -1000.0f);
+      });
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->steps, first_.size() - 4 + second_.size() - 4);
   EXPECT_EQ(r->turnover, 0.0);

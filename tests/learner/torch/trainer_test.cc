@@ -208,7 +208,8 @@ TEST_F(TrainerTest, AllCashPolicyScoresZeroAgainstTheEqualWeightBenchmark) {
   absl::StatusOr<EvaluationResult> r =
       EvaluateActions(market_, env_options, {validation},
                       [](const float*, int copies, float* actions) {
-                        std::fill(actions, actions + copies * 3, 0.0f);
+                        // Target weights: weight exp(-5000) = 0 each.
+                        std::fill(actions, actions + copies * 3, -1000.0f);
                       });
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->sharpe, 0.0);
