@@ -4,11 +4,11 @@
 // list of bands, over every domain of a data set, and prints per band the
 // annualised return, Sharpe, fees + slippage and turnover per year, the
 // trade count, and how far the portfolio drifts from its target (mean and
-// 95th percentile over bars of max_i |w_i − 1/n|). Band 0.999 never
-// rebalances: equal-weight buy & hold.
+// 95th percentile over bars of max_i |w_i − 1/n|).
 //
 // Usage: rebalance_band_sweep (--csv-dir DIR --interval-seconds S |
-//          --synthetic-rows N [--synthetic-predictability P]) [--bands
+//          --synthetic-rows N [--synthetic-assets 2]
+//          [--synthetic-predictability P]) [--bands
 //          0,0.01,...]
 #include <algorithm>
 #include <cmath>
@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   std::string csv_dir;
   int64_t interval = 3600, synth_rows = 0;
   double predictability = 0;
-  std::vector<double> bands = {0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.999};
+  std::vector<double> bands = {0, 0.005, 0.01, 0.02, 0.05, 0.1};
+  int assets = 2;
   for (int k = 1; k + 1 < argc; k += 2) {
     const std::string flag = argv[k], value = argv[k + 1];
     bool ok = true;
@@ -115,6 +116,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(value, &interval);
     } else if (flag == "--synthetic-rows") {
       ok = absl::SimpleAtoi(value, &synth_rows);
+    } else if (flag == "--synthetic-assets") {
+      ok = absl::SimpleAtoi(value, &assets);
     } else if (flag == "--synthetic-predictability") {
       ok = absl::SimpleAtod(value, &predictability);
     } else if (flag == "--bands") {
@@ -144,9 +147,9 @@ int main(int argc, char** argv) {
       if (!s.ok()) dataset = s;
     }
   } else {
-    // The demo's market (deploy/studies/small.yaml).
+    // The demo's market (deploy/studies/small.yaml) by default.
     ristretto::env::SyntheticMarketOptions so;
-    so.num_assets = 2;
+    so.num_assets = assets;
     so.num_rows = synth_rows > 0 ? synth_rows : 6000;
     so.seed = 7;
     so.predictability = predictability;

@@ -26,6 +26,7 @@
 #include "cli/table.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
+#include "coordinator/core/rule_baselines.h"
 #include "coordinator/core/verdict.h"
 #include "env/csv_import.h"
 #include "env/dataset.h"
@@ -413,10 +414,13 @@ std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs,
   const std::string level =
       absl::StrFormat("one-sided p < %.2f", coordinator::kEdgeSignificance);
   if (lost.empty()) {
-    absl::StrAppend(&line,
-                    ": the policy beats buy & hold, cash and random on Sharpe "
-                    "beyond noise (",
-                    level, " each)");
+    std::vector<std::string> names;
+    for (const Versus& v : vs) names.push_back(v.name);
+    const std::string last = names.back();
+    names.pop_back();
+    absl::StrAppend(&line, ": the policy beats ", absl::StrJoin(names, ", "),
+                    " and ", last, " on Sharpe beyond noise (", level,
+                    " each)");
   } else {
     std::string names = lost.back();
     if (lost.size() > 1) {
@@ -432,8 +436,42 @@ std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs,
 
 std::string Pct(double x) { return absl::StrFormat("%+.2f%%", 100 * x); }
 
+// A rule baseline's row name and numbers.
+struct RuleRow {
+  std::string name;  // e.g. "momentum (N = 168 bars (7 days))"
+  Row row;
+};
+
+std::vector<RuleRow> RuleRows(
+    const std::vector<coordinator::RuleBaseline>& rules, double bpy) {
+  std::vector<RuleRow> out;
+  for (const coordinator::RuleBaseline& r : rules) {
+    RuleRow row{absl::StrCat(r.name, " (", r.parameter, ")"),
+                PolicyRow(r.test, bpy)};
+    row.row.sharpe_se = r.test_sharpe_se;
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+// The rows of the market before `first_row` that an earlier selection may
+// use: each market domain cut at first_row, kept when it holds an episode
+// (2·lookback + 2 rows: at least two steps).
+std::vector<env::Domain> RowsBefore(const env::MarketData& market,
+                                    int64_t first_row, int lookback) {
+  std::vector<env::Domain> out;
+  for (const env::Domain& d : market.domains) {
+    const env::Domain cut{d.begin, std::min(d.end, first_row)};
+    if (cut.end - cut.begin >= 2 * static_cast<int64_t>(lookback) + 2) {
+      out.push_back(cut);
+    }
+  }
+  return out;
+}
+
 std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
-                        const RandomRow& random) {
+                        const RandomRow& random,
+                        const std::vector<RuleRow>& rules) {
   cli::Table t({"", "Sharpe ± SE", "Sortino", "return", "max DD", "turnover",
                 "fees", "trades", "exposure"});
   // `exact`: cash's 0 ± 0 is exact; a policy's or buy & hold's error that
@@ -451,6 +489,7 @@ std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
   };
   add("policy", policy, false);
   add("buy & hold", bh, false);
+  for (const RuleRow& r : rules) add(r.name, r.row, false);
   add("cash", cash, true);
   auto ms = [](const Spread& s, int digits, double scale = 1) {
     return absl::StrFormat("%.*f ± %.*f", digits, scale * s.mean, digits,
@@ -856,9 +895,45 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   const RandomRow random_row = RandomPolicyRow(baselines);
   std::string tests_note;
   double vs_bh_difference = 0, vs_bh_se = 0;
-  const std::vector<Versus> versus =
+  std::vector<Versus> versus =
       CompareWithBaselines(policy_row, result.log_returns, baselines, bpy,
                            &tests_note, &vs_bh_difference, &vs_bh_se);
+  // The rules a quant tries first (coordinator/core/rule_baselines.h): each
+  // rule's parameter chosen on the rows before the first tested bar (never
+  // on the tested ones), played with the policy's costs as target weights.
+  std::vector<coordinator::RuleBaseline> rules;
+  {
+    int64_t first_row = domains.front().begin;
+    for (const env::Domain& d : domains)
+      first_row = std::min(first_row, d.begin);
+    env::EnvOptions rule_env = env_options;
+    rule_env.action_model = env::ActionModel::kWeights;
+    absl::StatusOr<std::vector<coordinator::RuleBaseline>> computed =
+        coordinator::ComputeRuleBaselines(
+            market, rule_env, RowsBefore(*market, first_row, contract.lookback),
+            domains, market->interval_seconds, bpy);
+    if (computed.ok()) {
+      rules = *std::move(computed);
+    } else {
+      notes.push_back(
+          absl::StrCat("no rule baselines: ", computed.status().message()));
+    }
+  }
+  const std::vector<RuleRow> rule_rows = RuleRows(rules, bpy);
+  if (const coordinator::RuleBaseline* best =
+          coordinator::StrongestRule(rules)) {
+    // The same paired test as against buy & hold, on the same bars.
+    const coordinator::BaselineTests t = coordinator::TestAgainstBaselines(
+        policy_row.sharpe, policy_row.sharpe_se, result.log_returns,
+        best->test.log_returns, 0, 0, bpy);
+    Versus v;
+    v.name = absl::StrCat("the strongest rule, ", best->name);
+    v.sharpe = best->test.sharpe;
+    v.p_value = t.p_vs_buy_and_hold;
+    v.test = "paired Sharpe difference (Ledoit-Wolf, HAC)";
+    v.beats = v.p_value < coordinator::kEdgeSignificance;
+    versus.push_back(std::move(v));
+  }
   const std::string comparison = ComparisonLine(policy_row, versus, tests_note);
 
   const int64_t bars = static_cast<int64_t>(trace.value.size());
@@ -950,6 +1025,15 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   metrics["buy_and_hold"] = RowJson(bh_row);
   metrics["cash"] = RowJson(cash_row);
   metrics["random"] = std::move(random);
+  Json rules_json = Json::array();
+  for (size_t k = 0; k < rules.size(); ++k) {
+    Json r = RowJson(rule_rows[k].row);
+    r["rule"] = rules[k].name;
+    r["parameter"] = rules[k].parameter;
+    r["selection_sharpe"] = NumberJson(rules[k].selection_sharpe);
+    rules_json.push_back(std::move(r));
+  }
+  metrics["rules"] = std::move(rules_json);
   metrics["comparison"] = std::move(compare);
   metrics["timing"] = std::move(timing);
   files.emplace_back(
@@ -993,8 +1077,9 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
         "dataset_id): bars it trained or was selected on score in-sample; "
         "use --from/--to for bars it never saw\n");
   }
-  std::fputs(RenderTable(policy_row, bh_row, cash_row, random_row).c_str(),
-             stdout);
+  std::fputs(
+      RenderTable(policy_row, bh_row, cash_row, random_row, rule_rows).c_str(),
+      stdout);
   std::printf("%s\n", comparison.c_str());
   std::printf(
       "wrote %s/{equity.csv,positions.csv,metrics.json,equity.svg,"

@@ -60,8 +60,16 @@ grep -E '^policy +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null || fail "polic
 grep -E '^buy & hold +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null || fail "B&H Sharpe ± SE"
 # The verdict's one-sided tests (paired against buy & hold), at p < 0.05.
 pv='\((p = [0-9.]+|p < 0\.001)\)'
-grep -E "^comparison: policy Sharpe -?[0-9.]+ ± [0-9.]+ vs buy & hold -?[0-9.]+ $pv, cash 0.00 $pv, random -?[0-9.]+ $pv: the policy (beats|does NOT beat) .* beyond noise \(one-sided p < 0.05" \
+grep -E "^comparison: policy Sharpe -?[0-9.]+ ± [0-9.]+ vs buy & hold -?[0-9.]+ $pv, cash 0.00 $pv, random -?[0-9.]+ $pv, the strongest rule, (equal_weight_rebalanced|momentum|macd) -?[0-9.]+ $pv: the policy (beats|does NOT beat) .* beyond noise \(one-sided p < 0.05" \
   backtest.out > /dev/null || fail "comparison line"
+# The rules a quant tries first, each with its parameter (chosen on the
+# rows before 2022-03-01) and its Sharpe ± SE.
+grep -E '^equal_weight_rebalanced \(none \(1/n each\)\) +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null ||
+  fail "equal-weight rebalanced row"
+grep -E '^momentum \(N = [0-9]+ bars \([0-9]+ days\)\) +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null ||
+  fail "momentum row"
+grep -E '^macd \(.*\) +-?[0-9.]+ ± [0-9.]+ ' backtest.out > /dev/null || fail "macd row"
+grep -q '"rules": \[' results/metrics.json || fail "metrics.json rules"
 grep -Eq '^time: [0-9.]+ s = .*forward passes [0-9.]+ s, 1460 calls' backtest.out ||
   fail "timing line (one forward pass per step: 1460)"
 
