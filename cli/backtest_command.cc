@@ -415,6 +415,7 @@ std::string ComparisonLine(const Row& policy, const std::vector<Versus>& vs,
       absl::StrFormat("one-sided p < %.2f", coordinator::kEdgeSignificance);
   if (lost.empty()) {
     std::vector<std::string> names;
+    names.reserve(vs.size());
     for (const Versus& v : vs) names.push_back(v.name);
     const std::string last = names.back();
     names.pop_back();
@@ -445,6 +446,7 @@ struct RuleRow {
 std::vector<RuleRow> RuleRows(
     const std::vector<coordinator::RuleBaseline>& rules, double bpy) {
   std::vector<RuleRow> out;
+  out.reserve(rules.size());
   for (const coordinator::RuleBaseline& r : rules) {
     RuleRow row{absl::StrCat(r.name, " (", r.parameter, ")"),
                 PolicyRow(r.test, bpy)};
