@@ -314,6 +314,32 @@ absl::Status VectorEnv::Step(const float* actions, const StepOutput& out) {
   return absl::OkStatus();
 }
 
+// Books a sale of `qty` at close `close` (filled at close·(1 − s)): the
+// proceeds less the sell fee to cash, the fee, the slippage and the trade;
+// returns the notional at the close.
+double VectorEnv::BookSell(double close, double qty, double* cash,
+                           EpisodeInfo* info) const {
+  const double filled = close * sell_fill_;
+  const double notional = filled * qty;
+  *cash += notional * (1.0 - env_.sell_fee);
+  info->sell_fees += notional * env_.sell_fee;
+  info->slippage += (close - filled) * qty;
+  ++info->sell_trades;
+  return close * qty;
+}
+
+// Books a purchase of `qty` at close `close` (filled at close·(1 + s)).
+double VectorEnv::BookBuy(double close, double qty, double* cash,
+                          EpisodeInfo* info) const {
+  const double filled = close * buy_fill_;
+  const double notional = filled * qty;
+  *cash -= notional * (1.0 + env_.buy_fee);
+  info->buy_fees += notional * env_.buy_fee;
+  info->slippage += (filled - close) * qty;
+  ++info->buy_trades;
+  return close * qty;
+}
+
 double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
                              double* cash_io) {
   const int n = n_;
@@ -321,7 +347,6 @@ double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
   float* hold = &holdings_[base];
   float* cool = &cooldown_[base];
   double* left = volume_left_.data();
-  const double fs = env_.sell_fee;
   EpisodeInfo& info = current_[b];
   double cash = *cash_io;
   double traded = 0.0;
@@ -337,13 +362,7 @@ double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
       }
       cool[i] = 0.0f;
       hold[i] = static_cast<float>(static_cast<double>(hold[i]) - sell);
-      const double filled = p[i] * sell_fill_;
-      const double notional = filled * sell;
-      cash += notional * (1.0 - fs);
-      info.sell_fees += notional * fs;
-      info.slippage += (p[i] - filled) * sell;
-      traded += p[i] * sell;
-      ++info.sell_trades;
+      traded += BookSell(p[i], sell, &cash, &info);
     }
   }
 
@@ -370,7 +389,6 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
   double* target = target_scratch_.data();
   double* want = buy_scratch_.data();
   const double fb = env_.buy_fee;
-  const double fs = env_.sell_fee;
   EpisodeInfo& info = current_[b];
   double cash = *cash_io;
   double traded = 0.0;
@@ -409,13 +427,7 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
     if (capped) left[i] -= s;
     cool[i] = 0.0f;
     hold[i] -= sell;
-    const double filled = p[i] * sell_fill_;
-    const double notional = filled * s;
-    cash += notional * (1.0 - fs);
-    info.sell_fees += notional * fs;
-    info.slippage += (p[i] - filled) * s;
-    traded += p[i] * s;
-    ++info.sell_trades;
+    traded += BookSell(p[i], s, &cash, &info);
     if (hold[i] == 0.0f) high[i] = 0.0f;
   }
 
@@ -456,13 +468,7 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
       if (capped) left[i] -= buy;
       if (before == 0.0f) high[i] = static_cast<float>(p[i]);
       hold[i] = after;
-      const double filled = p[i] * buy_fill_;
-      const double notional = filled * buy;
-      cash -= notional * (1.0 + fb);
-      info.buy_fees += notional * fb;
-      info.slippage += (filled - p[i]) * buy;
-      traded += p[i] * buy;
-      ++info.buy_trades;
+      traded += BookBuy(p[i], buy, &cash, &info);
     }
   }
   *cash_io = cash;
@@ -481,7 +487,6 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   const float* scale = &scale_[base];
   const double* eqw = &eqw_[base];
   const double fb = env_.buy_fee;
-  const double fs = env_.sell_fee;
   const double c0 = env_.initial_capital;
   EpisodeInfo& info = current_[b];
   double cash = cash_[b];
@@ -528,13 +533,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
         const double held = static_cast<double>(hold[i]);
         const double sold = capped ? std::min(held, left[i]) : held;
         if (!(sold > 0.0)) continue;
-        const double filled = p[i] * sell_fill_;
-        const double notional = filled * sold;
-        cash += notional * (1.0 - fs);
-        info.sell_fees += notional * fs;
-        info.slippage += (p[i] - filled) * sold;
-        traded += p[i] * sold;
-        ++info.sell_trades;
+        traded += BookSell(p[i], sold, &cash, &info);
         cool[i] = 0.0f;
         if (sold == held) {
           hold[i] = 0.0f;
@@ -574,13 +573,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
         if (capped) left[i] -= static_cast<double>(sell);
         cool[i] = 0.0f;
         hold[i] -= sell;
-        const double filled = p[i] * sell_fill_;
-        const double notional = filled * static_cast<double>(sell);
-        cash += notional * (1.0 - fs);
-        info.sell_fees += notional * fs;
-        info.slippage += (p[i] - filled) * static_cast<double>(sell);
-        traded += p[i] * static_cast<double>(sell);
-        ++info.sell_trades;
+        traded += BookSell(p[i], static_cast<double>(sell), &cash, &info);
         if (hold[i] == 0.0f) high[i] = 0.0f;
       }
     }

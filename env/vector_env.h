@@ -154,6 +154,12 @@ class VectorEnv {
   // `action` at prices p; returns the notional traded at the close.
   double TradeToWeights(int b, const float* action, const double* p,
                         bool capped, double* cash);
+  // Cash, fees, slippage and trade count of one sale / purchase of `qty`
+  // at `close`; return the notional at the close.
+  double BookSell(double close, double qty, double* cash,
+                  EpisodeInfo* info) const;
+  double BookBuy(double close, double qty, double* cash,
+                 EpisodeInfo* info) const;
   // The forced trim (env.md step 7); returns the notional traded.
   double ForcedTrim(int b, const double* p, bool capped, double* cash);
 
