@@ -73,10 +73,17 @@ absl::StatusOr<std::string> ArtifactSha256(const std::string& path);
 // On a terminal the line is rewritten in place (\r); otherwise a new line is
 // printed whenever the counts, the best score or the state change. Ends with
 // a line saying why it returned (when `should_stop` ended the wait and
-// `stopped_why` is given, the line it returns). Errors: kNotFound (no such
+// `stopped_why` is given, the line it returns). A transient store error
+// (IsTransientStoreError) prints "the database did not answer (...);
+// retrying in 1s" and the reads are retried, backing off to 30 s, until
+// they succeed or `should_stop`. Errors: kNotFound (no such
 // study); kFailedPrecondition with the coordinator's reason when the
 // coordinator stopped the study (StudyRow::stop_reason: its dataset could not
 // be written, ...); the Store's.
+// A store error that a retry can cure: the connection lost or the server
+// restarting (kUnavailable), a serialisation conflict (kAborted), a timeout.
+bool IsTransientStoreError(const absl::Status& status);
+
 absl::Status WaitForStudy(
     coordinator::Store& store, const std::string& study_name,
     const std::function<bool()>& should_stop, std::FILE* out,

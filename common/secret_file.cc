@@ -1,6 +1,7 @@
 #include "common/secret_file.h"
 
 #include <fcntl.h>
+#include <libpq-fe.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -261,6 +262,27 @@ absl::StatusOr<std::string> ResolveToken(bool token_flag_given,
 }
 
 bool DsnHasPassword(absl::string_view dsn) {
+  // libpq's own parser first: it decides what the connection will use, so
+  // every spelling it accepts counts (a percent-encoded key such as
+  // ?%70assword=PW, a service-free alias, …). Only options written in the
+  // string are returned, never defaults from the environment.
+  const std::string text(dsn);
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(text.c_str(), &error);
+  if (error != nullptr) PQfreemem(error);
+  if (options != nullptr) {
+    bool has = false;
+    for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+      if (std::strcmp(o->keyword, "password") == 0 && o->val != nullptr &&
+          o->val[0] != '\0') {
+        has = true;
+      }
+    }
+    PQconninfoFree(options);
+    if (has) return true;
+  }
+  // What libpq cannot parse is read as written (the connection will fail,
+  // but the password must not reach ps either).
   for (const absl::string_view scheme : {"postgresql://", "postgres://"}) {
     if (absl::StartsWithIgnoreCase(dsn, scheme)) {
       return UriHasPassword(dsn, scheme.size());

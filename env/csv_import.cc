@@ -34,6 +34,20 @@ namespace fs = std::filesystem;
 constexpr absl::string_view kBarHeader[] = {"timestamp", "open",  "high",
                                             "low",       "close", "volume"};
 constexpr absl::string_view kMinQtyHeader[] = {"symbol", "min_order_qty"};
+
+constexpr size_t kMaxSymbolBytes = 32;
+
+// A symbol: 1-32 ASCII letters, digits, '_', '-', '.' or '+'; no separator
+// (',' joins symbols in the store), no space, no control or escape byte.
+bool IsSymbol(absl::string_view s) {
+  if (s.empty() || s.size() > kMaxSymbolBytes) return false;
+  for (const char c : s) {
+    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                    c == '_' || c == '-' || c == '.' || c == '+';
+    if (!ok) return false;
+  }
+  return true;
+}
 constexpr absl::string_view kPriceNames[] = {"open", "high", "low", "close"};
 // Integers at or above this are epoch milliseconds (see ParseTimestamp).
 constexpr int64_t kMillisThreshold = 100'000'000'000;
@@ -630,7 +644,16 @@ absl::StatusOr<Dataset> ImportCsvDirectory(const CsvImportOptions& options,
     // stat(), never open(): opening a FIFO would block the import forever.
     const std::string what = NonRegularKind(it->path());
     if (what.empty()) {
-      files.emplace_back(name.substr(0, name.size() - 4), it->path().string());
+      const std::string symbol = name.substr(0, name.size() - 4);
+      if (!IsSymbol(symbol)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", EscapeForMessage(name), "' in '",
+            EscapeForMessage(options.csv_dir),
+            "': a symbol (the file name before .csv) is 1-", kMaxSymbolBytes,
+            " letters, digits, '_', '-', '.' or '+' (it names a column, is "
+            "printed and stored comma-joined); rename the file"));
+      }
+      files.emplace_back(symbol, it->path().string());
     } else {
       skipped.push_back(absl::StrCat(EscapeForMessage(name), " (", what, ")"));
     }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/status_macros.h"
@@ -45,8 +46,9 @@ constexpr size_t kRangeBlockValues = 4096;
 // lies in ranges[i % period] (the tensor's size is a multiple of
 // `period`), else that it is within ±max_abs. The error wording is
 // TrajectoryChunk::Validate()'s: "chunk FIELD[i] (WHERE) is VALUE", plus
-// ", outside the run's bound [LO, HI]" or ", beyond the bound +-B" for a
-// finite value out of bounds.
+// ", outside the run's bound" (the bound [LO, HI] in the payload
+// kBoundPayload, not the message) or ", beyond the bound +-B" for a finite
+// value out of bounds.
 template <typename Where>
 absl::Status CopyChecked(const TensorView& tensor, const char* field,
                          Where where, const learner::ValueRange* ranges,
@@ -65,11 +67,15 @@ absl::Status CopyChecked(const TensorView& tensor, const char* field,
     return error(bad, ValueAt(tensor, bad),
                  absl::StrCat(", beyond the bound +-", max_abs));
   }
+  // The run's bound is not told to the sender (it would map the exact
+  // limits for a poisoning stream); it travels as the status payload
+  // kBoundPayload, which the learner logs.
   auto outside = [&](int64_t index, float value) {
     const learner::ValueRange& r = ranges[static_cast<size_t>(index) % period];
-    return error(
-        index, value,
-        absl::StrCat(", outside the run's bound [", r.lo, ", ", r.hi, "]"));
+    absl::Status s = error(index, value, ", outside the run's bound");
+    s.SetPayload(kBoundPayload,
+                 absl::Cord(absl::StrCat("[", r.lo, ", ", r.hi, "]")));
+    return s;
   };
   size_t total = 0;
   for (absl::string_view p : tensor.data) total += p.size();

@@ -42,6 +42,10 @@ struct ChunkLimits {
   float max_abs_value = 1e9f;
 };
 
+// Status payload (type URL) of a refusal for a value outside the run's
+// bound: "[LO, HI]".
+inline constexpr char kBoundPayload[] = "type.ristretto/chunk-bound";
+
 // Encodes `chunk` with the given per-actor `sequence` number.
 void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
                   v1::TrajectoryChunk* out);
@@ -51,7 +55,8 @@ void ChunkToProto(const learner::TrajectoryChunk& chunk, int64_t sequence,
 // shape, sizes over the limits, inconsistent T/B/D/A between tensors, a
 // final-observation count that differs from the number of dones, NaN/Inf
 // values, values outside the run's bounds (limits.values, when set: the
-// message names the field, index, value and range) or else beyond
+// message names the field, index and value, and the range is the payload
+// kBoundPayload: for the learner's log, never for the sender) or else beyond
 // ±limits.max_abs_value, dones other than 0/1; kInternal if limits.values
 // has another observation size than `obs_size`). A decoded chunk passes
 // Validate().

@@ -20,6 +20,10 @@ absl::Status Bad(const ParamSpec& p, const std::string& what) {
       absl::StrCat("parameter ", p.name, ": ", what));
 }
 
+// The most steps a stepped range may hold (its values are sampled and
+// stored as 12-digit decimals).
+constexpr double kMaxSteps = 1e9;
+
 bool IsWhole(double v) { return std::isfinite(v) && std::floor(v) == v; }
 
 // (high − low) / step is a whole number, up to rounding of the decimals.
@@ -62,6 +66,21 @@ absl::Status CheckNumeric(const ParamSpec& p) {
     if (s > p.high - p.low || !WholeSteps(p.low, p.high, s)) {
       return Bad(p, absl::StrCat("bad step ", FormatDouble(s), ": range ",
                                  range, " is not a whole number of steps"));
+    }
+    // A step so fine that the range holds more values than a search can
+    // tell apart (or than the 12 significant digits a value is stored
+    // with can show: low + step would read back as low) is no step.
+    if ((p.high - p.low) / s > kMaxSteps ||
+        FormatValue(p, p.low + s) == FormatValue(p, p.low) ||
+        FormatValue(p, p.high - s) == FormatValue(p, p.high)) {
+      return Bad(p, absl::StrCat("bad step ", FormatDouble(s), ": range ",
+                                 range, " would hold ",
+                                 FormatDouble((p.high - p.low) / s + 1),
+                                 " values, more than can be told apart (at "
+                                 "most ",
+                                 FormatDouble(kMaxSteps + 1),
+                                 "); leave the step out for a continuous "
+                                 "range"));
     }
   }
   return absl::OkStatus();

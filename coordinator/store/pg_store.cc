@@ -9,6 +9,11 @@
 //    transaction is rerun. So no retry ever applies a change twice;
 //  * anything else → kInternal with the server's message.
 //
+// Reads (writes = false) run REPEATABLE READ, READ ONLY: every statement of
+// a read sees the snapshot its first statement took, so a read that issues
+// several statements (trials, then their params) never sees a row in one
+// and not in the other, whatever the coordinator writes meanwhile.
+//
 // Lock order (avoids deadlocks; a deadlock would still only cost a retry):
 // study row, then trial row, then run rows in ascending id. Row locks are
 // FOR NO KEY UPDATE, which unlike FOR UPDATE does not block the foreign-key
@@ -318,7 +323,9 @@ absl::StatusOr<ParsedDsn> ParseDsn(const std::string& dsn,
 class PgStore::Impl {
  public:
   template <typename T>
-  using TxnFn = std::function<absl::StatusOr<T>(pqxx::work&)>;
+  using TxnFn = std::function<absl::StatusOr<T>(pqxx::dbtransaction&)>;
+  // The transaction of a read: one snapshot for all its statements.
+  using Snapshot = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
 
   Impl(std::string dsn, std::string server, RetryPolicy retry)
       : dsn_(std::move(dsn)), server_(std::move(server)), retry_(retry) {}
@@ -331,13 +338,23 @@ class PgStore::Impl {
   absl::StatusOr<T> Transact(const char* what, bool writes, const TxnFn<T>& fn);
 
   absl::Status TransactStatus(
-      const char* what, const std::function<absl::Status(pqxx::work&)>& fn) {
-    return Transact<bool>(what, /*writes=*/true,
-                          [&](pqxx::work& txn) -> absl::StatusOr<bool> {
-                            RETURN_IF_ERROR(fn(txn));
-                            return true;
-                          })
+      const char* what,
+      const std::function<absl::Status(pqxx::dbtransaction&)>& fn) {
+    return Transact<bool>(
+               what, /*writes=*/true,
+               [&](pqxx::dbtransaction& txn) -> absl::StatusOr<bool> {
+                 RETURN_IF_ERROR(fn(txn));
+                 return true;
+               })
         .status();
+  }
+
+  // Called by a multi-statement read between its statements (tests only).
+  void Between(const char* read) {
+    if (between_) between_(read);
+  }
+  void SetBetweenHook(std::function<void(const char*)> hook) {
+    between_ = std::move(hook);
   }
 
  private:
@@ -355,6 +372,7 @@ class PgStore::Impl {
   const std::string server_;  // DSN without password, for messages
   const RetryPolicy retry_;
   std::unique_ptr<pqxx::connection> conn_;
+  std::function<void(const char*)> between_;
 };
 
 void PgStore::Impl::EnsureConnected() {
@@ -455,14 +473,17 @@ absl::StatusOr<T> PgStore::Impl::Transact(const char* what, bool writes,
       bool commit_lost = false;
       const absl::Status guard = Guard(what, [&] {
         EnsureConnected();
-        pqxx::work txn(*conn_);
+        std::unique_ptr<pqxx::dbtransaction> txn;
         if (writes) {
-          txid = txn.exec1("SELECT txid_current()")[0].template as<int64_t>();
+          txn = std::make_unique<pqxx::work>(*conn_);
+          txid = txn->exec1("SELECT txid_current()")[0].template as<int64_t>();
+        } else {
+          txn = std::make_unique<Snapshot>(*conn_);
         }
-        result = fn(txn);
-        if (!result.ok()) return;  // ~work rolls back
+        result = fn(*txn);
+        if (!result.ok()) return;  // the destructor rolls back
         try {
-          txn.commit();
+          txn->commit();
         } catch (const pqxx::in_doubt_error&) {
           commit_lost = true;
         } catch (const pqxx::broken_connection&) {
@@ -513,7 +534,7 @@ absl::StatusOr<T> PgStore::Impl::Transact(const char* what, bool writes,
 
 namespace {
 
-absl::Status RequireStudy(pqxx::work& txn, int64_t study_id) {
+absl::Status RequireStudy(pqxx::dbtransaction& txn, int64_t study_id) {
   if (txn.exec_params("SELECT 1 FROM studies WHERE id = $1", study_id)
           .empty()) {
     return absl::NotFoundError(absl::StrCat("no study with id ", study_id));
@@ -522,7 +543,8 @@ absl::Status RequireStudy(pqxx::work& txn, int64_t study_id) {
 }
 
 // Locks the trial row and returns its state; kNotFound if missing.
-absl::StatusOr<TrialState> LockTrial(pqxx::work& txn, int64_t trial_id) {
+absl::StatusOr<TrialState> LockTrial(pqxx::dbtransaction& txn,
+                                     int64_t trial_id) {
   const pqxx::result r = txn.exec_params(
       "SELECT state FROM trials WHERE id = $1 FOR NO KEY UPDATE", trial_id);
   if (r.empty()) {
@@ -531,7 +553,7 @@ absl::StatusOr<TrialState> LockTrial(pqxx::work& txn, int64_t trial_id) {
   return StateField(r[0][0], ParseTrialState);
 }
 
-absl::Status RequireTrial(pqxx::work& txn, int64_t trial_id) {
+absl::Status RequireTrial(pqxx::dbtransaction& txn, int64_t trial_id) {
   if (txn.exec_params("SELECT 1 FROM trials WHERE id = $1", trial_id).empty()) {
     return absl::NotFoundError(absl::StrCat("no trial with id ", trial_id));
   }
@@ -539,7 +561,7 @@ absl::Status RequireTrial(pqxx::work& txn, int64_t trial_id) {
 }
 
 // Trial id of a run; kNotFound if missing.
-absl::StatusOr<int64_t> TrialOfRun(pqxx::work& txn, int64_t run_id) {
+absl::StatusOr<int64_t> TrialOfRun(pqxx::dbtransaction& txn, int64_t run_id) {
   const pqxx::result r =
       txn.exec_params("SELECT trial_id FROM runs WHERE id = $1", run_id);
   if (r.empty()) {
@@ -549,7 +571,7 @@ absl::StatusOr<int64_t> TrialOfRun(pqxx::work& txn, int64_t run_id) {
 }
 
 // Locks every run of a trial, in id order (the lock order).
-void LockRunsOfTrial(pqxx::work& txn, int64_t trial_id) {
+void LockRunsOfTrial(pqxx::dbtransaction& txn, int64_t trial_id) {
   txn.exec_params(
       "SELECT id FROM runs WHERE trial_id = $1 ORDER BY id FOR NO KEY UPDATE",
       trial_id);
@@ -557,7 +579,8 @@ void LockRunsOfTrial(pqxx::work& txn, int64_t trial_id) {
 
 // Cancels the queued and leased runs of a trial and closes their leases.
 // The caller holds the trial lock.
-void CancelRuns(pqxx::work& txn, int64_t trial_id, const std::string& why) {
+void CancelRuns(pqxx::dbtransaction& txn, int64_t trial_id,
+                const std::string& why) {
   LockRunsOfTrial(txn, trial_id);
   txn.exec_params(
       "UPDATE leases SET released_at = now(), outcome = 'cancelled' "
@@ -573,7 +596,7 @@ void CancelRuns(pqxx::work& txn, int64_t trial_id, const std::string& why) {
 
 // running → failed with `reason`, siblings cancelled. The caller holds the
 // trial lock and has checked that the trial is running.
-void FailTrialLocked(pqxx::work& txn, int64_t trial_id,
+void FailTrialLocked(pqxx::dbtransaction& txn, int64_t trial_id,
                      const std::string& reason) {
   txn.exec_params(
       "UPDATE trials SET state = 'failed', fail_reason = $2, "
@@ -584,7 +607,7 @@ void FailTrialLocked(pqxx::work& txn, int64_t trial_id,
 
 // Locks run `run_id` and checks that `member_id` holds its lease; returns
 // (state, holder, study_id, fold). The caller holds the trial lock.
-absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
+absl::StatusOr<pqxx::row> LockHeldRun(pqxx::dbtransaction& txn, int64_t run_id,
                                       const std::string& member_id) {
   pqxx::row r = txn.exec_params1(
       "SELECT state, COALESCE(member_id, ''), study_id, fold "
@@ -599,8 +622,9 @@ absl::StatusOr<pqxx::row> LockHeldRun(pqxx::work& txn, int64_t run_id,
 // Records the artifacts, closes the lease and marks the run done. The caller
 // holds the trial lock and has checked that `member_id` holds the run.
 // `metrics`: its env_steps (progress) and data flow go to the run's row.
-void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
-                     int64_t run_id, const FoldMetrics& metrics,
+void FinishRunLocked(pqxx::dbtransaction& txn, int64_t study_id,
+                     int64_t trial_id, int64_t run_id,
+                     const FoldMetrics& metrics,
                      const std::vector<ArtifactRow>& artifacts) {
   for (const ArtifactRow& a : artifacts) {
     txn.exec_params(
@@ -623,7 +647,7 @@ void FinishRunLocked(pqxx::work& txn, int64_t study_id, int64_t trial_id,
       metrics.env_steps_dropped);
 }
 
-absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::work& txn,
+absl::StatusOr<std::vector<ParamRow>> LoadParams(pqxx::dbtransaction& txn,
                                                  int64_t trial_id) {
   std::vector<ParamRow> params;
   for (const pqxx::row& r :
@@ -653,7 +677,7 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Connect(
   auto impl = std::make_unique<Impl>(std::move(parsed.conninfo),
                                      std::move(parsed.server), retry);
   RETURN_IF_ERROR(impl->Transact<bool>("Connect", /*writes=*/false,
-                                       [](pqxx::work& txn) {
+                                       [](pqxx::dbtransaction& txn) {
                                          txn.exec("SELECT 1");
                                          return true;
                                        })
@@ -664,36 +688,39 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Connect(
 // ---------------------------------------------------------------- schema
 
 absl::Status PgStore::Migrate() {
-  RETURN_IF_ERROR(impl_->TransactStatus("Migrate", [](pqxx::work& txn) {
-    // Under the lock: two first-time migrators would otherwise race on
-    // CREATE TABLE (a unique violation in pg_type).
-    txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
-    txn.exec(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        "  version    int PRIMARY KEY,"
-        "  name       text NOT NULL,"
-        "  applied_at timestamptz NOT NULL DEFAULT now())");
-    // A database migrated by a newer binary has tables this one does not
-    // know how to use safely: refuse rather than corrupt it.
-    const int known = Migrations().empty() ? 0 : Migrations().back().version;
-    const pqxx::row newest = txn.exec1(
-        "SELECT COALESCE(MAX(version), 0), "
-        "COALESCE((SELECT name FROM schema_migrations "
-        "ORDER BY version DESC LIMIT 1), '') FROM schema_migrations");
-    if (newest[0].as<int>() > known) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the database schema is at version ", newest[0].as<int>(), " (",
-          newest[1].as<std::string>(), "), newer than this binary's ", known,
-          "; run a ristretto build at least as new as the one that "
-          "migrated it"));
-    }
-    return absl::OkStatus();
-  }));
+  RETURN_IF_ERROR(
+      impl_->TransactStatus("Migrate", [](pqxx::dbtransaction& txn) {
+        // Under the lock: two first-time migrators would otherwise race on
+        // CREATE TABLE (a unique violation in pg_type).
+        txn.exec_params("SELECT pg_advisory_xact_lock($1)", kMigrationLockKey);
+        txn.exec(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "  version    int PRIMARY KEY,"
+            "  name       text NOT NULL,"
+            "  applied_at timestamptz NOT NULL DEFAULT now())");
+        // A database migrated by a newer binary has tables this one does not
+        // know how to use safely: refuse rather than corrupt it.
+        const int known =
+            Migrations().empty() ? 0 : Migrations().back().version;
+        const pqxx::row newest = txn.exec1(
+            "SELECT COALESCE(MAX(version), 0), "
+            "COALESCE((SELECT name FROM schema_migrations "
+            "ORDER BY version DESC LIMIT 1), '') FROM schema_migrations");
+        if (newest[0].as<int>() > known) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the database schema is at version ", newest[0].as<int>(), " (",
+              newest[1].as<std::string>(), "), newer than this binary's ",
+              known,
+              "; run a ristretto build at least as new as the one that "
+              "migrated it"));
+        }
+        return absl::OkStatus();
+      }));
   for (const Migration& m : Migrations()) {
     RETURN_IF_ERROR(Annotate(
         impl_->TransactStatus(
             "Migrate",
-            [&m](pqxx::work& txn) {
+            [&m](pqxx::dbtransaction& txn) {
               txn.exec_params("SELECT pg_advisory_xact_lock($1)",
                               kMigrationLockKey);
               if (!txn.exec_params(
@@ -716,7 +743,8 @@ absl::Status PgStore::Migrate() {
 
 absl::StatusOr<int> PgStore::SchemaVersion() {
   return impl_->Transact<int>(
-      "SchemaVersion", false, [](pqxx::work& txn) -> absl::StatusOr<int> {
+      "SchemaVersion", false,
+      [](pqxx::dbtransaction& txn) -> absl::StatusOr<int> {
         if (txn.exec("SELECT to_regclass('schema_migrations')")[0][0]
                 .is_null()) {
           return 0;
@@ -732,7 +760,7 @@ absl::StatusOr<int> PgStore::SchemaVersion() {
 
 absl::Status PgStore::PutDataset(const DatasetRow& row) {
   RETURN_IF_ERROR(CheckPutDataset(row));
-  return impl_->TransactStatus("PutDataset", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("PutDataset", [&](pqxx::dbtransaction& txn) {
     txn.exec_params(
         "INSERT INTO datasets (id, path, symbols, rows, interval_seconds) "
         "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET "
@@ -745,7 +773,8 @@ absl::Status PgStore::PutDataset(const DatasetRow& row) {
 
 absl::StatusOr<DatasetRow> PgStore::GetDataset(const std::string& id) {
   return impl_->Transact<DatasetRow>(
-      "GetDataset", false, [&](pqxx::work& txn) -> absl::StatusOr<DatasetRow> {
+      "GetDataset", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<DatasetRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kDatasetColumns,
                                          " FROM datasets d WHERE d.id = $1"),
@@ -760,7 +789,7 @@ absl::StatusOr<DatasetRow> PgStore::GetDataset(const std::string& id) {
 absl::StatusOr<std::vector<DatasetRow>> PgStore::ListDatasets() {
   return impl_->Transact<std::vector<DatasetRow>>(
       "ListDatasets", false,
-      [](pqxx::work& txn) -> absl::StatusOr<std::vector<DatasetRow>> {
+      [](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<DatasetRow>> {
         std::vector<DatasetRow> rows;
         for (const pqxx::row& r :
              txn.exec(absl::StrCat("SELECT ", kDatasetColumns,
@@ -778,7 +807,8 @@ absl::StatusOr<StudyRow> PgStore::CreateStudy(const std::string& name,
                                               const std::string& config_text) {
   RETURN_IF_ERROR(CheckCreateStudy(name));
   return impl_->Transact<StudyRow>(
-      "CreateStudy", true, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+      "CreateStudy", true,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r = txn.exec_params(
             absl::StrCat("INSERT INTO studies AS s (name, config_text) "
                          "VALUES ($1, $2) ON CONFLICT (name) DO NOTHING "
@@ -795,7 +825,8 @@ absl::StatusOr<StudyRow> PgStore::CreateStudy(const std::string& name,
 
 absl::StatusOr<StudyRow> PgStore::GetStudy(const std::string& name) {
   return impl_->Transact<StudyRow>(
-      "GetStudy", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+      "GetStudy", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kStudyColumns,
                                          " FROM studies s WHERE s.name = $1"),
@@ -810,7 +841,8 @@ absl::StatusOr<StudyRow> PgStore::GetStudy(const std::string& name) {
 
 absl::StatusOr<StudyRow> PgStore::GetStudyById(int64_t id) {
   return impl_->Transact<StudyRow>(
-      "GetStudyById", false, [&](pqxx::work& txn) -> absl::StatusOr<StudyRow> {
+      "GetStudyById", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<StudyRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kStudyColumns,
                                          " FROM studies s WHERE s.id = $1"),
@@ -825,7 +857,7 @@ absl::StatusOr<StudyRow> PgStore::GetStudyById(int64_t id) {
 absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
   return impl_->Transact<std::vector<StudyRow>>(
       "ListStudies", false,
-      [](pqxx::work& txn) -> absl::StatusOr<std::vector<StudyRow>> {
+      [](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<StudyRow>> {
         std::vector<StudyRow> rows;
         for (const pqxx::row& r : txn.exec(absl::StrCat(
                  "SELECT ", kStudyColumns, " FROM studies s ORDER BY s.id"))) {
@@ -838,7 +870,7 @@ absl::StatusOr<std::vector<StudyRow>> PgStore::ListStudies() {
 absl::Status PgStore::SetStudyState(int64_t study_id, StudyState state,
                                     const std::string& reason) {
   RETURN_IF_ERROR(CheckSetStudyState(state));
-  return impl_->TransactStatus("SetStudyState", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("SetStudyState", [&](pqxx::dbtransaction& txn) {
     const pqxx::result r = txn.exec_params(
         "SELECT state FROM studies WHERE id = $1 FOR NO KEY UPDATE", study_id);
     if (r.empty()) {
@@ -863,7 +895,8 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
     const std::string& checkpoint_root) {
   RETURN_IF_ERROR(CheckCreateTrial(run_configs));
   return impl_->Transact<TrialRow>(
-      "CreateTrial", true, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
+      "CreateTrial", true,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<TrialRow> {
         // The study lock serialises numbering within the study.
         const pqxx::result study = txn.exec_params(
             "SELECT name, state FROM studies WHERE id = $1 "
@@ -908,8 +941,9 @@ absl::StatusOr<TrialRow> PgStore::CreateTrial(
 absl::StatusOr<std::vector<TrialRow>> PgStore::ListTrials(int64_t study_id) {
   return impl_->Transact<std::vector<TrialRow>>(
       "ListTrials", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<TrialRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<TrialRow>> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("ListTrials");
         std::vector<TrialRow> trials;
         std::map<int64_t, size_t> index;
         for (const pqxx::row& r : txn.exec_params(
@@ -920,12 +954,20 @@ absl::StatusOr<std::vector<TrialRow>> PgStore::ListTrials(int64_t study_id) {
           trials.push_back(ParseTrial(r));
           index[trials.back().id] = trials.size() - 1;
         }
+        impl_->Between("ListTrials");
         for (const pqxx::row& r : txn.exec_params(
                  "SELECT p.trial_id, p.name, p.value FROM params p "
                  "JOIN trials t ON t.id = p.trial_id WHERE t.study_id = $1 "
                  "ORDER BY p.trial_id, p.position",
                  study_id)) {
-          trials[index.at(r[0].as<int64_t>())].params.push_back(
+          const int64_t trial_id = r[0].as<int64_t>();
+          const auto it = index.find(trial_id);
+          if (it == index.end()) {  // cannot happen in one snapshot
+            return absl::InternalError(
+                absl::StrCat("ListTrials: params of trial ", trial_id,
+                             " but no such trial in study ", study_id));
+          }
+          trials[it->second].params.push_back(
               {r[1].as<std::string>(), r[2].as<std::string>()});
         }
         return trials;
@@ -934,7 +976,8 @@ absl::StatusOr<std::vector<TrialRow>> PgStore::ListTrials(int64_t study_id) {
 
 absl::StatusOr<TrialRow> PgStore::GetTrial(int64_t trial_id) {
   return impl_->Transact<TrialRow>(
-      "GetTrial", false, [&](pqxx::work& txn) -> absl::StatusOr<TrialRow> {
+      "GetTrial", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<TrialRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kTrialColumns,
                                          " FROM trials t WHERE t.id = $1"),
@@ -944,6 +987,7 @@ absl::StatusOr<TrialRow> PgStore::GetTrial(int64_t trial_id) {
               absl::StrCat("no trial with id ", trial_id));
         }
         TrialRow trial = ParseTrial(r[0]);
+        impl_->Between("GetTrial");
         ASSIGN_OR_RETURN(trial.params, LoadParams(txn, trial_id));
         return trial;
       });
@@ -952,8 +996,9 @@ absl::StatusOr<TrialRow> PgStore::GetTrial(int64_t trial_id) {
 absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
   return impl_->Transact<TrialCounts>(
       "CountTrials", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<TrialCounts> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<TrialCounts> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("CountTrials");
         TrialCounts counts;
         for (const pqxx::row& r : txn.exec_params(
                  "SELECT state, COUNT(*) FROM trials WHERE study_id = $1 "
@@ -980,7 +1025,7 @@ absl::StatusOr<TrialCounts> PgStore::CountTrials(int64_t study_id) {
 }
 
 absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
-  return impl_->TransactStatus("CompleteTrial", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("CompleteTrial", [&](pqxx::dbtransaction& txn) {
     ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
     RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
     txn.exec_params(
@@ -992,7 +1037,7 @@ absl::Status PgStore::CompleteTrial(int64_t trial_id, double score) {
 }
 
 absl::Status PgStore::PruneTrial(int64_t trial_id) {
-  return impl_->TransactStatus("PruneTrial", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("PruneTrial", [&](pqxx::dbtransaction& txn) {
     ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
     if (state == TrialState::kPruned) return absl::OkStatus();
     RETURN_IF_ERROR(CheckTrialRunning(trial_id, state));
@@ -1007,7 +1052,7 @@ absl::Status PgStore::PruneTrial(int64_t trial_id) {
 
 absl::Status PgStore::FailTrial(int64_t trial_id, const std::string& reason) {
   RETURN_IF_ERROR(CheckFailTrial(reason));
-  return impl_->TransactStatus("FailTrial", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("FailTrial", [&](pqxx::dbtransaction& txn) {
     ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
     if (state == TrialState::kFailed)
       return absl::OkStatus();  // keeps 1st reason
@@ -1024,7 +1069,7 @@ absl::StatusOr<std::optional<RunRow>> PgStore::LeaseRun(
   RETURN_IF_ERROR(CheckLeaseRun(member_id, ttl));
   return impl_->Transact<std::optional<RunRow>>(
       "LeaseRun", true,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::optional<RunRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::optional<RunRow>> {
         // A member leasing before it registered is recorded as a learner.
         txn.exec_params(
             "INSERT INTO members (id, kind) VALUES ($1, 'learner') "
@@ -1073,7 +1118,7 @@ absl::StatusOr<std::vector<int64_t>> PgStore::Heartbeat(
   RETURN_IF_ERROR(CheckHeartbeat(ttl, run_steps));
   return impl_->Transact<std::vector<int64_t>>(
       "Heartbeat", true,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<int64_t>> {
         txn.exec_params("UPDATE members SET last_seen = now() WHERE id = $1",
                         member_id);
         std::set<int64_t> held;
@@ -1115,7 +1160,7 @@ absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
       CheckExpireLeases(max_attempts_by_study, default_max_attempts));
   return impl_->Transact<std::vector<int64_t>>(
       "ExpireLeases", true,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<int64_t>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<int64_t>> {
         const int64_t now_us = Micros(now);
         std::map<int64_t, std::vector<int64_t>> by_trial;
         std::map<int64_t, int> trial_limit;  // the trial's study's limit
@@ -1187,7 +1232,7 @@ absl::StatusOr<std::vector<int64_t>> PgStore::ExpireLeases(
 }
 
 absl::Status PgStore::ReleaseLeases(const std::string& member_id) {
-  return impl_->TransactStatus("ReleaseLeases", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("ReleaseLeases", [&](pqxx::dbtransaction& txn) {
     txn.exec_params(
         "SELECT id FROM runs WHERE state = 'leased' AND member_id = $1 "
         "ORDER BY id FOR NO KEY UPDATE",
@@ -1207,7 +1252,7 @@ absl::Status PgStore::ReleaseLeases(const std::string& member_id) {
 
 absl::StatusOr<RunRow> PgStore::GetRun(int64_t run_id) {
   return impl_->Transact<RunRow>(
-      "GetRun", false, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
+      "GetRun", false, [&](pqxx::dbtransaction& txn) -> absl::StatusOr<RunRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kRunColumns,
                                          " FROM runs r WHERE r.id = $1"),
@@ -1222,8 +1267,9 @@ absl::StatusOr<RunRow> PgStore::GetRun(int64_t run_id) {
 absl::StatusOr<std::vector<RunRow>> PgStore::ListRuns(int64_t trial_id) {
   return impl_->Transact<std::vector<RunRow>>(
       "ListRuns", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RunRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<RunRow>> {
         RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        impl_->Between("ListRuns");
         std::vector<RunRow> runs;
         for (const pqxx::row& r :
              txn.exec_params(absl::StrCat("SELECT ", kRunColumns,
@@ -1240,7 +1286,8 @@ absl::Status PgStore::ReportIntermediate(int64_t run_id,
                                          const std::string& member_id,
                                          int64_t step, double value) {
   RETURN_IF_ERROR(CheckReportIntermediate(run_id, step));
-  return impl_->TransactStatus("ReportIntermediate", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("ReportIntermediate", [&](pqxx::dbtransaction&
+                                                             txn) {
     const pqxx::result r = txn.exec_params(
         "SELECT state, COALESCE(member_id, ''), trial_id, study_id "
         "FROM runs WHERE id = $1 FOR SHARE",
@@ -1264,8 +1311,10 @@ absl::StatusOr<std::vector<IntermediateRow>> PgStore::ListIntermediates(
     int64_t study_id) {
   return impl_->Transact<std::vector<IntermediateRow>>(
       "ListIntermediates", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<IntermediateRow>> {
+      [&](pqxx::dbtransaction& txn)
+          -> absl::StatusOr<std::vector<IntermediateRow>> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("ListIntermediates");
         std::vector<IntermediateRow> rows;
         for (const pqxx::row& r : txn.exec_params(
                  "SELECT iv.trial_id, iv.run_id, r.fold, iv.step, iv.value "
@@ -1290,7 +1339,8 @@ absl::StatusOr<bool> PgStore::CompleteRun(
     const std::vector<ArtifactRow>& artifacts) {
   RETURN_IF_ERROR(CheckCompleteRun(run_id, metrics, artifacts));
   return impl_->Transact<bool>(
-      "CompleteRun", true, [&](pqxx::work& txn) -> absl::StatusOr<bool> {
+      "CompleteRun", true,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<bool> {
         ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
         // The trial lock makes "all runs done?" exact when two folds of one
         // trial complete at the same time.
@@ -1323,7 +1373,7 @@ absl::StatusOr<bool> PgStore::CompleteRun(
 
 absl::Status PgStore::FailRun(int64_t run_id, const std::string& member_id,
                               const std::string& reason) {
-  return impl_->TransactStatus("FailRun", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("FailRun", [&](pqxx::dbtransaction& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     ASSIGN_OR_RETURN(const TrialState trial_state, LockTrial(txn, trial_id));
     LockRunsOfTrial(txn, trial_id);
@@ -1355,7 +1405,7 @@ absl::Status PgStore::RetryRun(int64_t run_id, const std::string& member_id,
                                const std::string& reason,
                                absl::Time retry_after, absl::Time avoid_until) {
   RETURN_IF_ERROR(CheckRetryRun(retry_after, avoid_until));
-  return impl_->TransactStatus("RetryRun", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("RetryRun", [&](pqxx::dbtransaction& txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
     RETURN_IF_ERROR(LockHeldRun(txn, run_id, member_id).status());
@@ -1379,8 +1429,10 @@ absl::StatusOr<std::vector<FoldMetrics>> PgStore::ListFoldMetrics(
     int64_t trial_id) {
   return impl_->Transact<std::vector<FoldMetrics>>(
       "ListFoldMetrics", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<FoldMetrics>> {
+      [&](pqxx::dbtransaction& txn)
+          -> absl::StatusOr<std::vector<FoldMetrics>> {
         RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        impl_->Between("ListFoldMetrics");
         std::vector<FoldMetrics> rows;
         for (const pqxx::row& r : txn.exec_params(
                  absl::StrCat("SELECT ", kFoldMetricsColumns,
@@ -1398,8 +1450,9 @@ PgStore::ListStudyFoldMetrics(int64_t study_id) {
   using Result = std::map<int64_t, std::vector<FoldMetrics>>;
   return impl_->Transact<Result>(
       "ListStudyFoldMetrics", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<Result> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<Result> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("ListStudyFoldMetrics");
         Result out;
         for (const pqxx::row& r : txn.exec_params(
                  absl::StrCat("SELECT ", kFoldMetricsColumns,
@@ -1443,7 +1496,8 @@ absl::StatusOr<RunRow> PgStore::AddRefitRun(
   RETURN_IF_ERROR(CheckRefit(refit));
   const int fold = FinalRunFold(refit);
   return impl_->Transact<RunRow>(
-      "AddFinalRun", true, [&](pqxx::work& txn) -> absl::StatusOr<RunRow> {
+      "AddFinalRun", true,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<RunRow> {
         ASSIGN_OR_RETURN(const TrialState state, LockTrial(txn, trial_id));
         const pqxx::result existing = txn.exec_params(
             absl::StrCat("SELECT ", kRunColumns,
@@ -1478,7 +1532,8 @@ absl::Status PgStore::CompleteRefit(int64_t run_id,
                                     std::optional<LockboxRow> combined,
                                     const std::vector<ArtifactRow>& artifacts) {
   RETURN_IF_ERROR(CheckCompleteRefit(run_id, refit, combined, artifacts));
-  return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("CompleteFinalRun", [&](pqxx::dbtransaction&
+                                                           txn) {
     ASSIGN_OR_RETURN(const int64_t trial_id, TrialOfRun(txn, run_id));
     RETURN_IF_ERROR(LockTrial(txn, trial_id).status());
     ASSIGN_OR_RETURN(const pqxx::row r, LockHeldRun(txn, run_id, member_id));
@@ -1516,9 +1571,9 @@ absl::Status PgStore::CompleteRefit(int64_t run_id,
           "bh_sharpe_se, bh_sortino, bh_return, bh_max_drawdown, "
           "random_seeds, random_sharpe_mean, random_sharpe_std, "
           "random_return_mean, random_return_std, log_returns, "
-          "bh_log_returns, refits) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-          "$9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
-          "$22, $23, $24, $25, $26, $27, $28)",
+          "bh_log_returns, refits, rules) VALUES ($1, $2, $3, $4, $5, $6, "
+          "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+          "$21, $22, $23, $24, $25, $26, $27, $28, $29)",
           trial_id, run_id, study_id, result.bars, c.sharpe, result.sharpe_se,
           c.sortino, c.calmar, c.total_return, c.max_drawdown, c.turnover,
           c.fees, c.trades, c.exposure, c.env_steps, result.bh_sharpe,
@@ -1527,7 +1582,7 @@ absl::Status PgStore::CompleteRefit(int64_t run_id,
           result.random_sharpe_mean, result.random_sharpe_std,
           result.random_return_mean, result.random_return_std,
           ReturnsText(c.log_returns), ReturnsText(result.bh_log_returns),
-          result.refits);
+          result.refits, result.rules_json);
     }
     FinishRunLocked(txn, study_id, trial_id, run_id, p, artifacts);
     return absl::OkStatus();
@@ -1538,7 +1593,7 @@ namespace {
 
 // The refits `column` (study_id or trial_id) = `id` selects, by trial then
 // refit.
-std::vector<RefitRow> QueryRefits(pqxx::work& txn, const char* column,
+std::vector<RefitRow> QueryRefits(pqxx::dbtransaction& txn, const char* column,
                                   int64_t id) {
   std::vector<RefitRow> rows;
   for (const pqxx::row& r : txn.exec_params(
@@ -1565,8 +1620,9 @@ std::vector<RefitRow> QueryRefits(pqxx::work& txn, const char* column,
 absl::StatusOr<std::vector<RefitRow>> PgStore::ListRefits(int64_t study_id) {
   return impl_->Transact<std::vector<RefitRow>>(
       "ListRefits", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RefitRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<RefitRow>> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("ListRefits");
         return QueryRefits(txn, "study_id", study_id);
       });
 }
@@ -1575,7 +1631,7 @@ absl::StatusOr<std::vector<RefitRow>> PgStore::ListTrialRefits(
     int64_t trial_id) {
   return impl_->Transact<std::vector<RefitRow>>(
       "ListTrialRefits", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<RefitRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<RefitRow>> {
         return QueryRefits(txn, "trial_id", trial_id);
       });
 }
@@ -1583,8 +1639,9 @@ absl::StatusOr<std::vector<RefitRow>> PgStore::ListTrialRefits(
 absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
   return impl_->Transact<std::vector<LockboxRow>>(
       "ListLockbox", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<LockboxRow>> {
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<LockboxRow>> {
         RETURN_IF_ERROR(RequireStudy(txn, study_id));
+        impl_->Between("ListLockbox");
         std::vector<LockboxRow> rows;
         for (const pqxx::row& r : txn.exec_params(
                  "SELECT trial_id, run_id, bars, sharpe, sharpe_se, sortino, "
@@ -1592,8 +1649,8 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
                  "exposure, env_steps, bh_sharpe, bh_sharpe_se, bh_sortino, "
                  "bh_return, bh_max_drawdown, random_seeds, "
                  "random_sharpe_mean, random_sharpe_std, random_return_mean, "
-                 "random_return_std, log_returns, bh_log_returns, refits "
-                 "FROM lockbox_results "
+                 "random_return_std, log_returns, bh_log_returns, refits, "
+                 "rules FROM lockbox_results "
                  "WHERE study_id = $1 ORDER BY trial_id",
                  study_id)) {
           LockboxRow x;
@@ -1615,6 +1672,7 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
           x.policy.log_returns = ParseReturnsText(r[24].as<std::string>());
           x.bh_log_returns = ParseReturnsText(r[25].as<std::string>());
           x.refits = r[26].as<int>();
+          x.rules_json = r[27].as<std::string>();
           x.policy.benchmark_sharpe = x.bh_sharpe;
           x.policy.benchmark_return = x.bh_return;
           rows.push_back(std::move(x));
@@ -1625,7 +1683,8 @@ absl::StatusOr<std::vector<LockboxRow>> PgStore::ListLockbox(int64_t study_id) {
 
 absl::StatusOr<int64_t> PgStore::CountOpenRuns(int64_t study_id) {
   return impl_->Transact<int64_t>(
-      "CountOpenRuns", false, [&](pqxx::work& txn) -> absl::StatusOr<int64_t> {
+      "CountOpenRuns", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<int64_t> {
         return txn
             .exec_params1(
                 "SELECT COUNT(*) FROM runs WHERE study_id = $1 "
@@ -1637,7 +1696,7 @@ absl::StatusOr<int64_t> PgStore::CountOpenRuns(int64_t study_id) {
 
 absl::Status PgStore::PutStudyResult(int64_t study_id,
                                      const std::string& json) {
-  return impl_->TransactStatus("PutStudyResult", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("PutStudyResult", [&](pqxx::dbtransaction& txn) {
     RETURN_IF_ERROR(RequireStudy(txn, study_id));
     txn.exec_params(
         "INSERT INTO study_results (study_id, result_json) VALUES ($1, $2) "
@@ -1652,7 +1711,8 @@ absl::StatusOr<std::optional<std::string>> PgStore::GetStudyResult(
     int64_t study_id) {
   return impl_->Transact<std::optional<std::string>>(
       "GetStudyResult", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::optional<std::string>> {
+      [&](pqxx::dbtransaction& txn)
+          -> absl::StatusOr<std::optional<std::string>> {
         const pqxx::result r = txn.exec_params(
             "SELECT result_json FROM study_results WHERE study_id = $1",
             study_id);
@@ -1665,8 +1725,10 @@ absl::StatusOr<std::vector<ArtifactRow>> PgStore::ListArtifacts(
     int64_t trial_id) {
   return impl_->Transact<std::vector<ArtifactRow>>(
       "ListArtifacts", false,
-      [&](pqxx::work& txn) -> absl::StatusOr<std::vector<ArtifactRow>> {
+      [&](pqxx::dbtransaction& txn)
+          -> absl::StatusOr<std::vector<ArtifactRow>> {
         RETURN_IF_ERROR(RequireTrial(txn, trial_id));
+        impl_->Between("ListArtifacts");
         std::vector<ArtifactRow> rows;
         for (const pqxx::row& r : txn.exec_params(
                  "SELECT id, study_id, trial_id, COALESCE(run_id, 0), kind, "
@@ -1691,7 +1753,7 @@ absl::StatusOr<std::vector<ArtifactRow>> PgStore::ListArtifacts(
 
 absl::Status PgStore::UpsertMember(const MemberRow& row) {
   RETURN_IF_ERROR(CheckUpsertMember(row));
-  return impl_->TransactStatus("UpsertMember", [&](pqxx::work& txn) {
+  return impl_->TransactStatus("UpsertMember", [&](pqxx::dbtransaction& txn) {
     // A learner's row is updated only by a learner (Store::UpsertMember).
     const pqxx::result r = txn.exec_params(
         "INSERT INTO members (id, kind, address, capacity_json) "
@@ -1709,7 +1771,7 @@ absl::Status PgStore::UpsertMember(const MemberRow& row) {
 absl::StatusOr<std::vector<MemberRow>> PgStore::ListMembers() {
   return impl_->Transact<std::vector<MemberRow>>(
       "ListMembers", false,
-      [](pqxx::work& txn) -> absl::StatusOr<std::vector<MemberRow>> {
+      [](pqxx::dbtransaction& txn) -> absl::StatusOr<std::vector<MemberRow>> {
         std::vector<MemberRow> rows;
         for (const pqxx::row& r : txn.exec(absl::StrCat(
                  "SELECT ", kMemberColumns, " FROM members m ORDER BY m.id"))) {
@@ -1721,7 +1783,8 @@ absl::StatusOr<std::vector<MemberRow>> PgStore::ListMembers() {
 
 absl::StatusOr<MemberRow> PgStore::GetMember(const std::string& id) {
   return impl_->Transact<MemberRow>(
-      "GetMember", false, [&](pqxx::work& txn) -> absl::StatusOr<MemberRow> {
+      "GetMember", false,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<MemberRow> {
         const pqxx::result r =
             txn.exec_params(absl::StrCat("SELECT ", kMemberColumns,
                                          " FROM members m WHERE m.id = $1"),
@@ -1732,6 +1795,15 @@ absl::StatusOr<MemberRow> PgStore::GetMember(const std::string& id) {
         }
         return ParseMember(r[0]);
       });
+}
+
+}  // namespace ristretto::coordinator
+
+namespace ristretto::coordinator {
+
+void PgStore::SetBetweenStatementsHookForTest(
+    std::function<void(const char* read)> hook) {
+  impl_->SetBetweenHook(std::move(hook));
 }
 
 }  // namespace ristretto::coordinator

@@ -11,6 +11,7 @@
 #define RISTRETTO_COORDINATOR_STORE_PG_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,12 @@ class PgStore final : public Store {
   static absl::StatusOr<std::unique_ptr<PgStore>> Connect(
       const std::string& dsn, RetryPolicy retry = {});
   ~PgStore() override;
+
+  // Tests only: `hook(read)` runs between the statements of every read that
+  // issues more than one (named by its method), on this store's thread, so a
+  // test can write through another connection exactly there.
+  void SetBetweenStatementsHookForTest(
+      std::function<void(const char* read)> hook);
 
   using Store::ExpireLeases;
 

@@ -461,6 +461,15 @@ void ActorStream::HandleChunk() {
     chunk_steps_.store(chunk.num_samples(), std::memory_order_relaxed);
   }
   if (!decoded.ok()) {
+    // The sender learns the field, index and value; the bound it missed
+    // is for the operator (the first few refusals of a stream).
+    if (const auto bound = decoded.GetPayload(wire::kBoundPayload);
+        bound.has_value() && bound_refusals_logged_ < kBoundRefusalsLogged) {
+      ++bound_refusals_logged_;
+      RLOG(WARNING) << "actor '" << EscapeForMessage(actor_id_, 80)
+                    << "': " << decoded.message() << " " << std::string(*bound)
+                    << " (chunk refused)";
+    }
     Reject(sequence, decoded.code(), decoded.message(),
            RejectReason::kMalformed);
     ContinueReading();

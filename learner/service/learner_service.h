@@ -281,6 +281,10 @@ class ActorStream {
   // Sequence of the last chunk that passed the order check (reader's
   // thread only); -1 before the first.
   int64_t last_sequence_ = -1;
+  // Refusals for a value outside the run's bound logged with the bound
+  // (reader's thread only); the first kBoundRefusalsLogged of a stream.
+  static constexpr int kBoundRefusalsLogged = 5;
+  int bound_refusals_logged_ = 0;
 
   absl::Mutex mu_;
   std::deque<MessagePtr> outbox_ ABSL_GUARDED_BY(mu_);

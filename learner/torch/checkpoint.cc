@@ -8,11 +8,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/atomic_file.h"
 #include "common/file_util.h"
+#include "common/status_macros.h"
 #include "learner/evaluation.h"
 #include "learner/torch/actor_critic.h"
 #include "learner/torch/ppo.h"
@@ -22,6 +25,12 @@ namespace ristretto::learner {
 namespace {
 
 namespace fs = std::filesystem;
+
+// `s` with "what: " before its message, same code.
+absl::Status Annotated(const absl::Status& s, absl::string_view what) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
 
 constexpr char kLatest[] = "LATEST";
 constexpr char kBest[] = "best";
@@ -33,24 +42,17 @@ constexpr char kEvaluationFile[] = "evaluation.json";
 
 absl::Status WriteFileAtomically(const fs::path& path,
                                  const std::string& content) {
-  const fs::path tmp = path.string() + absl::StrCat(".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return absl::InternalError(absl::StrCat("cannot create ", tmp.string()));
-    out << content;
-    out.flush();
-    if (!out)
-      return absl::InternalError(absl::StrCat("cannot write ", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot rename into ", path.string(), ": ", ec.message()));
-  }
-  return absl::OkStatus();
+  return ristretto::WriteFileAtomically(path.string(), content);
+}
+
+// LibTorch's serialisation into memory: its file writer throws from
+// ~PyTorchStreamWriter when the disk is full (std::terminate), so it never
+// gets a path; ristretto's own writer puts the bytes on disk.
+template <typename Value>
+std::string TorchBytes(const Value& value) {
+  std::ostringstream out(std::ios::binary);
+  torch::save(value, out);
+  return std::move(out).str();
 }
 
 std::string StateToJson(const CheckpointState& s) {
@@ -119,29 +121,42 @@ absl::StatusOr<std::string> SaveCheckpoint(const std::string& run_dir,
     return absl::InternalError(
         absl::StrCat("cannot create ", tmp_dir.string(), ": ", ec.message()));
   }
+  std::string model_bytes;
+  std::string optimizer_bytes;
   try {
-    torch::save(learner.model(), (tmp_dir / "model.pt").string());
-    torch::save(learner.optimizer(), (tmp_dir / "optimizer.pt").string());
+    model_bytes = TorchBytes(learner.model());
+    optimizer_bytes = TorchBytes(learner.optimizer());
   } catch (const c10::Error& e) {
     fs::remove_all(tmp_dir, ec);
     return absl::InternalError(
         absl::StrCat("saving checkpoint: ", e.what_without_backtrace()));
   }
+  // Every file written and fsynced in the temporary directory, which is
+  // renamed into place only when whole; the previous checkpoint and LATEST
+  // stay as they are until then.
+  const std::string contract_json = contract.ToJson();
+  const std::string state_json = StateToJson(state);
   for (const auto& [file, content] :
-       {std::pair<const char*, std::string>{"contract.json", contract.ToJson()},
-        {"state.json", StateToJson(state)}}) {
-    absl::Status s = WriteFileAtomically(tmp_dir / file, content);
-    if (!s.ok()) {
-      fs::remove_all(tmp_dir, ec);
-      return s;
-    }
+       {std::pair<const char*, const std::string*>{"model.pt", &model_bytes},
+        {"optimizer.pt", &optimizer_bytes},
+        {"contract.json", &contract_json},
+        {"state.json", &state_json}}) {
+    absl::Status s = WriteFileDurably((tmp_dir / file).string(), *content);
+    if (s.ok()) continue;
+    fs::remove_all(tmp_dir, ec);
+    return Annotated(s, "saving checkpoint");
+  }
+  if (absl::Status s = SyncDirectory(tmp_dir.string()); !s.ok()) {
+    fs::remove_all(tmp_dir, ec);
+    return Annotated(s, "saving checkpoint");
   }
   fs::remove_all(final_dir, ec);  // a re-save of the same step replaces it
   fs::rename(tmp_dir, final_dir, ec);
   if (ec) {
     fs::remove_all(tmp_dir, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot move checkpoint into ", final_dir.string()));
+    return absl::InternalError(absl::StrCat("cannot move checkpoint into ",
+                                            final_dir.string(), ": ",
+                                            ec.message()));
   }
   absl::Status latest =
       WriteFileAtomically(fs::path(run_dir) / kLatest, name + "\n");
@@ -230,6 +245,7 @@ absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
     return absl::InternalError(
         absl::StrCat("cannot create ", out_dir, ": ", ec.message()));
   }
+  std::string policy_bytes;
   try {
     torch::NoGradGuard no_grad;
     torch::jit::Module m("RistrettoPolicy");
@@ -266,11 +282,16 @@ absl::Status ExportPolicy(ActorCritic& model, const PolicyContract& contract,
     }
     body += "    return torch.tanh(x)\n";
     m.define(body);
-    m.save((fs::path(out_dir) / "policy.pt").string());
+    std::ostringstream bytes(std::ios::binary);
+    m.save(bytes);
+    policy_bytes = std::move(bytes).str();
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("exporting the policy: ", e.what_without_backtrace()));
   }
+  RETURN_IF_ERROR(Annotated(
+      WriteFileAtomically(fs::path(out_dir) / "policy.pt", policy_bytes),
+      "exporting the policy"));
   return WriteFileAtomically(fs::path(out_dir) / "contract.json",
                              contract.ToJson());
 }

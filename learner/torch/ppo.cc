@@ -166,7 +166,12 @@ PpoLosses ComputePpoLosses(
     const torch::Tensor& old_value, const torch::Tensor& returns,
     const torch::Tensor& entropy, const PpoOptions& options) {
   PpoLosses l;
-  l.ratio = torch::exp(log_prob - old_log_prob);
+  // The log-ratio is clamped before exp: log-probabilities streamed by an
+  // actor are bounded but not trusted, and exp of a bounded difference can
+  // still overflow (exp(89) is inf in float). |log ρ| <= 20 keeps ρ finite;
+  // the clipped surrogate's gradient is zero out there anyway.
+  l.ratio = torch::exp(
+      torch::clamp(log_prob - old_log_prob, -kMaxLogRatio, kMaxLogRatio));
   const double eps = options.clip_ratio;
   const torch::Tensor surrogate = l.ratio * advantages;
   const torch::Tensor clipped =

@@ -43,6 +43,9 @@ struct PpoLosses {
   torch::Tensor entropy;  // mean entropy
   torch::Tensor ratio;    // ρ = exp(log π − log μ)
 };
+// Bound on |log π − log μ| before the ratio's exp (see ComputePpoLosses).
+inline constexpr double kMaxLogRatio = 20.0;
+
 PpoLosses ComputePpoLosses(
     const torch::Tensor& log_prob, const torch::Tensor& old_log_prob,
     const torch::Tensor& advantages, const torch::Tensor& value,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -567,6 +568,58 @@ TEST_F(StudyCliTest, ShowSaysWhyARunningTrialsRunIsRetrying) {
   EXPECT_THAT(show.output,
               HasSubstr("\nenv steps dropped: no completed run reported them "
                         "yet\n"));
+}
+
+// `up` and `study start --wait` wait in WaitForStudy. PostgreSQL going away
+// and coming back (a restart, a failover) must not end the wait: the outage
+// is said and the reads are retried until the server answers again. Events,
+// not timing: the server is stopped once the first progress line is out and
+// started again once the outage line is out.
+TEST_F(StudyCliTest, WaitingGoesOnThroughAPostgresRestart) {
+  CreateAndStart("outage", 1);
+  coordinator::RetryPolicy retry;
+  retry.initial_backoff = absl::Milliseconds(20);
+  retry.max_backoff = absl::Milliseconds(200);
+  retry.give_up_after = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<Store>> waiter = Store::Connect(dsn(), retry);
+  ASSERT_TRUE(waiter.ok()) << waiter.status();
+  const std::string log = dir_ + "/wait.log";
+  std::FILE* out = std::fopen(log.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  std::atomic<bool> give_up{false};
+  absl::Status waited;
+  std::thread wait([&] {
+    waited = cli::WaitForStudy(
+        **waiter, "outage", [&] { return give_up.load(); }, out);
+  });
+  // Waits (polling a file the waiter flushes) until the log holds `text`.
+  auto await_log = [&](const std::string& text) {
+    for (int i = 0; i < 1200; ++i) {  // a bound against a hang, not a window
+      if (absl::StrContains(ReadBytes(log), text)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  const bool polled = await_log("[running]");
+  EXPECT_TRUE(polled) << ReadBytes(log);
+  ASSERT_TRUE(cluster().Stop().ok());
+  const bool said = await_log("the database did not answer");
+  EXPECT_TRUE(said) << ReadBytes(log);
+  ASSERT_TRUE(cluster().Restart().ok());
+  // The study ends while the waiter is backing off; it must see that.
+  absl::StatusOr<std::unique_ptr<Store>> writer = Store::Connect(dsn(), retry);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  absl::StatusOr<coordinator::StudyRow> study = (*writer)->GetStudy("outage");
+  ASSERT_TRUE(study.ok()) << study.status();
+  ASSERT_TRUE(
+      (*writer)->SetStudyState(study->id, coordinator::StudyState::kDone).ok());
+  const bool done = await_log("study outage is done");
+  if (!done) give_up = true;
+  wait.join();
+  std::fclose(out);
+  EXPECT_TRUE(done) << ReadBytes(log);
+  EXPECT_TRUE(waited.ok()) << waited;
+  EXPECT_THAT(ReadBytes(log), HasSubstr("retrying in 1s"));
 }
 
 TEST_F(StudyCliTest, ExportCopiesTheVerifiedPolicyAndRefusesATamperedOne) {

@@ -195,6 +195,10 @@ TEST(DsnPasswordTest, FindsPasswordsInEveryLibpqForm) {
   EXPECT_TRUE(DsnHasPassword("POSTGRESQL://u:s@db/x"));
   EXPECT_TRUE(DsnHasPassword("postgresql:///x?host=/run&password=s"));
   EXPECT_TRUE(DsnHasPassword("postgresql://db/x?password=s"));
+  // Spellings only libpq's parser sees: a percent-encoded key.
+  EXPECT_TRUE(DsnHasPassword("postgresql://db/x?%70assword=PW"));
+  EXPECT_TRUE(
+      DsnHasPassword("postgresql://db/x?sslmode=disable&%70%61ssword=PW"));
 
   EXPECT_FALSE(DsnHasPassword("host=db user=u dbname=x"));
   EXPECT_FALSE(DsnHasPassword("host=/tmp/pg port=5432 dbname=ristretto"));

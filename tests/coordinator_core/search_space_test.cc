@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "common/rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -101,6 +102,29 @@ TEST(SearchSpaceTest, ValidateSpaceNamesTheParameter) {
   EXPECT_EQ(ValidateSpace({f, cond}).message(),
             "parameter y: conditional on 'x', which is not categorical");
   EXPECT_EQ(ValidateSpace({f, f}).message(), "parameter x: declared twice");
+}
+
+// A step so fine that every sampled value reads back as the low bound was
+// accepted, and every trial then sampled the same value.
+TEST(SearchSpaceTest, AStepTooFineToTellValuesApartIsRefused) {
+  ParamSpec p = Spec("gamma", ParamKind::kFloat, 0.9, 0.99);
+  p.step = 1e-300;
+  const absl::Status fine = ValidateSpace({p});
+  EXPECT_EQ(fine.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(fine.message()),
+              ::testing::HasSubstr("parameter gamma: bad step 1e-300"));
+  EXPECT_THAT(std::string(fine.message()),
+              ::testing::HasSubstr("more than can be told apart"));
+  p.step = 1e-13;  // 9e11 values; also beyond 12 digits
+  EXPECT_EQ(ValidateSpace({p}).code(), absl::StatusCode::kInvalidArgument);
+  p.step = 0.01;  // 10 values: fine
+  EXPECT_TRUE(ValidateSpace({p}).ok());
+  ParamSpec clip = Spec("clip_ratio", ParamKind::kFloat, 0.1, 0.3);
+  clip.step = 0.05;
+  EXPECT_TRUE(ValidateSpace({clip}).ok());
+  ParamSpec big = Spec("budget", ParamKind::kInt, 0, 4e9);
+  big.step = 1;  // 4e9 + 1 values
+  EXPECT_EQ(ValidateSpace({big}).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SearchSpaceTest, ParamsHashIsStableAndOrderFree) {

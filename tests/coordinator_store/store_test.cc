@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "coordinator/store/migrations.h"
+#include "coordinator/store/pg_store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/store_test_helpers.h"
@@ -814,6 +815,67 @@ TEST_F(StoreTest, CountTrialsCountsEachState) {
   EXPECT_EQ(counts.failed, 1);
   EXPECT_EQ(store_->CountTrials(study.id + 1).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// The coordinator creates trials while `up` and the CLI read them. A writer
+// that commits between the statements of a read (a hook, not a timing
+// window) must not make the read see half of its write: before reads ran
+// in one snapshot, ListTrials saw the new trial's params but not the trial
+// and threw map::at, which ended a study.
+TEST_F(StoreTest, MultiStatementReadsSeeOneSnapshotWhateverIsWrittenBetween) {
+  const StudyRow study = RunningStudy("snapshot");
+  const TrialRow first = Trial(study.id, 2);
+  const TrialRow second = Trial(study.id, 1);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<PgStore> reader,
+                       PgStore::Connect(dsn()));
+  std::vector<std::string> seen;
+  int written = 0;
+  reader->SetBetweenStatementsHookForTest([&](const char* read) {
+    seen.emplace_back(read);
+    // Another connection commits a whole trial (row, params, runs) here.
+    absl::StatusOr<TrialRow> t = store_->CreateTrial(
+        study.id, {{"lr", "0.5"}, {"gamma", "0.9"}}, {"{}", "{}"}, "/w");
+    ASSERT_TRUE(t.ok()) << t.status();
+    ++written;
+  });
+
+  ASSERT_OK_AND_ASSIGN(const std::vector<TrialRow> trials,
+                       reader->ListTrials(study.id));
+  EXPECT_EQ(written, 2);         // after the study check and after the trials
+  ASSERT_EQ(trials.size(), 2u);  // what was there when the read began
+  EXPECT_EQ(trials[0].id, first.id);
+  EXPECT_EQ(trials[1].id, second.id);
+  for (const TrialRow& t : trials) {
+    ASSERT_EQ(t.params.size(), 1u) << "trial " << t.id;
+    EXPECT_EQ(t.params[0].name, "lr");
+  }
+
+  ASSERT_OK_AND_ASSIGN(const TrialCounts counts, reader->CountTrials(study.id));
+  EXPECT_EQ(counts.running, 4);  // 2 + the 2 written during ListTrials
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM trials"), 5);
+
+  // Every other multi-statement read calls the hook and stays whole.
+  ASSERT_OK_AND_ASSIGN(const TrialRow got, reader->GetTrial(first.id));
+  EXPECT_EQ(got.params.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(const std::vector<RunRow> runs,
+                       reader->ListRuns(first.id));
+  EXPECT_EQ(runs.size(), 2u);
+  ASSERT_OK(reader->ListIntermediates(study.id).status());
+  ASSERT_OK(reader->ListFoldMetrics(first.id).status());
+  ASSERT_OK(reader->ListStudyFoldMetrics(study.id).status());
+  ASSERT_OK(reader->ListRefits(study.id).status());
+  ASSERT_OK(reader->ListLockbox(study.id).status());
+  ASSERT_OK(reader->ListArtifacts(first.id).status());
+  EXPECT_THAT(
+      seen, ::testing::IsSupersetOf(
+                {"ListTrials", "CountTrials", "GetTrial", "ListRuns",
+                 "ListIntermediates", "ListFoldMetrics", "ListStudyFoldMetrics",
+                 "ListRefits", "ListLockbox", "ListArtifacts"}));
+  // And a read that sees its snapshot still sees the writes once it is over.
+  reader->SetBetweenStatementsHookForTest(nullptr);
+  ASSERT_OK_AND_ASSIGN(const std::vector<TrialRow> all,
+                       reader->ListTrials(study.id));
+  EXPECT_EQ(static_cast<int>(all.size()), 2 + written);
 }
 
 TEST_F(StoreTest, ReleaseLeasesRequeuesTheMembersRunsAtOnce) {

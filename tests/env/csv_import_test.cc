@@ -684,6 +684,28 @@ TEST_F(CsvImportTest, EmptyFileIsMissingItsHeader) {
               HasSubstr("BTC.csv:1: missing header"));
 }
 
+// A symbol is a column name, printed in reports and stored comma-joined: a
+// file name with a comma, a space, an escape sequence or a newline cannot
+// be one. The error escapes what it echoes.
+TEST_F(CsvImportTest, FileNamesThatCannotBeSymbolsAreRefusedEscaped) {
+  for (const std::string& name :
+       {std::string("A,B.csv"), std::string("sp ace.csv"),
+        std::string("x\x1b[2J.csv"), std::string("new\nline.csv"),
+        std::string(33, 'S') + ".csv"}) {
+    SCOPED_TRACE(name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Write("BTC.csv", kHeader);
+    Write(name, kHeader);
+    const absl::Status status = ImportError();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("a symbol (the file name before .csv) is 1-32"));
+    EXPECT_EQ(std::string(status.message()).find('\x1b'), std::string::npos);
+    EXPECT_EQ(std::string(status.message()).find('\n'), std::string::npos);
+  }
+}
+
 TEST_F(CsvImportTest, MissingDirectoryIsNotFound) {
   CsvImportOptions options = Options("does_not_exist");
   auto status = ImportCsvDirectory(options, nullptr).status();

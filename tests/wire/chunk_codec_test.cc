@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -392,9 +393,13 @@ TEST(ChunkCodecTest, RunBoundsAdmitValuesOnTheirEdgesAndRefuseOneUlpBeyond) {
       *k.at(&c) = outside;
       const absl::Status s = Decode(c, 4, 2, limits);
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << outside;
+      // The sender is told field, index and value; the bound goes to the
+      // learner's log only (the payload).
       EXPECT_EQ(s.message(), absl::StrCat("chunk ", k.where, " is ", outside,
-                                          ", outside the run's bound [", k.lo,
-                                          ", ", k.hi, "]"));
+                                          ", outside the run's bound"));
+      const auto bound = s.GetPayload(kBoundPayload);
+      ASSERT_TRUE(bound.has_value());
+      EXPECT_EQ(std::string(*bound), absl::StrCat("[", k.lo, ", ", k.hi, "]"));
     }
   }
   // Non-finite values keep Validate()'s wording under run bounds too.
@@ -461,7 +466,9 @@ TEST(ChunkCodecTest, RunBoundsApplyAcrossBlocksAndSplitByteRanges) {
   c.obs[500 * 20 + 3] = 600.5f;
   EXPECT_EQ(decode(c, &out).message(),
             "chunk obs[10003] (step 62, copy 4, element 3) is 600.5, outside "
-            "the run's bound [-5, 600]");
+            "the run's bound");
+  EXPECT_EQ(std::string(*decode(c, &out).GetPayload(kBoundPayload)),
+            "[-5, 600]");
   c = MakeLargeChunk();
   c.final_obs[2 * 20 + 3] = -5.5f;
   EXPECT_THAT(std::string(decode(c, &out).message()),

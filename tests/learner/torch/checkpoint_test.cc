@@ -1,11 +1,14 @@
 #include "learner/torch/checkpoint.h"
 
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -256,6 +259,74 @@ TEST_F(CheckpointTest, AnUnwritableRunDirectoryIsAnErrorNotACrash) {
               ::testing::HasSubstr("a-file"));
   EXPECT_EQ(LatestCheckpoint(blocked).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A real full file system: a 2 MiB tmpfs (mounting needs root, as in CI).
+// LibTorch's own file writer threw from its destructor here (std::terminate,
+// every run of the learner lost); now the save is a run error naming the
+// errno, the previous checkpoint stays whole and loadable, and a save after
+// space comes back works.
+TEST_F(CheckpointTest, AFullDiskIsARunErrorAndTheLastCheckpointSurvives) {
+  const fs::path mnt = fs::path(root_) / "tmpfs";
+  fs::create_directories(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=2m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root): "
+                 << std::strerror(errno);
+  }
+  struct Unmount {
+    fs::path dir;
+    ~Unmount() { umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+  const std::string run_dir = RunDirectory(mnt.string(), "s", "t", 0);
+  std::unique_ptr<PpoLearner> learner = TrainedLearner(5);
+  ASSERT_TRUE(learner);
+  CheckpointState state = StateOf(*learner);
+  state.env_steps = 100;
+  const absl::StatusOr<std::string> first =
+      SaveCheckpoint(run_dir, MakeContract(), *learner, state);
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  // Fill the rest of the file system.
+  const fs::path filler = mnt / "filler";
+  {
+    std::ofstream out(filler, std::ios::binary);
+    const std::string block(64 * 1024, 'x');
+    while (out.write(block.data(), block.size())) {
+    }
+  }
+  state.env_steps = 200;
+  const absl::StatusOr<std::string> second =
+      SaveCheckpoint(run_dir, MakeContract(), *learner, state);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("No space left on device"));
+  const absl::StatusOr<std::string> latest_or = LatestCheckpoint(run_dir);
+  ASSERT_TRUE(latest_or.ok()) << latest_or.status();
+  const std::string latest = *latest_or;
+  EXPECT_EQ(latest, *first);
+  std::unique_ptr<PpoLearner> restored = MakeLearner(9);
+  ASSERT_TRUE(restored);
+  const absl::StatusOr<CheckpointState> loaded =
+      LoadCheckpoint(latest, MakeContract(), restored.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->env_steps, 100);
+  // No temporary directory is left behind to fill the disk further.
+  for (const auto& e : fs::directory_iterator(run_dir)) {
+    EXPECT_NE(e.path().filename().string().rfind(".tmp-", 0), 0u) << e.path();
+  }
+  const absl::Status exported =
+      ExportPolicy(learner->model(), MakeContract(), (mnt / "export").string());
+  EXPECT_EQ(exported.code(), absl::StatusCode::kResourceExhausted) << exported;
+
+  // Space again: the next save works.
+  fs::remove(filler);
+  const absl::StatusOr<std::string> third =
+      SaveCheckpoint(run_dir, MakeContract(), *learner, state);
+  ASSERT_TRUE(third.ok()) << third.status();
+  const absl::StatusOr<std::string> now = LatestCheckpoint(run_dir);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(*now, *third);
 }
 
 TEST_F(CheckpointTest, KeepOneLeavesOnlyTheNewest) {

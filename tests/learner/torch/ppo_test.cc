@@ -112,6 +112,25 @@ TEST(ComputePpoLossesTest, WideClipLeavesTheUnclippedSurrogate) {
   EXPECT_NEAR(Scalar(HandCase().Compute(options).policy), -1.0, 1e-12);
 }
 
+TEST(ComputePpoLossesTest, HugeLogRatiosFromAnActorStayFinite) {
+  // An actor can stream behaviour log-probabilities at the low end of the
+  // run's bound (−777 here) while the policy's are near 0: exp(777) is inf
+  // in float and double, and inf·(−A) would poison the update. The ratio is
+  // exp of the clamped log-ratio, so it stays exp(±kMaxLogRatio).
+  PpoOptions options;
+  options.clip_ratio = 0.2;
+  const torch::Tensor log_prob = F64({0.0, -777.0}).to(torch::kFloat32);
+  const torch::Tensor old = F64({-777.0, 0.0}).to(torch::kFloat32);
+  const torch::Tensor adv = F64({-1.0, 1.0}).to(torch::kFloat32);
+  const torch::Tensor v = F64({0.0, 0.0}).to(torch::kFloat32);
+  const PpoLosses l = ComputePpoLosses(log_prob, old, adv, v, v, v, v, options);
+  EXPECT_NEAR(Scalar(l.ratio[0]) / std::exp(kMaxLogRatio), 1.0, 1e-5);
+  EXPECT_NEAR(Scalar(l.ratio[1]) * std::exp(kMaxLogRatio), 1.0, 1e-5);
+  EXPECT_TRUE(std::isfinite(Scalar(l.policy)));
+  // min(ρA, clip(ρ)A) for sample 0 is e^20·(−1); sample 1 is e^−20·1.
+  EXPECT_NEAR(Scalar(l.policy) / (std::exp(kMaxLogRatio) / 2.0), 1.0, 1e-4);
+}
+
 TEST(ComputePpoLossesTest, MseValueLossIsTheMeanSquaredError) {
   // (0.25 + 4 + 0) / 3.
   PpoOptions options;

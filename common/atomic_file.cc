@@ -1,0 +1,116 @@
+#include "common/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ristretto {
+namespace {
+
+// Closes `fd` on scope exit unless released.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+std::string ParentDirectory(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+absl::Status ErrnoStatus(int err, absl::string_view what) {
+  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOENT:
+      return absl::NotFoundError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::string_view content) {
+  const int raw =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", path));
+  FdCloser fd(raw);
+  auto fail = [&](const char* verb) {
+    const int err = errno;
+    close(fd.Release());
+    unlink(path.c_str());
+    return ErrnoStatus(err, absl::StrCat("cannot ", verb, " ", path));
+  };
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = write(raw, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Delayed allocation can report a full disk only here.
+  if (fsync(raw) != 0) return fail("fsync");
+  if (close(fd.Release()) != 0) {
+    const int err = errno;
+    unlink(path.c_str());
+    return ErrnoStatus(err, absl::StrCat("cannot close ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  const int raw = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", dir));
+  FdCloser fd(raw);
+  if (fsync(raw) != 0 && errno != EINVAL) {  // EINVAL: no dir fsync here
+    return ErrnoStatus(errno, absl::StrCat("cannot fsync ", dir));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  if (absl::Status s = WriteFileDurably(tmp, content); !s.ok()) return s;
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(err, absl::StrCat("cannot rename into ", path));
+  }
+  return SyncDirectory(ParentDirectory(path));
+}
+
+}  // namespace ristretto

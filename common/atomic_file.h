@@ -1,0 +1,40 @@
+// Writing files so that a full disk or a crash never leaves a torn file:
+// ristretto's own writer (POSIX open/write/fsync/rename, every error with
+// its errno text). Checkpoints and exported policies are serialised to
+// memory first and written with these, so no library writer that can throw
+// from a destructor (LibTorch's PyTorchStreamWriter does) touches the disk.
+// Thread-compatible (distinct paths may be written from distinct threads).
+#ifndef RISTRETTO_COMMON_ATOMIC_FILE_H_
+#define RISTRETTO_COMMON_ATOMIC_FILE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace ristretto {
+
+// The status for a failed system call on `what`, with strerror(err):
+// kResourceExhausted for ENOSPC and EDQUOT ("... : No space left on
+// device"), kPermissionDenied for EACCES/EPERM/EROFS, kNotFound for ENOENT,
+// else kInternal.
+absl::Status ErrnoStatus(int err, absl::string_view what);
+
+// Creates (or truncates) `path`, writes `content`, fsyncs and closes it.
+// On any error the partial file is removed.
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::string_view content);
+
+// Replaces `path` with `content` atomically: a temporary file beside it
+// ("PATH.tmp.PID"), written durably, renamed over `path`, and the directory
+// fsynced. A reader sees the previous file or the whole new one; on error
+// the previous file is untouched and the temporary file removed.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content);
+
+// fsyncs a directory (so that a rename inside it survives a crash).
+absl::Status SyncDirectory(const std::string& dir);
+
+}  // namespace ristretto
+
+#endif  // RISTRETTO_COMMON_ATOMIC_FILE_H_
