@@ -456,21 +456,6 @@ std::vector<RuleRow> RuleRows(
   return out;
 }
 
-// The rows of the market before `first_row` that an earlier selection may
-// use: each market domain cut at first_row, kept when it holds an episode
-// (2·lookback + 2 rows: at least two steps).
-std::vector<env::Domain> RowsBefore(const env::MarketData& market,
-                                    int64_t first_row, int lookback) {
-  std::vector<env::Domain> out;
-  for (const env::Domain& d : market.domains) {
-    const env::Domain cut{d.begin, std::min(d.end, first_row)};
-    if (cut.end - cut.begin >= 2 * static_cast<int64_t>(lookback) + 2) {
-      out.push_back(cut);
-    }
-  }
-  return out;
-}
-
 std::string RenderTable(const Row& policy, const Row& bh, const Row& cash,
                         const RandomRow& random,
                         const std::vector<RuleRow>& rules) {
@@ -912,7 +897,8 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
     rule_env.action_model = env::ActionModel::kWeights;
     absl::StatusOr<std::vector<coordinator::RuleBaseline>> computed =
         coordinator::ComputeRuleBaselines(
-            market, rule_env, RowsBefore(*market, first_row, contract.lookback),
+            market, rule_env,
+            coordinator::DomainsBefore(*market, first_row, contract.lookback),
             domains, market->interval_seconds, bpy);
     if (computed.ok()) {
       rules = *std::move(computed);

@@ -25,6 +25,7 @@ ABSL_DECLARE_FLAG(std::string, study);
 ABSL_DECLARE_FLAG(std::string, export);
 // Markets (dataset synth, env bench|demo, train).
 ABSL_DECLARE_FLAG(std::string, interval);
+ABSL_DECLARE_FLAG(std::string, feature_set);
 ABSL_DECLARE_FLAG(std::optional<int64_t>, seed);
 ABSL_DECLARE_FLAG(std::optional<int64_t>, rows);
 ABSL_DECLARE_FLAG(std::optional<int64_t>, assets);

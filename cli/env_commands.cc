@@ -122,8 +122,9 @@ void PrintDatasetInfo(const Dataset& d, const std::string& id) {
 
 absl::Status DatasetImport() {
   ASSIGN_OR_RETURN(env::CsvImportOptions options, CsvImportOptionsFromFlags());
+  ASSIGN_OR_RETURN(const env::FeatureSet features, FeatureSetFromFlags());
   ASSIGN_OR_RETURN(std::string out, Required(FLAGS_out));
-  return ImportCsvToDatasetFile(options, out).status();
+  return ImportCsvToDatasetFile(options, features, out).status();
 }
 
 absl::Status DatasetSynth() {
@@ -328,7 +329,8 @@ absl::Status EnvDemo() {
 
 FlagFilter CsvImportFlags() {
   return FlagsOf(FLAGS_csv_dir, FLAGS_interval, FLAGS_max_ffill,
-                 FLAGS_on_long_gap, FLAGS_min_qty, FLAGS_min_domain_rows);
+                 FLAGS_on_long_gap, FLAGS_min_qty, FLAGS_min_domain_rows,
+                 FLAGS_feature_set);
 }
 
 absl::Status CheckNoCsvImportFlags(const ParsedCommandLine& parsed) {
@@ -339,7 +341,8 @@ absl::Status CheckNoCsvImportFlags(const ParsedCommandLine& parsed) {
         &absl::GetFlagReflectionHandle(FLAGS_max_ffill),
         &absl::GetFlagReflectionHandle(FLAGS_on_long_gap),
         &absl::GetFlagReflectionHandle(FLAGS_min_qty),
-        &absl::GetFlagReflectionHandle(FLAGS_min_domain_rows)}) {
+        &absl::GetFlagReflectionHandle(FLAGS_min_domain_rows),
+        &absl::GetFlagReflectionHandle(FLAGS_feature_set)}) {
     if (parsed.given.count(std::string(flag->Name())) != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--", absl::StrReplaceAll(flag->Name(), {{"_", "-"}}),
@@ -372,8 +375,21 @@ absl::StatusOr<env::CsvImportOptions> CsvImportOptionsFromFlags() {
   return options;
 }
 
+absl::StatusOr<env::FeatureSet> FeatureSetFromFlags() {
+  const std::string name = absl::GetFlag(FLAGS_feature_set);
+  if (name.empty()) return kDefaultImportFeatureSet;
+  absl::StatusOr<env::FeatureSet> set = env::ParseFeatureSet(name);
+  if (!set.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--feature-set: ",
+                     EscapeForMessage(std::string(set.status().message()))));
+  }
+  return set;
+}
+
 absl::StatusOr<std::string> ImportCsvToDatasetFile(
-    const env::CsvImportOptions& options, const std::string& out) {
+    const env::CsvImportOptions& options, env::FeatureSet feature_set,
+    const std::string& out) {
   env::CsvImportReport report;
   absl::StatusOr<Dataset> imported = env::ImportCsvDirectory(options, &report);
   if (!imported.ok()) {
@@ -389,12 +405,15 @@ absl::StatusOr<std::string> ImportCsvToDatasetFile(
               static_cast<long long>(options.max_ffill_bars),
               env::FormatCsvImportReport(report).c_str());
   const int64_t rows_before = dataset.num_rows();
-  RETURN_IF_ERROR(
-      Annotate(env::ComputeFeatures(&dataset), "computing features"));
-  std::printf("features: dropped %lld warm-up rows (%lld -> %lld)\n",
-              static_cast<long long>(rows_before - dataset.num_rows()),
-              static_cast<long long>(rows_before),
-              static_cast<long long>(dataset.num_rows()));
+  RETURN_IF_ERROR(Annotate(env::ComputeFeatures(&dataset, feature_set),
+                           "computing features"));
+  std::printf(
+      "features: %s (%zu per asset), dropped %lld warm-up rows "
+      "(%lld -> %lld)\n",
+      env::FeatureSetName(feature_set), dataset.feature_names.size(),
+      static_cast<long long>(rows_before - dataset.num_rows()),
+      static_cast<long long>(rows_before),
+      static_cast<long long>(dataset.num_rows()));
   RETURN_IF_ERROR(env::WriteDataset(dataset, out));
   std::printf("wrote %s\n", out.c_str());
   const std::string id = dataset.ComputeId();

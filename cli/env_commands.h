@@ -11,6 +11,7 @@
 #include "cli/command_line.h"
 #include "common/flags.h"
 #include "env/csv_import.h"
+#include "env/features.h"
 
 namespace ristretto::cli {
 
@@ -52,7 +53,14 @@ absl::Status CheckNoCsvImportFlags(const ParsedCommandLine& parsed);
 // Errors: those of the import, the features and env::WriteDataset; nothing
 // is left at `out` on error.
 absl::StatusOr<std::string> ImportCsvToDatasetFile(
-    const env::CsvImportOptions& options, const std::string& out);
+    const env::CsvImportOptions& options, env::FeatureSet feature_set,
+    const std::string& out);
+
+// The feature set an import computes: --feature-set, or
+// kDefaultImportFeatureSet. kInvalidArgument for an unknown name.
+inline constexpr env::FeatureSet kDefaultImportFeatureSet =
+    env::FeatureSet::kPortfolio;
+absl::StatusOr<env::FeatureSet> FeatureSetFromFlags();
 
 }  // namespace ristretto::cli
 

@@ -339,7 +339,7 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
                  static_cast<long long>(*s.best_trial));
   } else if (s.best_trial.has_value()) {
     std::fprintf(out,
-                 "  best trial       %lld, CV Sharpe %s over %lld "
+                 "  best trial       %lld, CV Sharpe %s (pooled) over %lld "
                  "validation bars (skew %.2f, kurtosis %.2f)\n",
                  static_cast<long long>(*s.best_trial),
                  FormatSharpeSe(s.cv_sharpe, s.cv_sharpe_se).c_str(),
@@ -406,6 +406,19 @@ absl::Status PrintStudyStatistics(Store& store, const StudyRow& study,
           out, "  beyond noise?    cash p = %.3g, %s, random p = %.3g%s%s\n",
           l.p_vs_cash, bh.c_str(), l.p_vs_random,
           l.tests_note.empty() ? "" : "; ", l.tests_note.c_str());
+    }
+    // The rules a quant tries first, on the same bars with the same costs.
+    for (size_t k = 0; k < l.rules.size(); ++k) {
+      const coordinator::LockboxRuleResult& r = l.rules[k];
+      std::fprintf(
+          out,
+          "  %-16s %s Sharpe %s, return %.2f%%, max DD %.2f%%, turnover "
+          "%.2f, fees "
+          "%.2f (%s, chosen before the lockbox)%s\n",
+          k == 0 ? "rules" : "", r.name.c_str(),
+          FormatSharpeSe(r.sharpe, r.sharpe_se).c_str(), 100 * r.total_return,
+          100 * r.max_drawdown, r.turnover, r.fees, r.parameter.c_str(),
+          static_cast<int>(k) == l.strongest_rule ? " strongest" : "");
     }
   }
   std::fprintf(out, "verdict: %s\n", s.verdict.c_str());
@@ -588,20 +601,6 @@ absl::Status CreateDirectories(const fs::path& dir) {
 
 // ---- study commands --------------------------------------------------------
 
-// Study names become directory names (checkpoint_root/<study name>/…).
-absl::Status CheckStudyName(const std::string& name) {
-  const bool ok = !name.empty() && name.size() <= 100 && name[0] != '.' &&
-                  std::all_of(name.begin(), name.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) ||
-                           c == '-' || c == '_' || c == '.';
-                  });
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "study name '", EscapeForMessage(name),
-      "' must be 1-100 letters, digits, '-', '_' or '.', not starting with "
-      "'.'"));
-}
-
 absl::Status StudyCreate(const ParsedCommandLine& parsed) {
   if (parsed.positional.size() != 1) {
     return absl::InvalidArgumentError(
@@ -625,7 +624,7 @@ absl::Status StudyCreate(const ParsedCommandLine& parsed) {
                      ": the study has no name (add `name:` or pass "
                      "--name NAME)"));
   }
-  RETURN_IF_ERROR(CheckStudyName(name));
+  RETURN_IF_ERROR(coordinator::CheckStudyName(name));
   ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore());
   if (!config->dataset.synthetic) {
     absl::StatusOr<DatasetRow> dataset = store->GetDataset(config->dataset.id);
@@ -1117,6 +1116,11 @@ absl::StatusOr<std::string> ArtifactSha256(const std::string& path) {
   return PolicyArtifactSha256(path);
 }
 
+bool IsTransientStoreError(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsAborted(status) ||
+         absl::IsDeadlineExceeded(status);
+}
+
 absl::Status WaitForStudy(Store& store, const std::string& study_name,
                           const std::function<bool()>& should_stop,
                           std::FILE* out,
@@ -1127,9 +1131,53 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
   std::string last_key;
   size_t last_width = 0;
   std::string why;
+  // Sleeps up to `d` in 100 ms slices; false (and `why` set) when
+  // `should_stop` ends the wait.
+  auto sleep_unless_stopped = [&](absl::Duration d) {
+    for (absl::Duration slept; slept < d; slept += absl::Milliseconds(100)) {
+      if (should_stop()) {
+        why = stopped_why ? stopped_why()
+                          : absl::StrCat("stopped waiting; study ", study_name,
+                                         " goes on (ristretto study stop ",
+                                         study_name, " to stop it)");
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  };
+  // A lost connection or a restarting server (the Store has already retried
+  // for its give-up time) does not end the wait: it is said, and the reads
+  // are retried with backoff. Any other error is permanent and returned.
+  constexpr absl::Duration kFirstBackoff = absl::Seconds(1);
+  constexpr absl::Duration kMaxBackoff = absl::Seconds(30);
+  absl::Duration backoff = kFirstBackoff;
+  std::vector<TrialRow> trials;
+  int64_t open_runs = 0;
   while (true) {
-    ASSIGN_OR_RETURN(study, store.GetStudyById(study.id));
-    ASSIGN_OR_RETURN(std::vector<TrialRow> trials, store.ListTrials(study.id));
+    const absl::Status read = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(study, store.GetStudyById(study.id));
+      ASSIGN_OR_RETURN(trials, store.ListTrials(study.id));
+      ASSIGN_OR_RETURN(open_runs, store.CountOpenRuns(study.id));
+      return absl::OkStatus();
+    }();
+    if (!read.ok()) {
+      if (!IsTransientStoreError(read)) {
+        if (tty && last_width > 0) std::fputc('\n', out);
+        return read;
+      }
+      std::fprintf(out, "%sthe database did not answer (%s); retrying in %s\n",
+                   tty && last_width > 0 ? "\n" : "",
+                   std::string(read.message()).c_str(),
+                   absl::FormatDuration(backoff).c_str());
+      std::fflush(out);
+      last_width = 0;
+      last_key.clear();
+      if (!sleep_unless_stopped(backoff)) break;
+      backoff = std::min(backoff * 2, kMaxBackoff);
+      continue;
+    }
+    backoff = kFirstBackoff;
     TrialCounts c;
     std::optional<absl::Time> first_created;
     for (const TrialRow& t : trials) {
@@ -1145,7 +1193,6 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
     const std::optional<TrialRow> best = BestTrial(trials);
     // Queued or leased runs once every trial has finished are the complete
     // trials' final (lockbox) runs: the study waits for them.
-    ASSIGN_OR_RETURN(const int64_t open_runs, store.CountOpenRuns(study.id));
     const int64_t lockbox_left = c.running == 0 ? open_runs : 0;
     std::string counts = absl::StrFormat(
         "trials %d%s done: %d complete, %d pruned, %d failed; %d running",
@@ -1212,16 +1259,7 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
                          " is stopped (resume: ristretto study start ",
                          study_name, ")");
     }
-    for (int i = 0; why.empty() && i < 10; ++i) {
-      if (should_stop()) {
-        why = stopped_why ? stopped_why()
-                          : absl::StrCat("stopped waiting; study ", study_name,
-                                         " goes on (ristretto study stop ",
-                                         study_name, " to stop it)");
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    if (why.empty()) sleep_unless_stopped(absl::Seconds(1));
     if (!why.empty()) break;
   }
   if (tty) std::fputc('\n', out);
@@ -1254,6 +1292,15 @@ absl::Status PrintLeaderboard(Store& store, const std::string& study_name,
                   FormatParams(ranked[r].params)});
   }
   std::fputs(table.Render().c_str(), out);
+  // Two numbers for one trial that must not be read as one.
+  const absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(study.config_text);
+  std::fprintf(out,
+               "score (CV): the study objective (%s), the mean over the "
+               "trial's folds of each fold's value; the statistics' CV Sharpe "
+               "below pools every fold's bars into one series, so the two "
+               "differ.\n",
+               config.ok() ? config->objective.c_str() : "?");
   std::fflush(out);
   return PrintStudyStatistics(store, study, out);
 }

@@ -38,6 +38,7 @@
 #include "common/secret_file.h"
 #include "common/status_macros.h"
 #include "common/subprocess.h"
+#include "coordinator/core/data_study.h"
 #include "coordinator/core/study_config.h"
 #include "coordinator/store/pg_cluster.h"
 #include "coordinator/store/store.h"
@@ -244,59 +245,6 @@ absl::Status WriteTextAtomically(const std::string& path,
   return absl::OkStatus();
 }
 
-// The study `up --csv-dir/--dataset` runs without --study (documented in
-// docs/study_format.md, "Your own data"): small like small.yaml, so a first
-// look takes minutes on a workstation. Two walk-forward folds over the rows
-// before the lockbox (train on half of them, validate on the next quarter,
-// slide by a quarter: never training on the future of a validation block),
-// 6 TPE trials over learning rate, discount and clip ratio, 512-step
-// episodes (a domain needs 512 + 2·4 rows to hold one), the learning rate
-// decaying linearly and three refits per complete trial, as small.yaml.
-std::string DefaultStudyForData(const env::Dataset& dataset) {
-  const coordinator::LockboxSpec lockbox;
-  const int64_t guard =
-      dataset.num_rows() -
-      std::llround(lockbox.share * static_cast<double>(dataset.num_rows()));
-  const int64_t train = std::max<int64_t>(guard / 2, 1);
-  const int64_t test = std::max<int64_t>(guard / 4, 1);
-  return absl::StrCat(
-      "# The built-in study of `ristretto up --csv-dir/--dataset` without\n"
-      "# --study (docs/study_format.md, \"Your own data\"). Copy and edit "
-      "it.\n",
-      "name: data-", dataset.ComputeId().substr(0, 12), "\n",
-      "dataset: given\n", "# Two walk-forward folds over the ", guard,
-      " rows before the lockbox.\n",
-      "cv: {scheme: walk_forward, train_bars: ", train, ", test_bars: ", test,
-      ", step_bars: ", test, "}\n",
-      "# Each complete trial is refit three times (its own seed each) and\n"
-      "# judged on the lockbox as capital split among the three.\n",
-      "lockbox: {share: ", lockbox.share, ", refits: 3}\n",
-      "budget_env_steps: 100000\n"
-      "eval_every_env_steps: 50000\n"
-      "sampler: {type: tpe, seed: 1, startup_trials: 3}\n"
-      "pruner: {type: median, warmup_steps: 50000, min_trials: 2}\n"
-      "concurrency: 2\n"
-      "max_trials: 6\n"
-      "max_attempts: 2\n"
-      "fixed:\n"
-      "  width: 64\n"
-      "  layers: 2\n"
-      "  batch_size: 512\n"
-      "  rollout_steps: 64\n"
-      "  epochs: 8\n"
-      "  episode_steps: 512\n"
-      "  lookback: 4\n"
-      "  reward_mode: log_return\n"
-      "  reward_scale: 100\n"
-      "  # The rate decays to 0 at each run's budget: the refits' last\n"
-      "  # weights, which the lockbox scores, have settled.\n"
-      "  lr_schedule: linear\n"
-      "space:\n"
-      "  learning_rate: {type: float, low: 5.0e-4, high: 3.0e-3, log: true}\n"
-      "  gamma: {type: float, low: 0.9, high: 0.99}\n"
-      "  clip_ratio: {type: float, low: 0.1, high: 0.3, step: 0.05}\n");
-}
-
 // The dataset given with --csv-dir (imported as `dataset import` does) or
 // --dataset (a dataset file); null when neither was given. The file to
 // register is `file`; `temporary` says whether `up` wrote it (and removes it
@@ -330,6 +278,7 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
   if (csv) {
     ASSIGN_OR_RETURN(env::CsvImportOptions options,
                      CsvImportOptionsFromFlags());
+    ASSIGN_OR_RETURN(const env::FeatureSet feature_set, FeatureSetFromFlags());
     std::printf("up: importing %s (as `ristretto dataset import`)\n",
                 options.csv_dir.c_str());
     std::fflush(stdout);
@@ -344,7 +293,8 @@ absl::StatusOr<std::optional<GivenData>> LoadGivenData(
     }
     given.file = (dir / absl::StrCat(".import-", getpid(), ".rds")).string();
     given.temporary = true;
-    ASSIGN_OR_RETURN(given.id, ImportCsvToDatasetFile(options, given.file));
+    ASSIGN_OR_RETURN(given.id,
+                     ImportCsvToDatasetFile(options, feature_set, given.file));
   } else {
     given.file = absl::GetFlag(FLAGS_dataset);
   }
@@ -470,13 +420,19 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   } remove_temporary{given};
   if (given.has_value()) {
     if (study_file.empty()) {
-      text = DefaultStudyForData(given->dataset);
+      ASSIGN_OR_RETURN(const coordinator::DataStudySizing sizing,
+                       coordinator::SizeStudyForData(
+                           given->dataset.num_rows(),
+                           static_cast<int>(given->dataset.assets.size())));
+      text = coordinator::DataStudyYaml(
+          sizing,
+          absl::StrCat("data-", given->dataset.ComputeId().substr(0, 12)));
       study_file = data_dir + "/default-study.yaml";
       RETURN_IF_ERROR(WriteTextAtomically(study_file, text));
       std::printf(
-          "up: no --study: the built-in study for given data, "
+          "up: no --study: the built-in study for given data, %s; "
           "written to %s\n",
-          study_file.c_str());
+          coordinator::DataStudySizingText(sizing).c_str(), study_file.c_str());
     }
     absl::StatusOr<std::string> bound =
         coordinator::BindStudyDataset(text, given->id);
@@ -773,8 +729,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
   }
   RETURN_IF_ERROR(waited);
   if (!g_stop.load()) {
-    std::printf("\n");
-    RETURN_IF_ERROR(PrintLeaderboard(*store, config->name, 10, stdout));
+    // The export and the report first: `up` ends with the leaderboard, the
+    // statistics and the verdict line (README).
     absl::StatusOr<std::string> exported =
         ExportBest(*store, config->name, export_dir);
     if (exported.ok()) {
@@ -803,6 +759,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
       std::printf("up: no study report: %s\n",
                   std::string(report_path.status().message()).c_str());
     }
+    std::printf("\n");
+    RETURN_IF_ERROR(PrintLeaderboard(*store, config->name, 10, stdout));
   } else {
     std::printf("up: interrupted; run the same command again to resume\n");
   }

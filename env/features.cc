@@ -275,7 +275,179 @@ int64_t FeatureWarmupRows() {
   });
 }
 
-absl::Status ComputeFeatures(Dataset* dataset) {
+const char* FeatureSetName(FeatureSet set) {
+  return set == FeatureSet::kPortfolio ? "portfolio" : "indicators";
+}
+
+absl::StatusOr<FeatureSet> ParseFeatureSet(absl::string_view name) {
+  if (name == "indicators") return FeatureSet::kIndicators;
+  if (name == "portfolio") return FeatureSet::kPortfolio;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown feature set '", name.substr(0, 40),
+                   "' (known: indicators, portfolio)"));
+}
+
+absl::StatusOr<FeatureSet> FeatureSetOf(const std::vector<std::string>& names) {
+  for (FeatureSet set : {FeatureSet::kIndicators, FeatureSet::kPortfolio}) {
+    if (names == FeatureNames(set)) return set;
+  }
+  return absl::InvalidArgumentError(
+      "the feature names are neither the indicators nor the portfolio set");
+}
+
+const std::vector<std::string>& PortfolioFeatureNames() {
+  static const auto* const kNames =
+      new std::vector<std::string>{"ret_1",
+                                   "ret_6",
+                                   "ret_24",
+                                   "ret_168",
+                                   "ret_720",
+                                   "trend_720",
+                                   "drawdown_720",
+                                   "vol_ratio_24_168",
+                                   "vol_ratio_168_720",
+                                   "volume_z_168",
+                                   "macd_norm",
+                                   "macd_hist_norm",
+                                   "rsi_14",
+                                   "cci_14",
+                                   "dx_14",
+                                   "atr_regime_shift",
+                                   "range_breakout_volume",
+                                   "adx_second_diff"};
+  return *kNames;
+}
+
+const std::vector<std::string>& FeatureNames(FeatureSet set) {
+  return set == FeatureSet::kPortfolio ? PortfolioFeatureNames()
+                                       : DefaultFeatureNames();
+}
+
+int64_t FeatureWarmupRows(FeatureSet set) {
+  // ret_720 needs c[t − 720]; σ_720 the returns r[t − 719 … t], each from
+  // the close before it. The indicators' warm-up (63) is shorter.
+  if (set == FeatureSet::kPortfolio) return kLongWindow;
+  return FeatureWarmupRows();
+}
+
+namespace {
+
+// σ_w[t]: population std of r[t−w+1 … t] (r[k] = ln(c[k]/c[k−1]), k >= 1);
+// NaN for t < w. Direct per row (windows of at most 720 bars over tens of
+// thousands of rows: no running sum to drift).
+std::vector<double> RollingReturnStd(const std::vector<double>& r, size_t w) {
+  std::vector<double> out(r.size(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t t = w; t < r.size(); ++t) {
+    double mean = 0;
+    for (size_t k = t + 1 - w; k <= t; ++k) mean += r[k];
+    mean /= static_cast<double>(w);
+    double var = 0;
+    for (size_t k = t + 1 - w; k <= t; ++k)
+      var += (r[k] - mean) * (r[k] - mean);
+    out[t] = std::sqrt(var / static_cast<double>(w));
+  }
+  return out;
+}
+
+double Clip(double v) {
+  if (std::isnan(v)) return v;
+  return std::clamp(v, -kPortfolioClip, kPortfolioClip);
+}
+
+// a / b, 0 when b is 0 (a flat price); NaN propagates.
+double SafeRatio(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return b == 0.0 ? 0.0 : a / b;
+}
+
+// ln(a / b) for a, b > 0; 0 when either is 0.
+double SafeLogRatio(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return a > 0 && b > 0 ? std::log(a / b) : 0.0;
+}
+
+}  // namespace
+
+std::vector<double> PortfolioFeatures(Span high, Span low, Span close,
+                                      Span volume) {
+  const size_t n = close.size();
+  constexpr size_t k = kPortfolioFeaturesPerAsset;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> out(n * k, nan);
+  if (n == 0) return out;
+  std::vector<double> r(n, nan);
+  for (size_t t = 1; t < n; ++t) r[t] = SafeLogRatio(close[t], close[t - 1]);
+  // r[0] is undefined; the windows below start at r[1].
+  const std::vector<double> vol24 = RollingReturnStd(r, 24);
+  const std::vector<double> vol168 = RollingReturnStd(r, kVolWindow);
+  const std::vector<double> vol720 = RollingReturnStd(r, kLongWindow);
+  const std::vector<double> sma720 = Sma(close, kLongWindow);
+  std::vector<double> log_volume(n);
+  for (size_t t = 0; t < n; ++t) {
+    log_volume[t] = std::log1p(std::max(volume[t], 0.0));
+  }
+  const Macd macd = ComputeMacd(close);
+  const std::vector<double> rsi = Rsi(close);
+  const std::vector<double> cci = Cci(high, low, close);
+  const std::vector<double> dx = Dx(high, low, close);
+  const std::vector<double> atr_shift = AtrRegimeShift(high, low, close);
+  const std::vector<double> breakout =
+      RangeBreakoutVolume(high, low, close, volume);
+  const std::vector<double> adx2 = AdxSecondDiff(high, low, close);
+  constexpr int kHorizons[] = {1, 6, 24, 168, kLongWindow};
+  const size_t lw = static_cast<size_t>(kLongWindow);
+  for (size_t t = 0; t < n; ++t) {
+    double* row = &out[t * k];
+    const double sigma = vol168[t];
+    for (int j = 0; j < 5; ++j) {
+      const size_t h = static_cast<size_t>(kHorizons[j]);
+      if (t < h || std::isnan(sigma)) continue;
+      row[j] = Clip(SafeRatio(SafeLogRatio(close[t], close[t - h]),
+                              sigma * std::sqrt(static_cast<double>(h))));
+    }
+    const double long_scale = sigma * std::sqrt(static_cast<double>(lw));
+    row[5] = Clip(SafeRatio(SafeLogRatio(close[t], sma720[t]), long_scale));
+    if (t + 1 >= lw) {
+      double high_max = high[t + 1 - lw];
+      for (size_t q = t + 2 - lw; q <= t; ++q) {
+        high_max = std::max(high_max, high[q]);
+      }
+      row[6] = Clip(SafeRatio(SafeLogRatio(close[t], high_max), long_scale));
+    }
+    row[7] = Clip(SafeLogRatio(vol24[t], sigma));
+    row[8] = Clip(SafeLogRatio(sigma, vol720[t]));
+    if (t + 1 >= static_cast<size_t>(kVolWindow)) {
+      const size_t w = static_cast<size_t>(kVolWindow);
+      double mean = 0;
+      for (size_t q = t + 1 - w; q <= t; ++q) mean += log_volume[q];
+      mean /= static_cast<double>(w);
+      double var = 0;
+      for (size_t q = t + 1 - w; q <= t; ++q) {
+        var += (log_volume[q] - mean) * (log_volume[q] - mean);
+      }
+      // A constant volume leaves only rounding in the variance: 0, not a
+      // z-score of rounding noise.
+      double sd = std::sqrt(var / static_cast<double>(w));
+      if (sd <= 1e-12 * std::max(1.0, std::abs(mean))) sd = 0;
+      row[9] = Clip(SafeRatio(log_volume[t] - mean, sd));
+    }
+    row[10] = Clip(SafeRatio(macd.line[t], close[t] * sigma));
+    row[11] = Clip(SafeRatio(macd.hist[t], close[t] * sigma));
+    row[12] = Clip(rsi[t] / 50.0 - 1.0);
+    row[13] = Clip(cci[t] / 100.0);
+    row[14] = Clip(dx[t] / 50.0 - 1.0);
+    row[15] = Clip(atr_shift[t]);
+    row[16] = Clip(breakout[t]);
+    row[17] = Clip(adx2[t] / 10.0);
+  }
+  return out;
+}
+
+absl::Status ComputeFeatures(Dataset* dataset, FeatureSet set) {
   Dataset& d = *dataset;
   const int n = d.num_assets();
   const int64_t rows = d.num_rows();
@@ -313,7 +485,8 @@ absl::Status ComputeFeatures(Dataset* dataset) {
     }
   }
 
-  const int64_t warmup = FeatureWarmupRows();
+  const int64_t warmup = FeatureWarmupRows(set);
+  const int per_asset = static_cast<int>(FeatureNames(set).size());
   int64_t kept_rows = 0;
   int64_t longest = 0;
   for (const Domain& dom : d.domains) {
@@ -327,7 +500,7 @@ absl::Status ComputeFeatures(Dataset* dataset) {
         " rows, the longest has ", longest));
   }
 
-  const size_t f = static_cast<size_t>(n) * kFeaturesPerAsset;
+  const size_t f = static_cast<size_t>(n) * per_asset;
   std::vector<int64_t> timestamps;
   std::vector<double> bars;
   std::vector<double> features(static_cast<size_t>(kept_rows) * f);
@@ -357,6 +530,14 @@ absl::Status ComputeFeatures(Dataset* dataset) {
         c[t] = bar[kClose];
         v[t] = bar[kVolume];
       }
+      if (set == FeatureSet::kPortfolio) {
+        const std::vector<double> table = PortfolioFeatures(h, l, c, v);
+        for (int64_t t = 0; t < keep; ++t) {
+          std::copy_n(&table[(warmup + t) * per_asset], per_asset,
+                      &features[(out_row + t) * f + i * per_asset]);
+        }
+        continue;
+      }
       const Macd macd = ComputeMacd(c);
       const std::vector<double> columns[kFeaturesPerAsset] = {
           o,
@@ -384,11 +565,20 @@ absl::Status ComputeFeatures(Dataset* dataset) {
     out_row += keep;
   }
 
+  for (size_t q = 0; set == FeatureSet::kPortfolio && q < features.size();
+       ++q) {
+    if (!std::isfinite(features[q])) {  // a defect of the features above
+      return absl::InternalError(absl::StrCat(
+          "ComputeFeatures: feature ", FeatureNames(set)[q % f % per_asset],
+          " of asset ", (q % f) / per_asset, " at kept row ", q / f,
+          " is not finite"));
+    }
+  }
   d.timestamps = std::move(timestamps);
   d.bars = std::move(bars);
   d.features = std::move(features);
   d.domains = std::move(domains);
-  d.feature_names = DefaultFeatureNames();
+  d.feature_names = FeatureNames(set);
   d.warmup_rows_dropped += rows - kept_rows;
   return absl::OkStatus();
 }

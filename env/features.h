@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "env/dataset.h"
 
@@ -148,7 +150,30 @@ std::vector<double> RangeBreakoutVolume(absl::Span<const double> high,
                                         absl::Span<const double> volume,
                                         int lookback = kBreakoutLookback);
 
-// ---- The feature set -------------------------------------------------------
+// ---- The feature sets ------------------------------------------------------
+
+// Which per-asset features a dataset carries (its feature_names say which:
+// FeatureSetOf). Policies are tied to their dataset's names by the contract.
+enum class FeatureSet {
+  // The original 14 (DefaultFeatureNames): raw OHLCV levels and the
+  // classic indicators, windows up to 63 bars. Kept for parity with the
+  // original system's traces and older datasets.
+  kIndicators,
+  // PortfolioFeatureNames: scale-free features that travel across assets
+  // (no price level: BTC at 69,000 and a coin at 0.0068 look alike) and see
+  // up to 720 bars (a month of hourly bars): log returns over 1, 6, 24, 168
+  // and 720 bars and the distance to the 720-bar mean and high, each in
+  // units of the asset's own 168-bar volatility; volatility regimes; a
+  // volume z-score; and the indicators of kIndicators made scale-free.
+  kPortfolio,
+};
+
+// "indicators", "portfolio".
+const char* FeatureSetName(FeatureSet set);
+// kInvalidArgument naming the known sets for anything else.
+absl::StatusOr<FeatureSet> ParseFeatureSet(absl::string_view name);
+// The set whose names are exactly `names`; kInvalidArgument otherwise.
+absl::StatusOr<FeatureSet> FeatureSetOf(const std::vector<std::string>& names);
 
 inline constexpr int kFeaturesPerAsset = 14;
 
@@ -161,18 +186,59 @@ const std::vector<std::string>& DefaultFeatureNames();
 // largest first-defined index in the table above, 63 (atr_regime_shift).
 int64_t FeatureWarmupRows();
 
-// Computes the default features from dataset->bars separately within each
-// domain (no indicator runs across a domain boundary), then drops the first
-// FeatureWarmupRows() rows of every domain from timestamps, bars, features
-// and domains; a domain with <= FeatureWarmupRows() rows is removed. Sets
-// feature_names and features (T × n·14, features[t·F + i·14 + j]) and adds
-// the number of removed rows to warmup_rows_dropped. Existing features are
-// replaced. Every remaining feature value is finite.
+// ---- The portfolio set -----------------------------------------------------
+
+inline constexpr int kPortfolioFeaturesPerAsset = 18;
+inline constexpr int kVolWindow = 168;   // σ: std of 1-bar log returns
+inline constexpr int kLongWindow = 720;  // the longest window (a month of 1h)
+// Every feature is clipped to ±kPortfolioClip (outliers would dominate the
+// learner's running normalisation).
+inline constexpr double kPortfolioClip = 10.0;
+
+// In column order, with σ_w[t] the standard deviation of the 1-bar log
+// returns r[k] = ln(c[k] / c[k−1]) over k = t−w+1 … t and σ = σ_168:
+//   ret_H (H = 1, 6, 24, 168, 720)  ln(c[t] / c[t−H]) / (σ·√H)
+//   trend_720        ln(c[t] / SMA_720(c)[t]) / (σ·√720)
+//   drawdown_720     ln(c[t] / max(h[t−719 … t])) / (σ·√720)   (<= 0)
+//   vol_ratio_24_168   ln(σ_24 / σ_168)
+//   vol_ratio_168_720  ln(σ_168 / σ_720)
+//   volume_z_168     (ln(1 + v[t]) − mean) / std over the last 168 bars
+//   macd_norm        MACD line / (c·σ)          (kIndicators' MACD)
+//   macd_hist_norm   MACD histogram / (c·σ)
+//   rsi_14           RSI / 50 − 1
+//   cci_14           CCI / 100
+//   dx_14            DX / 50 − 1
+//   atr_regime_shift, range_breakout_volume   as in kIndicators
+//   adx_second_diff  ADX second difference / 10
+// A ratio with a zero denominator (a flat price: σ = 0) is 0. First defined
+// at row 720 of a domain (ret_720, vol_ratio_168_720).
+const std::vector<std::string>& PortfolioFeatureNames();
+
+// The names of `set` and its warm-up rows per domain.
+const std::vector<std::string>& FeatureNames(FeatureSet set);
+int64_t FeatureWarmupRows(FeatureSet set);
+
+// The portfolio features of one asset's series (all of length T), T × 18
+// row-major; NaN where not yet defined.
+std::vector<double> PortfolioFeatures(absl::Span<const double> high,
+                                      absl::Span<const double> low,
+                                      absl::Span<const double> close,
+                                      absl::Span<const double> volume);
+
+// Computes the features of `set` (the default: the original indicators)
+// from dataset->bars separately within each domain (no indicator runs
+// across a domain boundary), then drops the first W = FeatureWarmupRows(set)
+// rows of every domain from timestamps, bars, features and domains; a
+// domain with <= W rows is removed. Sets feature_names (FeatureNames(set))
+// and features (T × n·k, features[t·F + i·k + j], k names per asset) and
+// adds the number of removed rows to warmup_rows_dropped. Existing features
+// are replaced. Every remaining feature value is finite.
 // Errors (dataset unchanged): kInvalidArgument if there are no assets, the
 // shapes of timestamps/bars/domains disagree, domains do not cover [0, T) in
-// order, a bar is not finite, or no domain has more than FeatureWarmupRows()
-// rows (the message says how many are needed).
-absl::Status ComputeFeatures(Dataset* dataset);
+// order, a bar is not finite, or no domain has more than W rows (the
+// message says how many are needed).
+absl::Status ComputeFeatures(Dataset* dataset,
+                             FeatureSet set = FeatureSet::kIndicators);
 
 }  // namespace ristretto::env
 

@@ -38,6 +38,10 @@ constexpr char kBuyHoldColor[] = "#f28e2b";
 constexpr char kCashColor[] = "#7f7f7f";
 constexpr char kPrunedColor[] = "#e15759";
 constexpr char kBestColor[] = "#59a14f";
+// Refits' own accounts: hues that no other line of the lockbox charts uses
+// (buy & hold is the orange; the policy the blue).
+constexpr const char* kRefitColors[] = {"#76b7b2", "#b07aa1", "#9c755f",
+                                        "#ff9da7", "#edc948"};
 
 bool Finite(double v) { return std::isfinite(v); }
 
@@ -171,7 +175,7 @@ std::string HistorySection(const StudyReportData& d) {
   complete.name = "complete";
   complete.style = SeriesStyle::kPoints;
   complete.color = kPolicyColor;
-  pruned.name = "pruned (last reported value)";
+  pruned.name = "pruned (the value the pruner judged)";
   pruned.style = SeriesStyle::kPoints;
   pruned.hollow = true;
   pruned.color = kPrunedColor;
@@ -198,15 +202,24 @@ std::string HistorySection(const StudyReportData& d) {
       best.x.push_back(x);
       best.y.push_back(best_so_far);
     } else if (t.state == "pruned") {
-      const std::optional<double> last = LastReported(t);
-      if (last.has_value() && Finite(*last)) {
+      // What the pruner compared with the other trials: the mean over the
+      // trial's folds at its last step, not the one fold that reported
+      // last (data stored without it: the last reported mean).
+      std::optional<double> judged = t.judged_value;
+      int64_t step = t.judged_step;
+      if (!judged.has_value()) {
+        judged = LastReported(t);
+        if (judged.has_value()) step = t.intermediate.back().first;
+      }
+      if (judged.has_value() && Finite(*judged)) {
         pruned.x.push_back(x);
-        pruned.y.push_back(*last);
-        pruned.labels.push_back(
-            TrialTooltip(t,
-                         absl::StrCat("pruned at ", t.intermediate.back().first,
-                                      " env steps, last value"),
-                         *last));
+        pruned.y.push_back(*judged);
+        pruned.labels.push_back(TrialTooltip(
+            t,
+            absl::StrCat("pruned at ", step,
+                         " env steps; judged by the mean over its folds of "
+                         "each one's latest value"),
+            *judged));
       } else {
         ++pruned_without_value;
       }
@@ -227,8 +240,10 @@ std::string HistorySection(const StudyReportData& d) {
   std::string body = absl::StrCat(
       "<p class=\"lead\">The study objective (", Esc(d.objective),
       ") of every complete trial, the best score so far, and pruned trials "
-      "(hollow) at the last value they reported before the pruner stopped "
-      "them. Hover a point for its parameters.</p>\n",
+      "(hollow) at the value the pruner judged them by when it stopped "
+      "them: at the trial's last step, the mean over its folds of each "
+      "fold's latest validation score (a partial-training value, not the "
+      "score of a complete trial). Hover a point for its parameters.</p>\n",
       RenderSvgChart(o, {complete, pruned, best}));
   absl::StrAppend(
       &body, "<p class=\"small\">", complete.x.size(), " complete, ",
@@ -550,6 +565,8 @@ std::string LockboxSection(const StudyReportData& d) {
       Series s;
       s.name = absl::StrCat("refit ", r.refit);
       s.dashed = true;
+      s.color = kRefitColors[static_cast<size_t>(r.refit) %
+                             (sizeof(kRefitColors) / sizeof(kRefitColors[0]))];
       for (size_t i : keep) {
         s.x.push_back(x[i]);
         s.y.push_back(refit_equity[i]);
@@ -613,7 +630,34 @@ std::string LockboxSection(const StudyReportData& d) {
       " (spread)</td><td>-</td><td>",
       absl::StrCat(Fmt(100 * l.random_return_mean, 2), " \xC2\xB1 ",
                    Fmt(100 * l.random_return_std, 2), " %"),
-      "</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr></table>\n");
+      "</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>");
+  // The rules a quant tries first: same bars, same costs, each parameter
+  // chosen on the rows before the lockbox.
+  if (d.statistics.lockbox.has_value()) {
+    const coordinator::TrialEvidence::Lockbox& sl = *d.statistics.lockbox;
+    for (size_t k = 0; k < sl.rules.size(); ++k) {
+      const coordinator::LockboxRuleResult& r = sl.rules[k];
+      absl::StrAppend(
+          &body, "<tr class=\"rule\"><td>rule: ", Esc(r.name), " (",
+          Esc(r.parameter),
+          static_cast<int>(k) == sl.strongest_rule ? "; the strongest" : "",
+          ")</td><td>", SharpeSe(r.sharpe, r.sharpe_se), "</td><td>-</td><td>",
+          Pct(r.total_return), "</td><td>", Pct(r.max_drawdown), "</td><td>",
+          Fmt(r.turnover, 2), "</td><td>", Fmt(r.fees, 2), "</td><td>",
+          r.trades, "</td><td>", Pct(r.exposure), "</td></tr>");
+    }
+  }
+  absl::StrAppend(&body, "</table>\n");
+  if (d.statistics.lockbox.has_value() &&
+      !d.statistics.lockbox->rules.empty()) {
+    absl::StrAppend(
+        &body,
+        "<p class=\"small\">Rules: equal weight rebalanced (1/n each, traded "
+        "back when off by more than the band), time-series momentum (an "
+        "asset held while its close is above its N-bar mean) and MACD; each "
+        "rule's parameter chosen by its Sharpe on the rows before the "
+        "lockbox, never on it.</p>\n");
+  }
   return Section("lockbox", "Lockbox: equity and drawdown", body);
 }
 
@@ -674,9 +718,13 @@ std::string StatisticsSection(const StudyReportData& d) {
       "<div class=\"verdict ", verdict_class, "\">verdict: ", Esc(s.verdict),
       "</div>\n<table class=\"kv\">", rows, "</table>\n",
       "<p class=\"small\">An edge is claimed only when the deflated Sharpe "
-      "ratio is significant (p &lt; 0.05) and the lockbox Sharpe beats buy "
-      "&amp; hold's and cash's. Sharpe ratios are annualised; \xC2\xB1 is one "
-      "standard error.",
+      "ratio is significant (p &lt; 0.05) and the lockbox Sharpe beats "
+      "cash's, buy &amp; hold's (paired test on the same bars) and the "
+      "random policies' (against their spread), each at p &lt; 0.05. The "
+      "verdict also names the strongest rule a quant tries first and says "
+      "whether the policy beats it beyond noise (paired test); the random "
+      "policies are a floor, not a benchmark. Sharpe ratios are "
+      "annualised; \xC2\xB1 is one standard error.",
       d.state == "done" ? "" : " The study is not done: these are so far.",
       "</p>\n");
   return Section("statistics", "Statistics and verdict", body);

@@ -47,6 +47,12 @@ struct ReportTrial {
   // Validation scores reported while training: (env steps, value), the
   // mean over the folds that reported at that step, in step order.
   std::vector<std::pair<int64_t, double>> intermediate;
+  // The value the median pruner judges the trial by at its latest step
+  // (coordinator::JudgedValue: the mean over its folds of each fold's
+  // latest report, not one fold's), and that step; nullopt without a
+  // report. The history chart draws pruned trials at it.
+  std::optional<double> judged_value;
+  int64_t judged_step = 0;
   std::string fail_reason;
   // The trial's lockbox Sharpe (annualised) ± SE when its final run ended.
   std::optional<double> lockbox_sharpe, lockbox_sharpe_se;

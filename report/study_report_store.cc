@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "coordinator/core/pruner.h"
 #include "coordinator/core/statistics.h"
 #include "coordinator/core/study_config.h"
 #include "coordinator/core/verdict.h"
@@ -218,8 +219,10 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
   ASSIGN_OR_RETURN(const std::vector<coordinator::IntermediateRow> inter,
                    store.ListIntermediates(study.id));
   std::map<int64_t, std::map<int64_t, std::pair<double, int>>> by_trial;
+  std::map<int64_t, std::vector<coordinator::IntermediateValue>> values_of;
   for (const coordinator::IntermediateRow& r : inter) {
     if (r.fold < 0 || !std::isfinite(r.value)) continue;
+    values_of[r.trial_id].push_back({r.trial_id, r.fold, r.step, r.value});
     auto& slot = by_trial[r.trial_id][r.step];
     slot.first += r.value;
     slot.second += 1;
@@ -265,6 +268,11 @@ absl::StatusOr<StudyReportData> LoadStudyReport(Store& store,
       for (const auto& [step, sum] : it->second) {
         r.intermediate.emplace_back(step, sum.first / sum.second);
       }
+    }
+    auto v = values_of.find(t.id);
+    if (v != values_of.end()) {
+      r.judged_value =
+          coordinator::JudgedValue(t.id, v->second, &r.judged_step);
     }
     auto f = fold_metrics.find(t.id);
     if (f != fold_metrics.end() && !f->second.empty()) {

@@ -143,6 +143,19 @@ class AshaPruner : public Pruner {
 
 }  // namespace
 
+std::optional<double> JudgedValue(int64_t trial_id,
+                                  const std::vector<IntermediateValue>& values,
+                                  int64_t* step) {
+  const std::map<int64_t, FoldSeries> trials = GroupByTrial(values);
+  auto self = trials.find(trial_id);
+  if (self == trials.end()) return std::nullopt;
+  const int64_t s = LatestStep(self->second);
+  double value = 0;
+  if (s < 0 || !ValueAtStep(self->second, s, &value)) return std::nullopt;
+  *step = s;
+  return value;
+}
+
 absl::StatusOr<std::unique_ptr<Pruner>> MakePruner(const PrunerSpec& spec) {
   if (spec.warmup_steps < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

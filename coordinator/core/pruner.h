@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,15 @@ class Pruner {
   virtual bool ShouldPrune(int64_t trial_id,
                            const std::vector<IntermediateValue>& all) const = 0;
 };
+
+// The value the median pruner judges a trial by: at the trial's latest
+// step s, the mean over its folds that have a report at a step <= s of each
+// fold's latest such report (see the top of this file). `values`: the
+// trial's own reports (others are ignored, as are non-finite values); sets
+// `*step` to s. nullopt when the trial has no finite report.
+std::optional<double> JudgedValue(int64_t trial_id,
+                                  const std::vector<IntermediateValue>& values,
+                                  int64_t* step);
 
 // Errors (kInvalidArgument): unknown type, warmup_steps < 0,
 // min_trials < 1; asha: reduction_factor <= 1 or min_resource <= 0.

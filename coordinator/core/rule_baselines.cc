@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "coordinator/core/verdict.h"
+#include "env/dataset.h"
 #include "env/features.h"
 
 namespace ristretto::coordinator {
@@ -474,6 +475,58 @@ const RuleBaseline* StrongestRule(const std::vector<RuleBaseline>& rules) {
     if (best == nullptr || r.test.sharpe > best->test.sharpe) best = &r;
   }
   return best;
+}
+
+std::vector<env::Domain> DomainsBefore(const env::MarketData& market,
+                                       int64_t first_row, int lookback) {
+  std::vector<env::Domain> out;
+  for (const env::Domain& d : market.domains) {
+    const env::Domain cut{d.begin, std::min(d.end, first_row)};
+    if (cut.end - cut.begin >= 2 * static_cast<int64_t>(lookback) + 2) {
+      out.push_back(cut);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<LockboxRuleResult>> ComputeLockboxRules(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options,
+    const std::vector<env::Domain>& test_domains) {
+  if (market == nullptr || test_domains.empty()) {
+    return absl::InvalidArgumentError("rule baselines need a market and bars");
+  }
+  int64_t first_row = test_domains.front().begin;
+  for (const env::Domain& d : test_domains) {
+    first_row = std::min(first_row, d.begin);
+  }
+  env::EnvOptions rule_env = env_options;
+  rule_env.action_model = env::ActionModel::kWeights;
+  const double bars_per_year = env::BarsPerYear(market->interval_seconds);
+  ASSIGN_OR_RETURN(const std::vector<RuleBaseline> rules,
+                   ComputeRuleBaselines(
+                       market, rule_env,
+                       DomainsBefore(*market, first_row, env_options.lookback),
+                       test_domains, market->interval_seconds, bars_per_year));
+  std::vector<LockboxRuleResult> out;
+  out.reserve(rules.size());
+  for (const RuleBaseline& r : rules) {
+    LockboxRuleResult x;
+    x.name = r.name;
+    x.parameter = r.parameter;
+    x.selection_sharpe = r.selection_sharpe;
+    x.sharpe = r.test.sharpe;
+    x.sharpe_se = r.test_sharpe_se;
+    x.total_return = r.test.total_return;
+    x.max_drawdown = r.test.max_drawdown;
+    x.turnover = r.test.turnover;
+    x.fees = r.test.fees;
+    x.exposure = r.test.exposure;
+    x.trades = r.test.trades;
+    x.log_returns = r.test.log_returns;
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 }  // namespace ristretto::coordinator

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "coordinator/core/verdict.h"
 #include "env/env_options.h"
 #include "env/market_data.h"
 #include "learner/evaluation.h"
@@ -169,6 +170,22 @@ absl::StatusOr<std::vector<RuleBaseline>> ComputeRuleBaselines(
 // The baseline with the highest test Sharpe (NaN never; the first of
 // equals), or null when there is none.
 const RuleBaseline* StrongestRule(const std::vector<RuleBaseline>& rules);
+
+// The parts of the market's domains before row `first_row`: where a rule
+// may be chosen when the tested bars start at `first_row`. A part is kept
+// when it holds at least 2·lookback + 2 rows (one env episode).
+std::vector<env::Domain> DomainsBefore(const env::MarketData& market,
+                                       int64_t first_row, int lookback);
+
+// The rules as a study keeps them for its lockbox (`test_domains`): each
+// parameter chosen on DomainsBefore(the first test row), the rules played
+// with `env_options`' costs as target weights (whatever action model the
+// study's policy uses), bars per year env::BarsPerYear of the market's
+// interval. Errors: those of ComputeRuleBaselines.
+absl::StatusOr<std::vector<LockboxRuleResult>> ComputeLockboxRules(
+    const std::shared_ptr<const env::MarketData>& market,
+    const env::EnvOptions& env_options,
+    const std::vector<env::Domain>& test_domains);
 
 }  // namespace ristretto::coordinator
 

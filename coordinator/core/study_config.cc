@@ -718,12 +718,23 @@ absl::Status CheckUsed(const StudyConfig& study) {
   return absl::OkStatus();
 }
 
-bool IsStudyName(const std::string& s) {
-  return !s.empty() && s.size() <= 128 &&
-         std::all_of(s.begin(), s.end(), [](unsigned char c) {
-           return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.';
-         });
+}  // namespace
+
+absl::Status CheckStudyName(const std::string& s) {
+  const bool ok =
+      !s.empty() && s.size() <= kMaxStudyNameBytes && s[0] != '.' &&
+      std::all_of(s.begin(), s.end(), [](unsigned char c) {
+        return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.';
+      });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "study name '", Shown(s), "' (", s.size(), " bytes) must be 1-",
+      kMaxStudyNameBytes,
+      " letters, digits, '-', '_' or '.', not starting with '.' (it names "
+      "a directory)"));
 }
+
+namespace {
 
 absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   RETURN_IF_ERROR(CheckMap(
@@ -734,10 +745,8 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   StudyConfig study;
   if (!root["name"]) return Error("", "missing name");
   ASSIGN_OR_RETURN(study.name, Text(root["name"], "name"));
-  if (!IsStudyName(study.name)) {
-    return Error("name",
-                 absl::StrCat("'", Shown(study.name), "' (", study.name.size(),
-                              " bytes) is not 1-128 of [A-Za-z0-9_.-]"));
+  if (absl::Status named = CheckStudyName(study.name); !named.ok()) {
+    return Error("name", std::string(named.message()));
   }
   if (!root["dataset"]) {
     return Error("", "missing dataset (give dataset.id or dataset.synthetic)");

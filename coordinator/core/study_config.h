@@ -203,6 +203,13 @@ absl::StatusOr<std::string> BindStudyDataset(const std::string& yaml_text,
                                              const std::string& dataset_id);
 
 // What BuildRunOptions needs to know about the study's dataset.
+// The one rule for a study's name, on every path that takes one (a study
+// file, `study create --name`, `up --study`): 1-128 bytes of letters,
+// digits, '-', '_' and '.', not starting with '.' (the name becomes a
+// directory: checkpoint_root/<name>/...). kInvalidArgument naming it.
+inline constexpr size_t kMaxStudyNameBytes = 128;
+absl::Status CheckStudyName(const std::string& name);
+
 struct DatasetInfo {
   std::string id;
   int64_t num_rows = 0;

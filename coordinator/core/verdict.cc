@@ -243,6 +243,46 @@ void TestLockboxAgainstBaselines(const TrialEvidence& trial,
   l->vs_bh_difference = t.vs_bh_difference;
   l->vs_bh_se = t.vs_bh_se;
   l->tests_note = t.note;
+  // The strongest rule (highest finite lockbox Sharpe; the first of
+  // equals) and the same paired test as against buy and hold.
+  l->strongest_rule = -1;
+  for (size_t k = 0; k < l->rules.size(); ++k) {
+    const double sr = l->rules[k].sharpe;
+    if (!std::isfinite(sr)) continue;
+    if (l->strongest_rule < 0 || sr > l->rules[l->strongest_rule].sharpe) {
+      l->strongest_rule = static_cast<int>(k);
+    }
+  }
+  if (l->strongest_rule < 0) return;
+  const LockboxRuleResult& rule = l->rules[l->strongest_rule];
+  if (rule.log_returns.size() != trial.lockbox_log_returns.size() ||
+      rule.log_returns.empty()) {
+    return;  // p stays 1: not tested
+  }
+  const BaselineTests r =
+      TestAgainstBaselines(l->sharpe, l->sharpe_se, trial.lockbox_log_returns,
+                           rule.log_returns, 0, 0, bars_per_year);
+  l->p_vs_strongest_rule = r.p_vs_buy_and_hold;
+  l->vs_rule_difference = r.vs_bh_difference;
+  l->vs_rule_se = r.vs_bh_se;
+}
+
+// "; the strongest rule, NAME (PARAM), 1.23 ± 0.45: the policy beats it
+// beyond noise (difference d ± se, paired, p = …)" or "… does not beat it
+// …", or "" without rules.
+std::string StrongestRuleText(const TrialEvidence::Lockbox& l) {
+  if (l.strongest_rule < 0) return "";
+  const LockboxRuleResult& r = l.rules[l.strongest_rule];
+  const bool tested = std::isfinite(l.vs_rule_difference);
+  const bool beats = tested && l.p_vs_strongest_rule < kEdgeSignificance;
+  return absl::StrCat(
+      "; the strongest rule a quant tries first, ", r.name, " (", r.parameter,
+      "), lockbox Sharpe ", FormatSharpeSe(r.sharpe, r.sharpe_se),
+      ": the policy ", beats ? "beats" : "does not beat", " it beyond noise",
+      tested ? absl::StrFormat(" (difference %.2f ± %.2f, paired, %s)",
+                               l.vs_rule_difference, l.vs_rule_se,
+                               PValueText(l.p_vs_strongest_rule))
+             : std::string(" (not tested: the returns do not pair)"));
 }
 
 }  // namespace
@@ -410,6 +450,7 @@ StudyStatistics ComputeStudyStatistics(
         l.refits > 1 ? absl::StrFormat(" (each split among %d)", l.refits)
                      : std::string(),
         l.random_sharpe_mean, l.random_sharpe_std, PValueText(l.p_vs_random));
+    const std::string rule_text = StrongestRuleText(l);
     if (!beats) {
       std::vector<std::string> missed;
       if (!vs_cash) missed.push_back("cash");
@@ -419,6 +460,7 @@ StudyStatistics ComputeStudyStatistics(
                       absl::StrJoin(missed, ", "), " at p < 0.05",
                       l.tests_note.empty() ? "" : "; ", l.tests_note, ")");
     }
+    absl::StrAppend(&lockbox_text, rule_text);
   }
   s.edge = significant && beats;
   if (s.edge) {
@@ -436,6 +478,74 @@ StudyStatistics ComputeStudyStatistics(
     s.verdict = absl::StrCat("NO EDGE distinguishable from luck: ", why);
   }
   return s;
+}
+
+std::string LockboxRulesToJson(const std::vector<LockboxRuleResult>& rules,
+                               bool with_returns) {
+  auto num = [](double v) -> Json {
+    return std::isfinite(v) ? Json(v) : Json(nullptr);
+  };
+  Json out = Json::array();
+  for (const LockboxRuleResult& r : rules) {
+    Json j{{"name", r.name},
+           {"parameter", r.parameter},
+           {"selection_sharpe", num(r.selection_sharpe)},
+           {"sharpe", num(r.sharpe)},
+           {"sharpe_se", num(r.sharpe_se)},
+           {"total_return", num(r.total_return)},
+           {"max_drawdown", num(r.max_drawdown)},
+           {"turnover", num(r.turnover)},
+           {"fees", num(r.fees)},
+           {"exposure", num(r.exposure)},
+           {"trades", r.trades}};
+    if (with_returns) {
+      Json returns = Json::array();
+      for (double v : r.log_returns) returns.push_back(num(v));
+      j["log_returns"] = std::move(returns);
+    }
+    out.push_back(std::move(j));
+  }
+  return out.dump();
+}
+
+absl::StatusOr<std::vector<LockboxRuleResult>> LockboxRulesFromJson(
+    const std::string& json) {
+  std::vector<LockboxRuleResult> rules;
+  if (json.empty()) return rules;
+  const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) {
+    return absl::DataLossError("lockbox rules are not a JSON array");
+  }
+  try {
+    for (const Json& r : j) {
+      LockboxRuleResult x;
+      auto num = [&r](const char* key, double* out) {
+        if (r.contains(key)) {
+          *out = r[key].is_number() ? r[key].get<double>() : Nan();
+        }
+      };
+      x.name = r.at("name").get<std::string>();
+      x.parameter = r.value("parameter", std::string());
+      num("selection_sharpe", &x.selection_sharpe);
+      num("sharpe", &x.sharpe);
+      num("sharpe_se", &x.sharpe_se);
+      num("total_return", &x.total_return);
+      num("max_drawdown", &x.max_drawdown);
+      num("turnover", &x.turnover);
+      num("fees", &x.fees);
+      num("exposure", &x.exposure);
+      x.trades = r.value("trades", int64_t{0});
+      if (r.contains("log_returns")) {
+        for (const Json& v : r.at("log_returns")) {
+          x.log_returns.push_back(v.is_number() ? v.get<double>() : Nan());
+        }
+      }
+      rules.push_back(std::move(x));
+    }
+  } catch (const Json::exception& e) {
+    return absl::DataLossError(absl::StrCat("lockbox rules: ", e.what()));
+  }
+  return rules;
 }
 
 std::string StudyStatisticsToJson(const StudyStatistics& s) {
@@ -486,7 +596,13 @@ std::string StudyStatisticsToJson(const StudyStatistics& s) {
                         {"vs_bh_se", num(l.vs_bh_se)},
                         {"tests_note", l.tests_note},
                         {"bars", l.bars},
-                        {"refits", l.refits}};
+                        {"refits", l.refits},
+                        {"strongest_rule", l.strongest_rule},
+                        {"p_vs_strongest_rule", num(l.p_vs_strongest_rule)},
+                        {"vs_rule_difference", num(l.vs_rule_difference)},
+                        {"vs_rule_se", num(l.vs_rule_se)}};
+    j["lockbox"]["rules"] =
+        Json::parse(LockboxRulesToJson(l.rules, /*with_returns=*/false));
   }
   return j.dump();
 }
@@ -555,6 +671,17 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
       x.tests_note = l.value("tests_note", std::string());
       x.bars = l.value("bars", int64_t{0});
       x.refits = l.value("refits", 1);
+      x.strongest_rule = l.value("strongest_rule", -1);
+      lnum("p_vs_strongest_rule", &x.p_vs_strongest_rule);
+      lnum("vs_rule_difference", &x.vs_rule_difference);
+      lnum("vs_rule_se", &x.vs_rule_se);
+      if (l.contains("rules")) {
+        ASSIGN_OR_RETURN(x.rules, LockboxRulesFromJson(l["rules"].dump()));
+      }
+      if (x.strongest_rule >= static_cast<int>(x.rules.size())) {
+        return absl::DataLossError(
+            "study result: lockbox.strongest_rule is not one of its rules");
+      }
       s.lockbox = x;
     }
   } catch (const Json::exception& e) {

@@ -110,6 +110,30 @@ std::string PValueText(double p);
 // Sharpe with its error: the verdict, the CLI's tables and the backtest.
 std::string FormatSharpeSe(double sharpe, double se);
 
+// One rule baseline (rule_baselines.h) on the lockbox bars, as a study
+// keeps it: computed by the coordinator when a trial's lockbox result is
+// combined, on the same bars and with the same costs as the policy, its
+// parameter chosen on the rows before the lockbox (never on it).
+struct LockboxRuleResult {
+  std::string name;             // RuleName: "equal_weight_rebalanced", ...
+  std::string parameter;        // e.g. "N = 720 bars (30 days)"
+  double selection_sharpe = 0;  // of the chosen parameter, pre-lockbox rows
+  // On the lockbox. sharpe_se: annualised, NaN when undefined.
+  double sharpe = 0, sharpe_se = 0, total_return = 0, max_drawdown = 0;
+  double turnover = 0, fees = 0, exposure = 0;
+  int64_t trades = 0;
+  // Per lockbox bar, the bars of the policy's returns (the paired test).
+  std::vector<double> log_returns;
+};
+
+// JSON array of the rules (`with_returns`: with their log returns, as the
+// store keeps them; without, as the study result shows them).
+std::string LockboxRulesToJson(const std::vector<LockboxRuleResult>& rules,
+                               bool with_returns);
+// Accepts both forms and "" (no rules). kDataLoss for anything else.
+absl::StatusOr<std::vector<LockboxRuleResult>> LockboxRulesFromJson(
+    const std::string& json);
+
 // One complete trial as the statistics see it.
 struct TrialEvidence {
   int64_t number = 0;
@@ -133,6 +157,17 @@ struct TrialEvidence {
     double p_vs_cash = 1, p_vs_buy_and_hold = 1, p_vs_random = 1;
     double vs_bh_difference = 0, vs_bh_se = 0;
     std::string tests_note;
+    // The rule baselines on the same bars (empty for lockbox results
+    // stored before schema version 8, or when no rule fitted the rows).
+    std::vector<LockboxRuleResult> rules;
+    // The strongest rule (highest lockbox Sharpe; −1: none) and the
+    // one-sided paired test that the policy's Sharpe exceeds its (filled by
+    // ComputeStudyStatistics for the best trial; p 1 and NaN difference
+    // when the test could not be made).
+    int strongest_rule = -1;
+    double p_vs_strongest_rule = 1;
+    double vs_rule_difference = std::numeric_limits<double>::quiet_NaN();
+    double vs_rule_se = std::numeric_limits<double>::quiet_NaN();
   };
   std::optional<Lockbox> lockbox;
   // The lockbox log returns of the final run's policy and of buy and hold

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/text_util.h"
+#include "coordinator/core/rule_baselines.h"
 #include "coordinator/core/verdict.h"
 #include "coordinator/store/refits.h"
 #include "coordinator/store/store_checks.h"
@@ -538,6 +539,18 @@ absl::Status Scheduler::CompleteFinalRun(
     row.random_return_mean = base.random_return_mean;
     row.random_return_std = base.random_return_std;
     row.bh_log_returns = base.buy_and_hold.log_returns;
+    // The rules a quant tries first, on the same bars with the same costs
+    // (their parameters chosen on the rows before the lockbox). A market
+    // too short for a rule's horizons leaves the trial without them, said.
+    absl::StatusOr<std::vector<LockboxRuleResult>> rules = ComputeLockboxRules(
+        study->market, options.env, options.validation_domains);
+    if (rules.ok()) {
+      row.rules_json = LockboxRulesToJson(*rules, /*with_returns=*/true);
+    } else {
+      RLOG(WARNING) << "trial " << run.trial_id
+                    << ": no rule baselines on the lockbox: "
+                    << rules.status().message();
+    }
     combined = std::move(row);
   }
   ASSIGN_OR_RETURN(std::vector<ArtifactRow> artifacts,

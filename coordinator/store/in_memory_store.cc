@@ -709,6 +709,7 @@ absl::Status InMemoryStore::CompleteRefit(
     x.random_return_mean = result.random_return_mean;
     x.random_return_std = result.random_return_std;
     x.bh_log_returns = RoundReturns(result.bh_log_returns);
+    x.rules_json = result.rules_json;
     x.policy.benchmark_sharpe = x.bh_sharpe;
     x.policy.benchmark_return = x.bh_return;
     lockbox_[run->trial_id] = std::move(stored);

@@ -284,6 +284,13 @@ CREATE TABLE lockbox_refits (
 CREATE INDEX lockbox_refits_study_idx ON lockbox_refits (study_id);
 )sql";
 
+// 8: the rule baselines a quant tries first (equal weight rebalanced,
+// momentum, MACD) on the lockbox bars, beside buy and hold: a JSON array
+// with each rule's parameter, metrics and log returns (LockboxRuleResult).
+constexpr char kLockboxRules[] = R"sql(
+ALTER TABLE lockbox_results ADD COLUMN rules text NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -295,6 +302,7 @@ const std::vector<Migration>& Migrations() {
       {5, "env steps received and dropped per run", kRunDataFlow},
       {6, "buy and hold's lockbox returns", kLockboxBuyAndHoldReturns},
       {7, "refits: several final runs per trial", kLockboxRefits},
+      {8, "rule baselines on the lockbox", kLockboxRules},
   };
   return *kMigrations;
 }

@@ -169,6 +169,10 @@ struct LockboxRow {
   std::vector<double> bh_log_returns;
   // How many refits the policy's result combines (1: one final run).
   int refits = 1;
+  // The rule baselines on the same bars with their log returns
+  // (LockboxRulesToJson, coordinator/core/verdict.h); "" or "[]" when none
+  // (rows written before schema version 8).
+  std::string rules_json;
 };
 
 // One refit's own lockbox evaluation (lockbox_refits): the trial's

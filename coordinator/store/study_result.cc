@@ -143,6 +143,7 @@ absl::StatusOr<StudyStatistics> ComputeStudyResult(Store& store,
       x.random_sharpe_std = r.random_sharpe_std;
       x.bars = r.bars;
       x.refits = r.refits;
+      ASSIGN_OR_RETURN(x.rules, LockboxRulesFromJson(r.rules_json));
       e.lockbox = x;
       e.lockbox_log_returns = r.policy.log_returns;
       e.lockbox_bh_log_returns = r.bh_log_returns;

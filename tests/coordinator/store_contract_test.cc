@@ -70,6 +70,8 @@ LockboxRow Lockbox(double sharpe) {
   row.random_return_mean = -0.01;
   row.random_return_std = 0.02;
   row.bh_log_returns = {0.0007654321098765, -0.001, 2e-12};
+  row.rules_json =
+      R"([{"name":"momentum","parameter":"N = 3 bars","log_returns":[0.5]}])";
   return row;
 }
 
@@ -680,6 +682,10 @@ TEST_P(StoreContractTest, FinalRunOnlyForACompleteTrialOnceAndOnTheLockbox) {
   ASSERT_EQ(x.bh_log_returns.size(), 3U);
   EXPECT_NEAR(x.bh_log_returns[0], 0.0007654321098765, 1e-11);
   EXPECT_DOUBLE_EQ(x.bh_log_returns[1], -0.001);
+  // The rule baselines on the same bars, kept as given.
+  EXPECT_EQ(
+      x.rules_json,
+      R"([{"name":"momentum","parameter":"N = 3 bars","log_returns":[0.5]}])");
   // The lockbox never enters the CV metrics.
   ASSERT_OK_AND_ASSIGN(const std::vector<FoldMetrics> folds,
                        store_->ListFoldMetrics(trial.id));

@@ -1,5 +1,6 @@
 #include "coordinator/core/pruner.h"
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -95,6 +96,25 @@ TEST(MedianPrunerTest, AveragesTheTrialsFoldsAtTheStep) {
   const auto more = With(all, {{6, 0, 1000, 0.0}, {6, 1, 1000, 0.4}});
   EXPECT_FALSE(Make(Median(2))->ShouldPrune(4, more));
   EXPECT_TRUE(Make(Median(2))->ShouldPrune(6, more));
+}
+
+// What the report draws for a pruned trial: the value the median pruner
+// judges, at the trial's latest step, from each fold's latest report.
+TEST(MedianPrunerTest, JudgedValueIsWhatThePrunerCompares) {
+  // Fold 0 at 1000 (0.2) and 2000 (1.0); fold 1 only at 1000 (0.6): at
+  // step 2000 the trial is (1.0 + 0.6) / 2 = 0.8, not fold 0's 1.0.
+  const std::vector<IntermediateValue> own = {
+      {7, 0, 1000, 0.2}, {7, 1, 1000, 0.6}, {7, 0, 2000, 1.0}};
+  int64_t step = 0;
+  const std::optional<double> v = JudgedValue(7, With(Base(), own), &step);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_DOUBLE_EQ(*v, 0.8);
+  EXPECT_EQ(step, 2000);
+  // And the pruner decides with it: others at 2000 are 2.0 and 1.0
+  // (median 1.5); 0.8 is below.
+  EXPECT_TRUE(Make(Median(2))->ShouldPrune(7, With(Base(), own)));
+  EXPECT_FALSE(JudgedValue(99, Base(), &step).has_value());
+  EXPECT_FALSE(JudgedValue(8, {{8, 0, 1000, std::nan("")}}, &step).has_value());
 }
 
 TEST(MedianPrunerTest, WaitsForWarmupAndForValues) {

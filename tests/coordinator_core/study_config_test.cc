@@ -559,15 +559,29 @@ TEST(StudyConfigTest, LongOrBinaryNamesAndKeysAreNeverEchoedWhole) {
       ParseStudyConfig(Replace(kStudy, "name: unit", "name: " + huge));
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()),
-              ::testing::StartsWith("name: 'nnnn"));
+              ::testing::StartsWith("name: study name 'nnnn"));
   EXPECT_THAT(
       std::string(s.status().message()),
-      ::testing::HasSubstr("...(500000 bytes)' (500000 bytes) is not 1-128 of "
-                           "[A-Za-z0-9_.-]"));
+      ::testing::HasSubstr("...(500000 bytes)' (500000 bytes) must be 1-128 "
+                           "letters, digits, '-', '_' or '.'"));
   EXPECT_LT(s.status().message().size(), 300u);
   // Control characters in a (quoted) name are escaped.
   ExpectRefused(Replace(kStudy, "name: unit", "name: \"a\\x1b[2Jb\""),
-                "name: 'a\\x1b[2Jb' (6 bytes) is not 1-128 of [A-Za-z0-9_.-]");
+                "name: study name 'a\\x1b[2Jb' (6 bytes) must be 1-128"
+                " letters, digits, '-', '_' or '.', not starting with '.' (it "
+                "names a directory)");
+  // One rule on every path: a name that is a directory's parent (`up
+  // --study` took it, and its checkpoints landed outside runs/).
+  ExpectRefused(Replace(kStudy, "name: unit", "name: \"..\""),
+                "name: study name '..' (2 bytes) must be 1-128"
+                " letters, digits, '-', '_' or '.', not starting with '.' (it "
+                "names a directory)");
+  ExpectRefused(Replace(kStudy, "name: unit", "name: .hidden"),
+                "name: study name '.hidden' (7 bytes) must be 1-128"
+                " letters, digits, '-', '_' or '.', not starting with '.' (it "
+                "names a directory)");
+  EXPECT_EQ(CheckStudyName("..").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckStudyName("my-study_2.v1").ok());
   // A long unknown key (YAML caps plain keys at 1024 characters): capped
   // in the message, no edit-distance search.
   const absl::StatusOr<StudyConfig> k =

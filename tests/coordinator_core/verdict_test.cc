@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/rng.h"
 #include "env/dataset.h"
 #include "env/market_data.h"
@@ -99,6 +100,99 @@ TEST(VerdictTest, AStrongTrialThatBeatsTheBaselinesOnTheLockboxIsAnEdge) {
   EXPECT_LT(s.lockbox->p_vs_random, 0.05);
   EXPECT_GT(s.lockbox->vs_bh_se, 0);
   EXPECT_THAT(s.verdict, HasSubstr("paired"));
+}
+
+// A rule on the lockbox bars with per-bar mean `mean` (seed `seed`).
+LockboxRuleResult Rule(const std::string& name, double sharpe, uint64_t seed,
+                       double mean) {
+  LockboxRuleResult r;
+  r.name = name;
+  r.parameter = absl::StrCat(name, " parameter");
+  r.sharpe = sharpe;
+  r.sharpe_se = 1;
+  r.log_returns = Returns(seed, mean, 600);
+  return r;
+}
+
+// The verdict names the strongest rule (by lockbox Sharpe, whatever its
+// position) and says whether the policy beats it beyond noise, with the
+// paired test on the same bars; the rules travel in the stored result.
+TEST(VerdictTest, TheVerdictNamesTheStrongestRuleAndTestsThePolicyAgainstIt) {
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
+  TrialEvidence::Lockbox l = Lockbox(5, 1);
+  // momentum is the strongest; its returns are the policy's plus noise of
+  // the same mean, so the policy does not beat it beyond noise.
+  l.rules = {Rule("equal_weight_rebalanced", 0.8, 201, 0.0005),
+             Rule("momentum", 4.5, 202, 0.004), Rule("macd", 2.0, 203, 0.002)};
+  SetLockbox(&trials[1], l, 0.004, 0.0005);
+  StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_EQ(s.lockbox->strongest_rule, 1);
+  EXPECT_GE(s.lockbox->p_vs_strongest_rule, 0.05);
+  EXPECT_TRUE(std::isfinite(s.lockbox->vs_rule_se));
+  EXPECT_THAT(s.verdict,
+              HasSubstr("the strongest rule a quant tries first, momentum "
+                        "(momentum parameter), lockbox Sharpe 4.50 ± 1.00: "
+                        "the policy does not beat it beyond noise"));
+  // A weak strongest rule is beaten beyond noise.
+  l.rules = {Rule("equal_weight_rebalanced", 0.5, 201, 0.0),
+             Rule("momentum", 0.1, 202, -0.001)};
+  SetLockbox(&trials[1], l, 0.004, 0.0005);
+  s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_EQ(s.lockbox->strongest_rule, 0);
+  EXPECT_LT(s.lockbox->p_vs_strongest_rule, 0.05);
+  EXPECT_THAT(s.verdict, HasSubstr("equal_weight_rebalanced "
+                                   "(equal_weight_rebalanced parameter), "
+                                   "lockbox Sharpe 0.50 ± 1.00: the policy "
+                                   "beats it beyond noise (difference"));
+  // Round trip through the stored result: the rules without their returns.
+  const std::string json = StudyStatisticsToJson(s);
+  EXPECT_THAT(json, Not(HasSubstr("log_returns")));
+  const absl::StatusOr<StudyStatistics> parsed = StudyStatisticsFromJson(json);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const StudyStatistics& back = *parsed;
+  ASSERT_TRUE(back.lockbox.has_value());
+  ASSERT_EQ(back.lockbox->rules.size(), 2u);
+  EXPECT_EQ(back.lockbox->rules[1].name, "momentum");
+  EXPECT_DOUBLE_EQ(back.lockbox->rules[0].sharpe, 0.5);
+  EXPECT_EQ(back.lockbox->strongest_rule, 0);
+  EXPECT_DOUBLE_EQ(back.lockbox->p_vs_strongest_rule,
+                   s.lockbox->p_vs_strongest_rule);
+  EXPECT_EQ(back.verdict, s.verdict);
+}
+
+// Rules whose returns do not pair with the policy's are named, not tested;
+// the store's form (with returns) reads back exactly; junk is DataLoss.
+TEST(VerdictTest, RulesThatDoNotPairAreNotTestedAndTheCodecRoundTrips) {
+  std::vector<TrialEvidence> trials = ModestTrialsAndOneStrong();
+  TrialEvidence::Lockbox l = Lockbox(5, 1);
+  l.rules = {Rule("macd", 1.0, 204, 0.001)};
+  l.rules[0].log_returns.resize(10);
+  SetLockbox(&trials[1], l, 0.004, 0.0005);
+  const StudyStatistics s = ComputeStudyStatistics(trials, 6, 4, kBpy);
+  ASSERT_TRUE(s.lockbox.has_value());
+  EXPECT_EQ(s.lockbox->strongest_rule, 0);
+  EXPECT_EQ(s.lockbox->p_vs_strongest_rule, 1);
+  EXPECT_THAT(s.verdict, HasSubstr("not tested: the returns do not pair"));
+
+  const std::vector<LockboxRuleResult> rules = {
+      Rule("momentum", 1.25, 205, 0.001)};
+  const absl::StatusOr<std::vector<LockboxRuleResult>> read =
+      LockboxRulesFromJson(LockboxRulesToJson(rules, /*with_returns=*/true));
+  ASSERT_TRUE(read.ok()) << read.status();
+  const std::vector<LockboxRuleResult>& back = *read;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].log_returns, rules[0].log_returns);  // exact doubles
+  EXPECT_EQ(back[0].parameter, "momentum parameter");
+  const absl::StatusOr<std::vector<LockboxRuleResult>> none =
+      LockboxRulesFromJson("");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(LockboxRulesFromJson("{}").status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(LockboxRulesFromJson("[{\"sharpe\": 1}]").status().code(),
+            absl::StatusCode::kDataLoss);  // no name
 }
 
 // Beating buy and hold's Sharpe by a hair is not beating it: the paired

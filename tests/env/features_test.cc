@@ -495,6 +495,114 @@ TEST(FeaturesTest, ComputeFeaturesMatchesTheSeriesFunctionsPerDomain) {
   EXPECT_EQ(d.close(40, 1), d.features[40 * f + 14 + 3]);
 }
 
+// ---- the portfolio set -----------------------------------------------------
+
+TEST(PortfolioFeaturesTest, NamesWarmupAndParsing) {
+  EXPECT_EQ(PortfolioFeatureNames().size(),
+            static_cast<size_t>(kPortfolioFeaturesPerAsset));
+  EXPECT_EQ(FeatureWarmupRows(FeatureSet::kPortfolio), 720);
+  EXPECT_EQ(FeatureWarmupRows(FeatureSet::kIndicators), 63);
+  EXPECT_EQ(FeatureNames(FeatureSet::kIndicators), DefaultFeatureNames());
+  ASSERT_TRUE(ParseFeatureSet("portfolio").ok());
+  EXPECT_EQ(*ParseFeatureSet("portfolio"), FeatureSet::kPortfolio);
+  EXPECT_EQ(*ParseFeatureSet("indicators"), FeatureSet::kIndicators);
+  EXPECT_EQ(ParseFeatureSet("momentum").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*FeatureSetOf(PortfolioFeatureNames()), FeatureSet::kPortfolio);
+  EXPECT_FALSE(FeatureSetOf({"close"}).ok());
+  // No raw level: no name of the set is a bar field.
+  for (const std::string& name : PortfolioFeatureNames()) {
+    for (const char* raw : {"open", "high", "low", "close", "volume"}) {
+      EXPECT_NE(name, raw);
+    }
+  }
+}
+
+// Alternating 1-bar log returns ±a: σ over an even window is exactly a, so
+// ret_1 is ±1, even horizons sum to 0, and every volatility ratio is 0.
+TEST(PortfolioFeaturesTest, HandComputedValuesOnAlternatingReturns) {
+  const int n = 800;
+  const double a = 0.01;
+  std::vector<double> c(n), h(n), l(n), v(n, 100.0);
+  double price = 100.0;
+  for (int t = 0; t < n; ++t) {
+    if (t > 0) price *= std::exp(t % 2 == 1 ? a : -a);
+    c[t] = price;
+    h[t] = price * 1.001;
+    l[t] = price * 0.999;
+  }
+  const std::vector<double> f = PortfolioFeatures(h, l, c, v);
+  const int k = kPortfolioFeaturesPerAsset;
+  ASSERT_EQ(f.size(), static_cast<size_t>(n * k));
+  for (int t : {720, 721, 799}) {
+    const double* row = &f[t * k];
+    EXPECT_NEAR(row[0], t % 2 == 1 ? 1.0 : -1.0, 1e-9) << t;  // ret_1
+    EXPECT_NEAR(row[1], 0.0, 1e-9) << t;                      // ret_6
+    EXPECT_NEAR(row[2], 0.0, 1e-9) << t;                      // ret_24
+    EXPECT_NEAR(row[3], 0.0, 1e-9) << t;                      // ret_168
+    EXPECT_NEAR(row[4], 0.0, 1e-9) << t;                      // ret_720
+    EXPECT_NEAR(row[7], 0.0, 1e-9) << t;  // vol_ratio_24_168
+    EXPECT_NEAR(row[8], 0.0, 1e-9) << t;  // vol_ratio_168_720
+    EXPECT_NEAR(row[9], 0.0, 1e-9) << t;  // constant volume: z 0
+    EXPECT_LE(row[6], 0.0) << t;          // never above the 720-bar high
+  }
+  // Not defined before 720 bars of history (ret_720, σ_720).
+  EXPECT_TRUE(std::isnan(f[719 * k + 4]));
+  EXPECT_TRUE(std::isnan(f[719 * k + 8]));
+  EXPECT_FALSE(std::isnan(f[719 * k + 0]));
+}
+
+// The point of the set: an asset's price level does not matter. The same
+// series at 1e-5 of the price (a coin at 0.0007 beside BTC at 69,000) gives
+// the same features.
+TEST(PortfolioFeaturesTest, FeaturesDoNotDependOnThePriceLevel) {
+  const Bars b = Wiggly(1000, 60.0, 0.3);
+  Bars tiny = b;
+  for (auto* series : {&tiny.o, &tiny.h, &tiny.l, &tiny.c}) {
+    for (double& x : *series) x *= 1e-5;
+  }
+  const std::vector<double> big = PortfolioFeatures(b.h, b.l, b.c, b.v);
+  const std::vector<double> small =
+      PortfolioFeatures(tiny.h, tiny.l, tiny.c, tiny.v);
+  ASSERT_EQ(big.size(), small.size());
+  const int k = kPortfolioFeaturesPerAsset;
+  for (size_t q = 720 * k; q < big.size(); ++q) {
+    EXPECT_NEAR(big[q], small[q], 1e-6 * std::max(1.0, std::abs(big[q])))
+        << PortfolioFeatureNames()[q % k] << " row " << q / k;
+  }
+}
+
+TEST(PortfolioFeaturesTest, ComputeFeaturesDropsAMonthPerDomainAllFinite) {
+  // Domains of 900, 500 (<= 720: removed) and 800 rows -> 180 + 80 rows.
+  Dataset d = MakeDataset({900, 500, 800});
+  const Dataset before = d;
+  ASSERT_TRUE(ComputeFeatures(&d, FeatureSet::kPortfolio).ok());
+  EXPECT_EQ(d.num_rows(), 260);
+  EXPECT_THAT(d.domains,
+              ::testing::ElementsAre(Domain{0, 180}, Domain{180, 260}));
+  EXPECT_EQ(d.feature_names, PortfolioFeatureNames());
+  EXPECT_EQ(d.warmup_rows_dropped, 720 + 500 + 720);
+  ASSERT_EQ(d.features.size(), 260u * 2 * 18);
+  for (double x : d.features) {
+    EXPECT_TRUE(std::isfinite(x));
+    EXPECT_LE(std::abs(x), kPortfolioClip);
+  }
+  // Row 0 is the domain's row 720; asset 1's features are its own series'.
+  const Bars b = Wiggly(900, 80.0, 0.5);
+  const std::vector<double> own = PortfolioFeatures(b.h, b.l, b.c, b.v);
+  for (int j = 0; j < 18; ++j) {
+    EXPECT_EQ(d.features[0 * 36 + 18 + j], own[720 * 18 + j])
+        << PortfolioFeatureNames()[j];
+  }
+  EXPECT_EQ(d.timestamps[0], before.timestamps[720]);
+  // Too short everywhere: refused, naming the rows needed, dataset kept.
+  Dataset short_one = MakeDataset({700});
+  const absl::Status s = ComputeFeatures(&short_one, FeatureSet::kPortfolio);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("at least 721 rows"));
+  EXPECT_EQ(short_one.num_rows(), 700);
+}
+
 TEST(FeaturesTest, ComputedFeaturesOfOneDomainIgnoreTheOtherDomain) {
   // Same second domain, different first domain (other phase): the second
   // domain's features must be bit-identical, and equal to those of a

@@ -59,6 +59,16 @@ echo "ristretto up: $(( $(date +%s) - start )) s"
 verdict=$(grep '^verdict: ' up.log | tail -n 1)
 [ -n "$verdict" ] || { tail -n 40 up.log >&2; fail "no verdict in up's output"; }
 echo "$verdict"
+# `up` ends with its verdict (README), after the export and report lines.
+[ "$(tail -n 1 up.log)" = "$verdict" ] ||
+  { tail -n 5 up.log >&2; fail "up's last line is not its verdict"; }
+grep -q '^up: study report written to ' up.log || fail "no report line"
+# The rules a quant tries first, on the lockbox bars, and the verdict's
+# word on the strongest of them.
+grep -qE '^  rules +equal_weight_rebalanced Sharpe ' up.log ||
+  { tail -n 30 up.log >&2; fail "no rule baselines in up's statistics"; }
+grep -q 'the strongest rule a quant tries first, ' up.log ||
+  fail "the verdict does not name the strongest rule"
 
 # ---- the study's PostgreSQL again (`up` stopped it), on a free port.
 pg_ctl=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)/pg_ctl
@@ -118,6 +128,9 @@ rows=$(grep -o '<tr class="\(complete\|pruned\|failed\|running\)' "$html" | wc -
 complete=$(grep -o '<tr class="complete' "$html" | wc -l)
 pruned=$(grep -o '<tr class="pruned' "$html" | wc -l)
 echo "trials: $complete complete, $pruned pruned"
+# The rules a quant tries first, in the lockbox table beside buy & hold.
+rules=$(grep -o '<tr class="rule"><td>rule: ' "$html" | wc -l)
+[ "$rules" -eq 3 ] || fail "$rules rule rows in the lockbox table, expected 3"
 # Every Sharpe carries its standard error: no "Sharpe" number without ±.
 grep -q 'lockbox Sharpe ± SE</div><div class="v">-\?[0-9.]* ± [0-9.]*<' "$html" ||
   fail "lockbox Sharpe ± SE card"

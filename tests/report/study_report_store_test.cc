@@ -200,6 +200,11 @@ class StudyReportStoreTest : public co::testing::PgDatabaseTest {
     EXPECT_TRUE(
         store_->ReportIntermediate(pruned_runs[1].id, kMember, 50000, 0.5)
             .ok());
+    // Fold 0 reports once more alone; the pruner then judges the mean of
+    // each fold's latest value, (0.9 + 0.5) / 2, not fold 0's 0.9.
+    EXPECT_TRUE(
+        store_->ReportIntermediate(pruned_runs[0].id, kMember, 100000, 0.9)
+            .ok());
     EXPECT_TRUE(store_->PruneTrial(pruned.id).ok());
     auto [failed, failed_runs] = StartTrial(study_id, ParamsOf(2.5e-3));
     EXPECT_TRUE(
@@ -243,11 +248,17 @@ TEST_F(StudyReportStoreTest, LoadsEveryPartOfARealStudy) {
   EXPECT_EQ(d->trials[1].lockbox_sharpe, 3.25);
   EXPECT_EQ(d->trials[1].lockbox_sharpe_se, 1.5);
   EXPECT_FALSE(d->trials[0].lockbox_sharpe.has_value());
-  // The pruned trial's last value: the mean over the folds at its last step.
+  // The pruned trial: the mean over the folds reporting at each step, and
+  // the value the pruner judged at its last step (each fold's latest).
   EXPECT_EQ(d->trials[2].state, "pruned");
-  ASSERT_EQ(d->trials[2].intermediate.size(), 1U);
-  EXPECT_EQ(d->trials[2].intermediate.back().first, 50000);
-  EXPECT_DOUBLE_EQ(d->trials[2].intermediate.back().second, 0.4);
+  ASSERT_EQ(d->trials[2].intermediate.size(), 2U);
+  EXPECT_EQ(d->trials[2].intermediate.front().first, 50000);
+  EXPECT_DOUBLE_EQ(d->trials[2].intermediate.front().second, 0.4);
+  EXPECT_EQ(d->trials[2].intermediate.back().first, 100000);
+  EXPECT_DOUBLE_EQ(d->trials[2].intermediate.back().second, 0.9);
+  ASSERT_TRUE(d->trials[2].judged_value.has_value());
+  EXPECT_DOUBLE_EQ(*d->trials[2].judged_value, 0.7);
+  EXPECT_EQ(d->trials[2].judged_step, 100000);
   EXPECT_EQ(d->trials[3].state, "failed");
   EXPECT_THAT(d->trials[3].fail_reason, HasSubstr("learner <b>crashed</b>"));
 

@@ -1,0 +1,126 @@
+#include "coordinator/core/data_study.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/core/study_config.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+constexpr int64_t kRowsPerFold = 5000;
+constexpr int kMinFolds = 2, kMaxFolds = 4;
+constexpr double kPasses = 10;
+constexpr int64_t kBudgetQuantum = 10000;
+constexpr int64_t kMinBudget = 50000, kMaxBudget = 400000;
+// The training slice (half of them) must hold a 512-step episode and its
+// lookback (512 + 2·4 rows).
+constexpr int64_t kMinGuardRows = 1100;
+
+// 12345 → "12,345".
+std::string Thousands(int64_t v) {
+  std::string digits = absl::StrCat(v < 0 ? -v : v);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+}  // namespace
+
+absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets) {
+  if (rows <= 0 || assets <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sizing a study needs rows and assets, got ", rows,
+                     " rows and ", assets, " assets"));
+  }
+  DataStudySizing s;
+  s.rows = rows;
+  s.assets = assets;
+  const LockboxSpec lockbox;
+  s.lockbox_rows = std::llround(lockbox.share * static_cast<double>(rows));
+  s.guard_rows = rows - s.lockbox_rows;
+  if (s.guard_rows < kMinGuardRows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the data has ", rows, " rows: ", s.guard_rows,
+        " before the lockbox are too few for two walk-forward folds (at "
+        "least ",
+        kMinGuardRows, "); give more rows or a study with --study"));
+  }
+  s.folds = static_cast<int>(
+      std::clamp<int64_t>(s.guard_rows / kRowsPerFold, kMinFolds, kMaxFolds));
+  s.train_bars = s.guard_rows / 2;
+  s.test_bars = (s.guard_rows - s.train_bars) / s.folds;
+  const double wanted = kPasses * static_cast<double>(s.train_bars);
+  s.budget_env_steps = std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(wanted / kBudgetQuantum)) * kBudgetQuantum,
+      kMinBudget, kMaxBudget);
+  s.passes = static_cast<double>(s.budget_env_steps) /
+             static_cast<double>(s.train_bars);
+  s.width = assets <= 4 ? 64 : 128;
+  s.max_trials = 6;
+  s.concurrency = 2;
+  s.refits = 3;
+  return s;
+}
+
+std::string DataStudyYaml(const DataStudySizing& s, const std::string& name) {
+  const LockboxSpec lockbox;
+  return absl::StrCat(
+      "# The built-in study of `ristretto up --csv-dir/--dataset` without\n"
+      "# --study, sized to the data (docs/study_format.md, \"Your own "
+      "data\"):\n",
+      "# ", s.rows, " rows x ", s.assets, " assets. Copy and edit it.\n",
+      "name: ", name, "\n", "dataset: given\n", "# ", s.folds,
+      " walk-forward folds over the ", s.guard_rows,
+      " rows before the lockbox.\n",
+      "cv: {scheme: walk_forward, train_bars: ", s.train_bars,
+      ", test_bars: ", s.test_bars, ", step_bars: ", s.test_bars, "}\n",
+      "# Each complete trial is refit ", s.refits,
+      " times (its own seed each) and\n"
+      "# judged on the lockbox as capital split among them.\n",
+      "lockbox: {share: ", lockbox.share, ", refits: ", s.refits, "}\n", "# ",
+      absl::StrFormat("%.1f", s.passes),
+      " passes over a fold's training rows.\n",
+      "budget_env_steps: ", s.budget_env_steps, "\n",
+      "eval_every_env_steps: ", s.budget_env_steps / 2, "\n",
+      "sampler: {type: tpe, seed: 1, startup_trials: 3}\n",
+      "pruner: {type: median, warmup_steps: ", s.budget_env_steps / 2,
+      ", min_trials: 2}\n", "concurrency: ", s.concurrency, "\n",
+      "max_trials: ", s.max_trials, "\n", "max_attempts: 2\n", "fixed:\n",
+      "  width: ", s.width, "\n",
+      "  layers: 2\n"
+      "  batch_size: 512\n"
+      "  rollout_steps: 64\n"
+      "  epochs: 8\n"
+      "  episode_steps: 512\n"
+      "  lookback: 4\n"
+      "  reward_mode: log_return\n"
+      "  reward_scale: 100\n"
+      "  # The rate decays to 0 at each run's budget: the refits' last\n"
+      "  # weights, which the lockbox scores, have settled.\n"
+      "  lr_schedule: linear\n"
+      "space:\n"
+      "  learning_rate: {type: float, low: 5.0e-4, high: 3.0e-3, log: true}\n"
+      "  gamma: {type: float, low: 0.9, high: 0.99}\n"
+      "  clip_ratio: {type: float, low: 0.1, high: 0.3, step: 0.05}\n");
+}
+
+std::string DataStudySizingText(const DataStudySizing& s) {
+  return absl::StrCat(
+      "sized to the data: ", Thousands(s.rows), " rows x ", s.assets,
+      " assets -> lockbox the last ", Thousands(s.lockbox_rows), " rows (",
+      s.refits, " refits); ", s.folds, " walk-forward folds over the ",
+      Thousands(s.guard_rows), " rows before it (train ",
+      Thousands(s.train_bars), ", test ", Thousands(s.test_bars), " each); ",
+      Thousands(s.budget_env_steps), " env steps per run (",
+      absl::StrFormat("%.1f", s.passes),
+      " passes over a fold's training rows); width ", s.width, "; ",
+      s.max_trials, " trials, ", s.concurrency, " at a time");
+}
+
+}  // namespace ristretto::coordinator

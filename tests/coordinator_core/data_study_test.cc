@@ -1,0 +1,90 @@
+#include "coordinator/core/data_study.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "coordinator/core/study_config.h"
+#include "env/features.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace ristretto::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kId(64, 'a');  // a dataset id: 64 hex digits
+
+// The study written for `rows` × `assets` parses, and fits a dataset of
+// that many rows in one domain (as `up` checks before it starts).
+StudyConfig ParsedFits(const DataStudySizing& s) {
+  absl::StatusOr<std::string> bound =
+      BindStudyDataset(DataStudyYaml(s, "data-test"), kId);
+  EXPECT_TRUE(bound.ok()) << bound.status();
+  absl::StatusOr<StudyConfig> config = ParseStudyConfig(*bound);
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return StudyConfig{};
+  DatasetInfo info;
+  info.id = kId;
+  info.num_rows = s.rows;
+  info.domains = {{0, s.rows}};
+  info.feature_names = env::DefaultFeatureNames();
+  const absl::Status fits = CheckStudyFitsDataset(*config, info);
+  EXPECT_TRUE(fits.ok()) << fits;
+  return *config;
+}
+
+TEST(DataStudyTest, AShortFileGetsTwoFoldsAndTheSmallestBudget) {
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(3000, 2);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->lockbox_rows, 450);
+  EXPECT_EQ(s->guard_rows, 2550);
+  EXPECT_EQ(s->folds, 2);
+  EXPECT_EQ(s->train_bars, 1275);
+  EXPECT_EQ(s->test_bars, 637);
+  EXPECT_EQ(s->budget_env_steps, 50000);  // 10 passes would be 12,750
+  EXPECT_EQ(s->width, 64);
+  const StudyConfig c = ParsedFits(*s);
+  EXPECT_EQ(c.budget_env_steps, 50000);
+  EXPECT_EQ(c.lockbox.refits, 3);
+}
+
+TEST(DataStudyTest, YearsOfHourlyBarsGetMoreFoldsTrainingAndWidth) {
+  // About the size of 2.8 years of hourly bars of 5 pairs.
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(24500, 5);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->guard_rows, 24500 - 3675);
+  EXPECT_EQ(s->folds, 4);
+  EXPECT_EQ(s->train_bars, 10412);
+  EXPECT_EQ(s->test_bars, 2603);
+  EXPECT_EQ(s->budget_env_steps, 110000);  // 10 × 10,412 rounded up
+  EXPECT_NEAR(s->passes, 10.56, 0.01);
+  EXPECT_EQ(s->width, 128);
+  const StudyConfig c = ParsedFits(*s);
+  EXPECT_EQ(c.budget_env_steps, 110000);
+  EXPECT_EQ(c.eval_every_env_steps, 55000);
+  EXPECT_THAT(DataStudySizingText(*s),
+              HasSubstr("24,500 rows x 5 assets -> lockbox the last 3,675 "
+                        "rows (3 refits); 4 walk-forward folds over the "
+                        "20,825 rows before it (train 10,412, test 2,603 "
+                        "each); 110,000 env steps per run (10.6 passes"));
+}
+
+TEST(DataStudyTest, VeryLongDataIsCappedAndTooShortDataIsRefused) {
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(1000000, 20);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->folds, 4);
+  EXPECT_EQ(s->budget_env_steps, 400000);
+  ParsedFits(*s);
+  absl::StatusOr<DataStudySizing> short_data = SizeStudyForData(1200, 3);
+  EXPECT_EQ(short_data.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_data.status().message(),
+              HasSubstr("1020 before the lockbox are too few"));
+  EXPECT_EQ(SizeStudyForData(0, 3).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SizeStudyForData(5000, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ristretto::coordinator
