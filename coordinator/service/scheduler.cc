@@ -626,6 +626,7 @@ absl::Status Scheduler::TouchMember(const std::string& member_id) {
         "learner ", EscapeForMessage(member_id), " is not registered"));
   }
   it->second.last_call = Now();
+  it->second.last_work = it->second.last_call;
   return absl::OkStatus();
 }
 
@@ -950,11 +951,19 @@ absl::StatusOr<v1::FindLearnerResponse> Scheduler::FindLearner(
   absl::MutexLock lock(&mu_);
   v1::FindLearnerResponse response;
   // Learners in turn, skipping any not heard from for a lease lifetime
-  // (dead, or cut off: its leases have expired).
-  std::vector<std::map<std::string, Learner>::const_iterator> live;
+  // (dead, or cut off: its leases have expired). Among them, those that
+  // leased or heartbeated within a lease lifetime: a host with the
+  // learners' token registering many member ids (each live for a lease
+  // lifetime) must not draw the actors away from the learners that work.
+  // Only when none works yet (a stack starting) do fresh registrations
+  // count.
+  std::vector<std::map<std::string, Learner>::const_iterator> live, working;
   for (auto it = learners_.cbegin(); it != learners_.cend(); ++it) {
-    if (Live(it->second.last_call)) live.push_back(it);
+    if (!Live(it->second.last_call)) continue;
+    live.push_back(it);
+    if (Live(it->second.last_work)) working.push_back(it);
   }
+  if (!working.empty()) live = std::move(working);
   if (live.empty()) return response;
   const auto it = live[static_cast<size_t>(next_learner_++ %
                                            static_cast<int64_t>(live.size()))];

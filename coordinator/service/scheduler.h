@@ -233,6 +233,8 @@ class Scheduler {
   struct Learner {
     std::string address;
     absl::Time last_call;
+    // Its last LeaseRun or Heartbeat (work, not just a registration).
+    absl::Time last_work = absl::InfinitePast();
   };
   std::map<std::string, Learner> learners_ ABSL_GUARDED_BY(mu_);
   // Member id → ids of runs LeaseRun granted it (newest kMaxRememberedLeases

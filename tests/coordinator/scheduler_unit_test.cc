@@ -522,6 +522,55 @@ TEST_F(SchedulerUnitTest, ARestartedLearnerProcessLosesItsPredecessorsLeases) {
 // actors: long or control-character ones are refused; a device is stored
 // as JSON text whatever quotes it holds, so it cannot forge the
 // incarnation that decides whether a restarted learner's leases go back.
+// A holder of the learners' token registered 6,600 member ids in 25 s and
+// then FindLearner named a fake learner for 20 of 20 honest actors. Only
+// learners that lease or heartbeat are handed out while any does.
+TEST_F(SchedulerUnitTest, ARegistrationFloodDoesNotDrawActorsAway) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  Tick();
+  ASSERT_TRUE(Lease().has_run());  // kMember works
+  for (int k = 0; k < 200; ++k) {
+    v1::RegisterLearnerRequest fake;
+    fake.set_member_id(absl::StrCat("fake-", k));
+    fake.set_address(absl::StrCat("10.66.0.1:", 1000 + k));
+    fake.set_slots(4);
+    ASSERT_TRUE(scheduler_->RegisterLearner(fake).ok());
+  }
+  for (int k = 0; k < 20; ++k) {
+    v1::FindLearnerRequest find;
+    find.set_actor_id(absl::StrCat("actor-", k));
+    absl::StatusOr<v1::FindLearnerResponse> found =
+        scheduler_->FindLearner(find);
+    ASSERT_TRUE(found.ok()) << found.status();
+    EXPECT_EQ(found->learner_member_id(), kMember);
+    EXPECT_EQ(found->learner_address(), "127.0.0.1:1");
+  }
+  // A fake that starts to work (leases) joins the rotation: it is then a
+  // learner like any other.
+  ASSERT_FALSE(Lease("fake-7").has_run());  // nothing left to lease
+  bool fake_named = false;
+  for (int k = 0; k < 4; ++k) {
+    v1::FindLearnerRequest find;
+    find.set_actor_id("actor-x");
+    absl::StatusOr<v1::FindLearnerResponse> found =
+        scheduler_->FindLearner(find);
+    ASSERT_TRUE(found.ok());
+    fake_named = fake_named || found->learner_member_id() == "fake-7";
+  }
+  EXPECT_TRUE(fake_named);
+}
+
+// Before any learner has worked (a stack starting), a fresh registration
+// is all there is, and it is handed out.
+TEST_F(SchedulerUnitTest, BeforeAnyLeaseARegisteredLearnerIsFound) {
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-1");
+  absl::StatusOr<v1::FindLearnerResponse> found = scheduler_->FindLearner(find);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->learner_member_id(), kMember);
+}
+
 TEST_F(SchedulerUnitTest, RegistrationFieldsAreCheckedAndStoredSafely) {
   Start(StudyText("concurrency: 1\nmax_trials: 1"));
   auto register_as = [&](const std::string& member, const std::string& address,
@@ -1210,6 +1259,12 @@ TEST_F(SchedulerUnitTest, ActorsGoOnlyToLearnersHeardFromWithinALeaseLifetime) {
   EXPECT_EQ(scheduler_->Heartbeat(gone).status().code(),
             absl::StatusCode::kNotFound);
   ASSERT_TRUE(scheduler_->RegisterLearner(other).ok());
+  // Registered again but not working yet, while kMember works: actors go
+  // to the learner that works (a registration alone draws none).
+  EXPECT_EQ(addresses(4), (std::set<std::string>{"127.0.0.1:1"}));
+  v1::HeartbeatRequest back;
+  back.set_member_id("learner-other");
+  ASSERT_TRUE(scheduler_->Heartbeat(back).ok());
   EXPECT_EQ(addresses(4),
             (std::set<std::string>{"127.0.0.1:1", "127.0.0.1:2"}));
   now += absl::Seconds(31);
