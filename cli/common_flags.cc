@@ -57,9 +57,9 @@ ABSL_FLAG(std::string, min_qty, "",
           "a CSV file of minimum order quantities (header "
           "symbol,min_order_qty; default: 0 for every asset)");
 ABSL_FLAG(std::string, feature_set, "",
-          "the features computed per asset: portfolio (the default: "
-          "scale-free returns, trends and volatility up to 720 bars) or "
-          "indicators (the original 14, with raw price levels)");
+          "the features computed per asset: indicators (the default: the "
+          "original 14) or portfolio (scale-free returns, trends and "
+          "volatility up to 720 bars, no price level)");
 ABSL_FLAG(std::optional<int64_t>, min_domain_rows, std::nullopt,
           "domains (gap-free stretches) with fewer rows are dropped "
           "(default: 2; <= 1 keeps every domain)");

@@ -1155,7 +1155,7 @@ absl::Status WaitForStudy(Store& store, const std::string& study_name,
   std::vector<TrialRow> trials;
   int64_t open_runs = 0;
   while (true) {
-    const absl::Status read = [&]() -> absl::Status {
+    absl::Status read = [&]() -> absl::Status {
       ASSIGN_OR_RETURN(study, store.GetStudyById(study.id));
       ASSIGN_OR_RETURN(trials, store.ListTrials(study.id));
       ASSIGN_OR_RETURN(open_runs, store.CountOpenRuns(study.id));

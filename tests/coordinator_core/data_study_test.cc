@@ -63,6 +63,10 @@ TEST(DataStudyTest, YearsOfHourlyBarsGetMoreFoldsTrainingAndWidth) {
   const StudyConfig c = ParsedFits(*s);
   EXPECT_EQ(c.budget_env_steps, 110000);
   EXPECT_EQ(c.eval_every_env_steps, 55000);
+  // The reward's turnover penalty (docs/env_actions.md: without it the
+  // policy churned its capital away on real hourly data).
+  EXPECT_THAT(DataStudyYaml(*s, "x"),
+              HasSubstr("\n  turnover_penalty: 0.01\n"));
   EXPECT_THAT(DataStudySizingText(*s),
               HasSubstr("24,500 rows x 5 assets -> lockbox the last 3,675 "
                         "rows (3 refits); 4 walk-forward folds over the "

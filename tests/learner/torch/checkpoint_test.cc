@@ -303,7 +303,7 @@ TEST_F(CheckpointTest, AFullDiskIsARunErrorAndTheLastCheckpointSurvives) {
               HasSubstr("No space left on device"));
   const absl::StatusOr<std::string> latest_or = LatestCheckpoint(run_dir);
   ASSERT_TRUE(latest_or.ok()) << latest_or.status();
-  const std::string latest = *latest_or;
+  const std::string& latest = *latest_or;
   EXPECT_EQ(latest, *first);
   std::unique_ptr<PpoLearner> restored = MakeLearner(9);
   ASSERT_TRUE(restored);
