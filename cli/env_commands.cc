@@ -430,7 +430,9 @@ std::optional<Command> DatasetFileCommand(const std::string& verb) {
         "FILE\n"
         "           [--max-ffill 3] [--on-long-gap split|fail] [--min-qty "
         "FILE]\n"
-        "           [--min-domain-rows 2] [--db DSN --data-dir DIR]\n"
+        "           [--min-domain-rows 2] [--feature-set "
+        "indicators|portfolio]\n"
+        "           [--db DSN --data-dir DIR]\n"
         "Imports per-asset CSV files into a dataset file (features computed);"
         " with --db\nor --data-dir also registers it in the coordinator's "
         "database.\n",

@@ -9,28 +9,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/unique_fd.h"
 
 namespace ristretto {
 namespace {
-
-// Closes `fd` on scope exit unless released.
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) close(fd_);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  int Release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 std::string ParentDirectory(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -63,7 +45,7 @@ absl::Status WriteFileDurably(const std::string& path,
   const int raw =
       open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", path));
-  FdCloser fd(raw);
+  UniqueFd fd(raw);
   auto fail = [&](const char* verb) {
     const int err = errno;
     close(fd.Release());
@@ -94,7 +76,7 @@ absl::Status WriteFileDurably(const std::string& path,
 absl::Status SyncDirectory(const std::string& dir) {
   const int raw = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", dir));
-  FdCloser fd(raw);
+  UniqueFd fd(raw);
   if (fsync(raw) != 0 && errno != EINVAL) {  // EINVAL: no dir fsync here
     return ErrnoStatus(errno, absl::StrCat("cannot fsync ", dir));
   }

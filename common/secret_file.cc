@@ -18,24 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/text_util.h"
+#include "common/unique_fd.h"
 
 namespace ristretto {
 namespace {
-
-// Closes a file descriptor on every return path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 std::string Quoted(const std::string& path) { return EscapeForMessage(path); }
 
@@ -86,7 +72,7 @@ bool UriHasPassword(absl::string_view dsn, size_t authority) {
 
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not hang; fstat then refuses it.
-  Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
     return absl::NotFoundError(absl::StrCat(
         "cannot open secret file ", Quoted(path), ": ", std::strerror(errno)));
@@ -163,7 +149,8 @@ absl::Status WriteSecretFile(const std::string& path,
   {
     // 0600 from creation (O_EXCL: never reuse a file someone else made):
     // the secret is never readable by others, not even briefly.
-    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    UniqueFd fd(
+        open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (fd.get() < 0) {
       return absl::InternalError(absl::StrCat("cannot create ", Quoted(temp),
                                               ": ", std::strerror(errno)));

@@ -238,8 +238,8 @@ TEST_F(CliTest, SubcommandHelpListsExactlyItsFlagsOnStdout) {
        {"assets", "copies", "features", "lookback", "rows", "seconds", "seed"}},
       {"env demo", {"lookback", "rows", "seed"}},
       {"dataset import",
-       {"csv-dir", "data-dir", "db", "interval", "max-ffill", "min-domain-rows",
-        "min-qty", "on-long-gap", "out"}},
+       {"csv-dir", "data-dir", "db", "feature-set", "interval", "max-ffill",
+        "min-domain-rows", "min-qty", "on-long-gap", "out"}},
       {"dataset synth",
        {"assets", "data-dir", "db", "interval", "out", "predictability", "rows",
         "seed", "signal-bars"}},
@@ -258,8 +258,8 @@ TEST_F(CliTest, SubcommandHelpListsExactlyItsFlagsOnStdout) {
         "synthetic-rows", "synthetic-seed", "trial", "validation-share"}},
       {"up",
        {"actors", "bin-dir", "csv-dir", "data-dir", "dataset", "envs", "export",
-        "insecure", "interval", "max-ffill", "min-domain-rows", "min-qty",
-        "on-long-gap", "slots", "study"}},
+        "feature-set", "insecure", "interval", "max-ffill", "min-domain-rows",
+        "min-qty", "on-long-gap", "slots", "study"}},
   };
   std::string train_help;
   for (size_t i = 0; i < cases.size(); ++i) {

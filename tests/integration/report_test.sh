@@ -143,7 +143,7 @@ charts=7
 grep -q 'data-chart="score-history"' "$html" || fail "no history chart"
 grep -q 'data-chart="lockbox-equity"' "$html" || fail "no lockbox equity chart"
 if [ "$pruned" -gt 0 ]; then
-  grep -q 'pruned (last reported value)' "$html" || fail "pruned trials not marked"
+  grep -q 'pruned (the value the pruner judged)' "$html" || fail "pruned trials not marked"
 fi
 
 # ---- bad input: one line on stderr, non-zero exit, nothing written.
