@@ -332,21 +332,29 @@ int64_t FeatureWarmupRows(FeatureSet set) {
 
 namespace {
 
-// σ_w[t]: population std of r[t−w+1 … t] (r[k] = ln(c[k]/c[k−1]), k >= 1);
-// NaN for t < w. Direct per row (windows of at most 720 bars over tens of
-// thousands of rows: no running sum to drift).
-std::vector<double> RollingReturnStd(const std::vector<double>& r, size_t w) {
-  std::vector<double> out(r.size(), std::numeric_limits<double>::quiet_NaN());
-  for (size_t t = w; t < r.size(); ++t) {
+// Mean and population standard deviation of x[t−w+1 … t] for every t
+// whose window starts at or after `first` (the series' first defined
+// index); NaN before. Direct per row (windows of at most 720 bars over tens
+// of thousands of rows: no running sum to drift).
+struct RollingMoments {
+  std::vector<double> mean, std;
+};
+RollingMoments RollingMeanStd(const std::vector<double>& x, size_t w,
+                              size_t first) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  RollingMoments m{std::vector<double>(x.size(), nan),
+                   std::vector<double>(x.size(), nan)};
+  for (size_t t = first + w - 1; t < x.size(); ++t) {
     double mean = 0;
-    for (size_t k = t + 1 - w; k <= t; ++k) mean += r[k];
+    for (size_t k = t + 1 - w; k <= t; ++k) mean += x[k];
     mean /= static_cast<double>(w);
     double var = 0;
     for (size_t k = t + 1 - w; k <= t; ++k)
-      var += (r[k] - mean) * (r[k] - mean);
-    out[t] = std::sqrt(var / static_cast<double>(w));
+      var += (x[k] - mean) * (x[k] - mean);
+    m.mean[t] = mean;
+    m.std[t] = std::sqrt(var / static_cast<double>(w));
   }
-  return out;
+  return m;
 }
 
 double Clip(double v) {
@@ -381,15 +389,17 @@ std::vector<double> PortfolioFeatures(Span high, Span low, Span close,
   if (n == 0) return out;
   std::vector<double> r(n, nan);
   for (size_t t = 1; t < n; ++t) r[t] = SafeLogRatio(close[t], close[t - 1]);
-  // r[0] is undefined; the windows below start at r[1].
-  const std::vector<double> vol24 = RollingReturnStd(r, 24);
-  const std::vector<double> vol168 = RollingReturnStd(r, kVolWindow);
-  const std::vector<double> vol720 = RollingReturnStd(r, kLongWindow);
+  // σ_w: r[0] is undefined, so the windows start at r[1].
+  const std::vector<double> vol24 = RollingMeanStd(r, 24, 1).std;
+  const std::vector<double> vol168 = RollingMeanStd(r, kVolWindow, 1).std;
+  const std::vector<double> vol720 = RollingMeanStd(r, kLongWindow, 1).std;
   const std::vector<double> sma720 = Sma(close, kLongWindow);
   std::vector<double> log_volume(n);
   for (size_t t = 0; t < n; ++t) {
     log_volume[t] = std::log1p(std::max(volume[t], 0.0));
   }
+  const RollingMoments volume_moments =
+      RollingMeanStd(log_volume, kVolWindow, 0);
   const Macd macd = ComputeMacd(close);
   const std::vector<double> rsi = Rsi(close);
   const std::vector<double> cci = Cci(high, low, close);
@@ -421,17 +431,10 @@ std::vector<double> PortfolioFeatures(Span high, Span low, Span close,
     row[7] = Clip(SafeLogRatio(vol24[t], sigma));
     row[8] = Clip(SafeLogRatio(sigma, vol720[t]));
     if (t + 1 >= static_cast<size_t>(kVolWindow)) {
-      const size_t w = static_cast<size_t>(kVolWindow);
-      double mean = 0;
-      for (size_t q = t + 1 - w; q <= t; ++q) mean += log_volume[q];
-      mean /= static_cast<double>(w);
-      double var = 0;
-      for (size_t q = t + 1 - w; q <= t; ++q) {
-        var += (log_volume[q] - mean) * (log_volume[q] - mean);
-      }
+      const double mean = volume_moments.mean[t];
       // A constant volume leaves only rounding in the variance: 0, not a
       // z-score of rounding noise.
-      double sd = std::sqrt(var / static_cast<double>(w));
+      double sd = volume_moments.std[t];
       if (sd <= 1e-12 * std::max(1.0, std::abs(mean))) sd = 0;
       row[9] = Clip(SafeRatio(log_volume[t] - mean, sd));
     }

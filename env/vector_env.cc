@@ -609,12 +609,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
         // The trailing high starts at the close (the stop compares closes).
         if (hold[i] == 0.0f) high[i] = static_cast<float>(p[i]);
         hold[i] = static_cast<float>(static_cast<double>(hold[i]) + buy);
-        const double notional = filled * buy;
-        cash -= notional * (1.0 + fb);
-        info.buy_fees += notional * fb;
-        info.slippage += (filled - p[i]) * buy;
-        traded += p[i] * buy;
-        ++info.buy_trades;
+        traded += BookBuy(p[i], buy, &cash, &info);
       }
     }
   }  // ActionModel::kShares

@@ -26,6 +26,19 @@ using Json = nlohmann::json;
 
 double Nan() { return std::numeric_limits<double>::quiet_NaN(); }
 
+// A double as JSON: the number, or null when it is not finite (JSON has no
+// NaN); ReadNumber reads it back.
+Json FiniteOrNull(double v) {
+  return std::isfinite(v) ? Json(v) : Json(nullptr);
+}
+
+// When `obj` has `key`: *out = its number, NaN for null (FiniteOrNull's).
+void ReadNumber(const Json& obj, const char* key, double* out) {
+  if (obj.contains(key)) {
+    *out = obj[key].is_number() ? obj[key].get<double>() : Nan();
+  }
+}
+
 }  // namespace
 
 SharpeStats CountEachBarOnce(SharpeStats stats, double multiplicity) {
@@ -482,9 +495,7 @@ StudyStatistics ComputeStudyStatistics(
 
 std::string LockboxRulesToJson(const std::vector<LockboxRuleResult>& rules,
                                bool with_returns) {
-  auto num = [](double v) -> Json {
-    return std::isfinite(v) ? Json(v) : Json(nullptr);
-  };
+  const auto& num = FiniteOrNull;
   Json out = Json::array();
   for (const LockboxRuleResult& r : rules) {
     Json j{{"name", r.name},
@@ -520,9 +531,7 @@ absl::StatusOr<std::vector<LockboxRuleResult>> LockboxRulesFromJson(
     for (const Json& r : j) {
       LockboxRuleResult x;
       auto num = [&r](const char* key, double* out) {
-        if (r.contains(key)) {
-          *out = r[key].is_number() ? r[key].get<double>() : Nan();
-        }
+        ReadNumber(r, key, out);
       };
       x.name = r.at("name").get<std::string>();
       x.parameter = r.value("parameter", std::string());
@@ -549,9 +558,7 @@ absl::StatusOr<std::vector<LockboxRuleResult>> LockboxRulesFromJson(
 }
 
 std::string StudyStatisticsToJson(const StudyStatistics& s) {
-  auto num = [](double v) -> Json {
-    return std::isfinite(v) ? Json(v) : Json(nullptr);
-  };
+  const auto& num = FiniteOrNull;
   Json j{
       {"complete_trials", s.complete_trials},
       {"trials_tried", s.trials_tried},
@@ -613,11 +620,7 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
   if (!j.is_object()) {
     return absl::DataLossError("study result is not a JSON object");
   }
-  auto num = [&j](const char* key, double* out) {
-    if (j.contains(key)) {
-      *out = j[key].is_number() ? j[key].get<double>() : Nan();
-    }
-  };
+  auto num = [&j](const char* key, double* out) { ReadNumber(j, key, out); };
   StudyStatistics s;
   try {
     s.complete_trials = j.value("complete_trials", int64_t{0});
@@ -649,9 +652,7 @@ absl::StatusOr<StudyStatistics> StudyStatisticsFromJson(
       const Json& l = j["lockbox"];
       TrialEvidence::Lockbox x;
       auto lnum = [&l](const char* key, double* out) {
-        if (l.contains(key)) {
-          *out = l[key].is_number() ? l[key].get<double>() : Nan();
-        }
+        ReadNumber(l, key, out);
       };
       lnum("sharpe", &x.sharpe);
       lnum("sharpe_se", &x.sharpe_se);
