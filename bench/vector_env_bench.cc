@@ -35,9 +35,15 @@ void BM_VectorEnvStep(benchmark::State& state) {
   options.episode_steps = 1000;
   if (state.range(2) == 0) {
     options.env.action_model = ActionModel::kShares;
+    options.env.position_observation = PositionObservation::kHoldings;
     options.env.cooldown_trim_bars = 48;
     options.env.reward_mode = RewardMode::kShaped;
     options.env.min_notional = 0.0;
+  }
+  // weights:2 is target weights observing coin holdings (before the
+  // weights observation): the A/B baseline of the observation's cost.
+  if (state.range(2) == 2) {
+    options.env.position_observation = PositionObservation::kHoldings;
   }
   auto vec = VectorEnv::Create(*market, options);
   if (!vec.ok()) {
@@ -167,7 +173,7 @@ BENCHMARK(BM_ScalarEnvsStep)
 
 BENCHMARK(BM_VectorEnvStep)
     ->ArgNames({"lookback", "copies", "weights"})
-    ->ArgsProduct({{1, 5}, {1, 64, 1024}, {0, 1}})
+    ->ArgsProduct({{1, 5}, {1, 64, 1024}, {0, 1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

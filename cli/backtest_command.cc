@@ -1,5 +1,6 @@
 #include "cli/backtest_command.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,7 +8,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -24,6 +27,7 @@
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/table.h"
+#include "common/atomic_file.h"
 #include "common/file_util.h"
 #include "common/status_macros.h"
 #include "coordinator/core/rule_baselines.h"
@@ -181,23 +185,46 @@ absl::Status CheckOutDir(const fs::path& out) {
                    "backtest's output; choose another --out"));
 }
 
+// What a path is, for a message: "does not exist", "is a FIFO", "cannot be
+// read (Too many levels of symbolic links)".
+std::string WhatItIs(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) {
+    const int error = errno;
+    return error == ENOENT
+               ? std::string("does not exist")
+               : absl::StrCat("cannot be read (", std::strerror(error), ")");
+  }
+  return absl::StrCat("is ", DescribeFileType(st.st_mode));
+}
+
+// contract.json is a few kilobytes; anything above this is not a contract.
+constexpr int64_t kMaxContractBytes = int64_t{16} << 20;
+
 absl::StatusOr<learner::PolicyContract> ReadPolicyContract(
     const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("policy directory ", dir.string(), " does not exist"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "policy directory ", dir.string(), " ", WhatItIs(dir),
+        " (expected a directory holding an exported policy)"));
   }
   for (const char* file : {"contract.json", "policy.pt"}) {
     if (!fs::is_regular_file(dir / file, ec)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "policy directory ", dir.string(), " has no ", file,
-          " (expected an exported policy: policy.pt and contract.json, as "
-          "written by ristretto train --export or study export)"));
+      const std::string what = WhatItIs(dir / file);
+      if (what == "does not exist") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "policy directory ", dir.string(), " has no ", file,
+            " (expected an exported policy: policy.pt and contract.json, as "
+            "written by ristretto train --export or study export)"));
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat((dir / file).string(), " ", what,
+                       ", not a regular file (expected an exported policy)"));
     }
   }
   const std::string path = (dir / "contract.json").string();
-  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kMaxContractBytes));
   absl::StatusOr<learner::PolicyContract> contract =
       learner::PolicyContract::FromJson(text);
   if (!contract.ok()) {
@@ -681,14 +708,9 @@ Json SpreadJson(const Spread& s) {
 
 // ---- output -----------------------------------------------------------------
 
+// Every error carries its strerror ("No space left on device").
 absl::Status WriteFile(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(text.data(), static_cast<std::streamsize>(text.size()));
-  f.close();
-  if (!f) {
-    return absl::InternalError(absl::StrCat("cannot write ", path.string()));
-  }
-  return absl::OkStatus();
+  return WriteFileDurably(path.string(), text);
 }
 
 // Writes every file into a hidden directory beside `out` and renames it

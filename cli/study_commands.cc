@@ -34,6 +34,7 @@
 #include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/artifact_hash.h"
+#include "common/atomic_file.h"
 #include "common/secret_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -1515,14 +1516,7 @@ absl::StatusOr<std::string> ExportBest(Store& store,
               ? staging
               : staging / absl::StrCat(kRefitDirPrefix, refit)));
     }
-    std::ofstream f(staging / "evaluation.json");
-    f << meta;
-    f.close();
-    if (!f.good()) {
-      return absl::InternalError(absl::StrCat(
-          "writing ", (staging / "evaluation.json").string(), " failed"));
-    }
-    return absl::OkStatus();
+    return WriteFileDurably((staging / "evaluation.json").string(), meta);
   };
   if (absl::Status staged = stage(); !staged.ok()) {
     std::error_code ec;

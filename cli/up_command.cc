@@ -32,6 +32,7 @@
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
+#include "common/atomic_file.h"
 #include "common/auth.h"
 #include "common/dev_certs.h"
 #include "common/options_schema.h"
@@ -221,28 +222,7 @@ void StopProcess(Subprocess* p, std::chrono::seconds grace,
 // no partial file is ever left at `path`.
 absl::Status WriteTextAtomically(const std::string& path,
                                  const std::string& text) {
-  const fs::path target(path);
-  const fs::path partial =
-      target.parent_path() /
-      absl::StrCat(".", target.filename().string(), ".partial");
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(partial, ignored);
-      return absl::InternalError(absl::StrCat("cannot write ", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(partial, target, ec);
-  if (ec) {
-    fs::remove(partial, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot write ", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, text);
 }
 
 // The dataset given with --csv-dir (imported as `dataset import` does) or

@@ -288,10 +288,14 @@ inline constexpr OptionSpec kTable[] = {
         .Unit("fraction"),
     Float("norm_cash_exp", kEnv, "env.norm_cash", 11, Closed(-64, 64),
           "k sets env.norm_cash = 2^-k")
-        .Unit("log2"),
+        .Unit("log2")
+        .ReadWhen("position_observation", "holdings",
+                  "only the holdings observation uses it"),
     Float("norm_stocks_exp", kEnv, "env.norm_stocks", 8, Closed(-64, 64),
           "k sets env.norm_stocks = 2^-k")
-        .Unit("log2"),
+        .Unit("log2")
+        .ReadWhen("position_observation", "holdings",
+                  "only the holdings observation uses it"),
     Float("norm_tech_exp", kEnv, "env.norm_tech", 14, Closed(-64, 64),
           "k sets env.norm_tech = 2^-k")
         .Unit("log2"),
@@ -316,6 +320,18 @@ inline constexpr OptionSpec kTable[] = {
         .Unit("fraction of the portfolio")
         .ReadWhen("action_model", "weights",
                   "only the target-weight action model uses it"),
+    Float("rebalance_rate", kEnv, "env.rebalance_rate", 1, OpenLow(0, 1),
+          "share of an asset's gap to its target traded in one bar (1 = all "
+          "of it; below 1 the position follows a flickering target like a "
+          "moving average)")
+        .Unit("fraction of the gap")
+        .ReadWhen("action_model", "weights",
+                  "only the target-weight action model uses it"),
+    Choice("position_observation", kEnv, "env.position_observation",
+           "holdings|weights", 1,
+           "what the observation says about the account: weights (the cash "
+           "and asset shares of its value) or holdings (the original's "
+           "cash*norm_cash and coins*norm_stocks)"),
     Float("min_notional", kEnv, "env.min_notional", 5, Closed(0, kInf),
           "smallest order traded, at the close (smaller orders are skipped)")
         .Unit("quote currency"),

@@ -215,6 +215,15 @@ absl::Status ParseBarValue(absl::string_view file, int64_t line,
     return LineError(file, line,
                      absl::StrCat(name, " must be >= 0, got ", Shown(field)));
   }
+  // Far above any real price or bar volume: the features computed from it
+  // (squares, products, sums over windows) would overflow to infinity.
+  constexpr double kMaxBarValue = 1e18;
+  if (*out > kMaxBarValue) {
+    return LineError(file, line,
+                     absl::StrCat(name, " ", Shown(field),
+                                  " is above 1e18 (larger than any real ",
+                                  is_price ? "price" : "volume", ")"));
+  }
   // Subnormal values (below ~2.2e-308) lose precision and turn into inf in
   // any ratio; no real price or quantity is that small.
   if (std::fpclassify(*out) == FP_SUBNORMAL) {

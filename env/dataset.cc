@@ -237,14 +237,23 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& path) {
 
   const std::string tmp = path + ".tmp";
   {
+    // The stream's failing write(2) leaves its errno ("No space left on
+    // device"), which the message carries.
+    errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::InternalError(absl::StrCat("cannot create ", tmp));
+    if (!out) {
+      return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ",
+                                              std::strerror(errno)));
+    }
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
+    out.close();
     if (!out) {
+      const int error = errno;
       std::remove(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write failed: ", tmp));
+      return absl::InternalError(
+          absl::StrCat("write failed: ", tmp, ": ",
+                       error != 0 ? std::strerror(error) : "unknown error"));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -57,6 +57,7 @@ absl::Status EnvOptions::Validate() const {
       {"reward_scale", reward_scale, 0, kInf, true, false},
       {"weight_logit_scale", weight_logit_scale, 0, 1000, true, false},
       {"rebalance_band", rebalance_band, 0, 1, false, true},
+      {"rebalance_rate", rebalance_rate, 0, 1, true, false},
       {"min_notional", min_notional, 0, kInf, false, false},
       {"turnover_penalty", turnover_penalty, 0, kInf, false, false},
       {"dsr_eta", dsr_eta, 0, 1, true, true},
@@ -97,6 +98,24 @@ absl::Status ParseActionModel(const std::string& text, ActionModel* model) {
 
 const char* ActionModelName(ActionModel model) {
   return model == ActionModel::kShares ? "shares" : "weights";
+}
+
+absl::Status ParsePositionObservation(const std::string& text,
+                                      PositionObservation* out) {
+  if (text == "holdings") {
+    *out = PositionObservation::kHoldings;
+  } else if (text == "weights") {
+    *out = PositionObservation::kWeights;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown position observation '", text,
+                     "' (expected weights or holdings)"));
+  }
+  return absl::OkStatus();
+}
+
+const char* PositionObservationName(PositionObservation p) {
+  return p == PositionObservation::kHoldings ? "holdings" : "weights";
 }
 
 absl::Status ParseTerminalReward(const std::string& text,

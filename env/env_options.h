@@ -38,6 +38,20 @@ enum class ActionModel {
   kWeights,
 };
 
+// What the first 1 + n observation entries say about the account
+// (docs/env_actions.md).
+enum class PositionObservation {
+  // The original's: cash·norm_cash, then each asset's coin holding ·
+  // norm_stocks (the golden parity traces use it). Coin counts are not
+  // comparable across assets or prices (0.002 BTC next to 10,000 of a
+  // cheap coin), so a policy can hardly tell what share it holds.
+  kHoldings,
+  // The default: the cash weight, then each asset's weight, as fractions of
+  // the account's value at the observation's close (each in [0, 1], summing
+  // to 1): what a target-weight policy needs to know to hold.
+  kWeights,
+};
+
 enum class TerminalReward {
   kStep,           // every step returns that step's reward (default)
   kDiscountedSum,  // the done step returns the running discounted sum G
@@ -104,6 +118,14 @@ struct EnvOptions {
   // kWeights: an asset is traded only when |w_i − target_i| > band (weights
   // as fractions of the portfolio value at the bar's close), in [0, 1).
   double rebalance_band = 0.02;
+  // kWeights: the share of an asset's gap to its target traded in one bar,
+  // in (0, 1]: an asset outside the band is traded to held + rate·(goal −
+  // held). 1 trades to the target at once; below 1 the position follows
+  // the target like an exponential moving average (half-life
+  // ln 2 / −ln(1 − rate) bars), which filters a target that flickers from
+  // bar to bar (partial adjustment, as in Gârleanu & Pedersen 2013).
+  double rebalance_rate = 1.0;
+  PositionObservation position_observation = PositionObservation::kWeights;
   // Smallest order traded, in quote currency (at the close); smaller
   // orders are skipped (both action models). Binance's spot minimum is 5.
   double min_notional = 5.0;
@@ -124,10 +146,13 @@ struct EnvOptions {
 };
 
 // Parses "shaped"/"log_return"/"differential_sharpe", "step"/
-// "discounted_sum" and "shares"/"weights".
+// "discounted_sum", "shares"/"weights" and "holdings"/"weights".
 absl::Status ParseRewardMode(const std::string& text, RewardMode* mode);
 absl::Status ParseActionModel(const std::string& text, ActionModel* model);
 const char* ActionModelName(ActionModel model);
+absl::Status ParsePositionObservation(const std::string& text,
+                                      PositionObservation* out);
+const char* PositionObservationName(PositionObservation p);
 absl::Status ParseTerminalReward(const std::string& text, TerminalReward* mode);
 
 }  // namespace ristretto::env

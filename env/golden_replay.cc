@@ -148,6 +148,7 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   o.reward_mode = RewardMode::kShaped;
   // The original's action model, forced trim and order sizes.
   o.action_model = ActionModel::kShares;
+  o.position_observation = PositionObservation::kHoldings;
   o.cooldown_trim_bars = 48;
   o.trim_fraction = 0.05;
   o.min_notional = 0.0;

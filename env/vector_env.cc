@@ -228,13 +228,32 @@ void VectorEnv::AutoStart(int b) {
 void VectorEnv::WriteObservation(int b, float* obs) const {
   const int n = n_;
   const float* hold = &holdings_[static_cast<size_t>(b) * n];
-  obs[0] = static_cast<float>(cash_[b] * env_.norm_cash);
-  for (int i = 0; i < n; ++i) {
-    obs[1 + i] =
-        static_cast<float>(static_cast<double>(hold[i]) * env_.norm_stocks);
-  }
   const int64_t T = market_->num_rows;
   const int64_t row = slice_begin_[b] + t_[b];
+  if (env_.position_observation == PositionObservation::kWeights) {
+    // Shares of the value at this row's close, the price the next trade
+    // starts from. An account worth nothing (impossible without leverage)
+    // reads as all cash.
+    const double* p = price_ + row * n;
+    double value = cash_[b];
+    for (int i = 0; i < n; ++i) value += static_cast<double>(hold[i]) * p[i];
+    if (value > 0) {
+      obs[0] = static_cast<float>(cash_[b] / value);
+      for (int i = 0; i < n; ++i) {
+        obs[1 + i] = static_cast<float>(static_cast<double>(hold[i]) * p[i] /
+                                        value);
+      }
+    } else {
+      obs[0] = 1.0f;
+      for (int i = 0; i < n; ++i) obs[1 + i] = 0.0f;
+    }
+  } else {
+    obs[0] = static_cast<float>(cash_[b] * env_.norm_cash);
+    for (int i = 0; i < n; ++i) {
+      obs[1 + i] =
+          static_cast<float>(static_cast<double>(hold[i]) * env_.norm_stocks);
+    }
+  }
   if (num_features_ == 0) return;  // memcpy from a null data() is UB
   std::memcpy(obs + 1 + n,
               tech_reversed_.data() + (T - 1 - row) * num_features_,
@@ -373,8 +392,8 @@ double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
 // Target weights (ActionModel::kWeights), docs/env_actions.md. Weights are
 // shares of the value at this bar's close before trading, V. The target of
 // asset i is V·w_i; an asset whose value is off it by more than
-// rebalance_band·V is traded to it: sells first (each asset on its own),
-// then buys, all scaled by one factor when they cost more than the cash
+// rebalance_band·V is traded rebalance_rate of the way to it: sells first
+// (each asset on its own), then buys, all scaled by one factor when they cost more than the cash
 // (less the reserve, times buy_safety) can pay. Orders below the minimum
 // quantity or min_notional are skipped. Nothing depends on the order of the
 // assets but the rounding of sums.
@@ -412,6 +431,7 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
     denom += target[i];
   }
   const double band = env_.rebalance_band * value;
+  const double rate = env_.rebalance_rate;
 
   // Sells.
   for (int i = 0; i < n; ++i) {
@@ -419,7 +439,8 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
     const double held = static_cast<double>(hold[i]) * p[i];
     const double goal = target[i] / denom * value;
     if (!(held - goal > band)) continue;
-    float sell = std::min(hold[i], static_cast<float>((held - goal) / p[i]));
+    float sell =
+        std::min(hold[i], static_cast<float>(rate * (held - goal) / p[i]));
     if (capped) sell = std::min(sell, FloatAtMost(left[i]));
     if (!(sell > 0.0f)) continue;
     const double s = static_cast<double>(sell);
@@ -439,7 +460,7 @@ double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
     const double held = static_cast<double>(hold[i]) * p[i];
     const double goal = target[i] / denom * value;
     if (!(goal - held > band)) continue;
-    double q = (goal - held) / p[i];
+    double q = rate * (goal - held) / p[i];
     if (capped) q = std::min(q, left[i]);
     if (!(q > 0.0)) continue;
     want[i] = q;

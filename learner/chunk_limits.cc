@@ -187,6 +187,41 @@ MarketMoves ScanMarketMoves(const env::MarketData& market, int64_t window) {
   return out;
 }
 
+namespace {
+
+// The holdings observation's bounds (float32 coins, never below 0: sells
+// and trims take at most the holding). An asset bought at a price >= its
+// smallest positive price p_min is worth holding·p <= V_max then, so
+// holding <= V_max / p_min; and (action model shares) each step buys at
+// most |tanh(u)| <= min(1, action_clip) times C0 / (p0·norm_action) coins
+// with p0 >= p_min.
+void AddHoldingBounds(const env::EnvOptions& e, const env::MarketData& market,
+                      const MarketMoves& moves, int64_t episode_steps,
+                      bool weights, ChunkValueBounds* b) {
+  const int n = market.num_assets;
+  const double c0 = e.initial_capital;
+  const double a_max = std::min(1.0, e.action_clip);
+  for (int i = 0; i < n; ++i) {
+    double p_min = 0.0;
+    for (int64_t t = 0; t < market.num_rows; ++t) {
+      const double p = market.price[static_cast<size_t>(t * n + i)];
+      if (p > 0 && (p_min == 0.0 || p < p_min)) p_min = p;
+    }
+    double hold_max = 0.0;  // never priced: never bought
+    if (p_min > 0) {
+      hold_max = c0 / p_min *
+                 (weights ? moves.max_growth
+                          : std::min(moves.max_growth,
+                                     static_cast<double>(episode_steps) *
+                                         a_max / e.norm_action));
+    }
+    const ValueRange r = Widen(0.0, hold_max * e.norm_stocks, 0.0);
+    b->obs[1 + static_cast<size_t>(i)] = ValueRange{0.0f, r.hi};
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
     const PolicyContract& contract, const env::MarketData& market,
     int64_t episode_steps) {
@@ -217,32 +252,17 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
 
   // Cash: 0 <= cash <= V <= V_max. Buys keep cash >= the reserve up to a
   // few ulps of rounding (buy_safety may be 1), hence the margin below 0.
-  const double cash_hi = v_max * e.norm_cash;
-  b.obs[0] = Widen(-kRelativeMargin * cash_hi, cash_hi, 0.0);
-
-  // Holdings (float32, never below 0: sells and trims take at most the
-  // holding). An asset bought at a price >= its smallest positive price
-  // p_min is worth holding·p <= V_max then, so holding <= V_max / p_min;
-  // and (action model shares) each step buys at most |tanh(u)| <=
-  // min(1, action_clip) times C0 / (p0·norm_action) coins with p0 >= p_min.
-  const double a_max = std::min(1.0, e.action_clip);
   const bool weights = e.action_model == env::ActionModel::kWeights;
-  for (int i = 0; i < n; ++i) {
-    double p_min = 0.0;
-    for (int64_t t = 0; t < market.num_rows; ++t) {
-      const double p = market.price[static_cast<size_t>(t * n + i)];
-      if (p > 0 && (p_min == 0.0 || p < p_min)) p_min = p;
+  if (e.position_observation == env::PositionObservation::kWeights) {
+    // Shares of the value, each in [0, 1] up to the rounding of a float
+    // quotient (cash a few ulps below 0 after a buy with buy_safety 1).
+    for (int i = 0; i <= n; ++i) {
+      b.obs[static_cast<size_t>(i)] = Widen(-kRelativeMargin, 1.0, 0.0);
     }
-    double hold_max = 0.0;  // never priced: never bought
-    if (p_min > 0) {
-      hold_max = c0 / p_min *
-                 (weights ? moves.max_growth
-                          : std::min(moves.max_growth,
-                                     static_cast<double>(episode_steps) *
-                                         a_max / e.norm_action));
-    }
-    const ValueRange r = Widen(0.0, hold_max * e.norm_stocks, 0.0);
-    b.obs[1 + static_cast<size_t>(i)] = ValueRange{0.0f, r.hi};
+  } else {
+    const double cash_hi = v_max * e.norm_cash;
+    b.obs[0] = Widen(-kRelativeMargin * cash_hi, cash_hi, 0.0);
+    AddHoldingBounds(e, market, moves, episode_steps, weights, &b);
   }
 
   // Features: the observation holds float(tech·norm_tech) of market rows,

@@ -58,6 +58,8 @@ void VisitEnv(Env& e, Visitor& v) {
   v("action_model", e.action_model);
   v("weight_logit_scale", e.weight_logit_scale);
   v("rebalance_band", e.rebalance_band);
+  v("rebalance_rate", e.rebalance_rate);
+  v("position_observation", e.position_observation);
   v("min_notional", e.min_notional);
   v("norm_action", e.norm_action);
   v("time_decay_floor", e.time_decay_floor);
@@ -105,6 +107,9 @@ class JsonWriter {
   }
   void operator()(const char* name, env::ActionModel v) {
     (*obj_)[name] = env::ActionModelName(v);
+  }
+  void operator()(const char* name, env::PositionObservation v) {
+    (*obj_)[name] = env::PositionObservationName(v);
   }
   void operator()(const char* name, Activation v) {
     (*obj_)[name] = ActivationName(v);
@@ -232,6 +237,10 @@ absl::Status Read(const Json& j, const std::string& path,
                   env::ActionModel* out) {
   return ReadEnum(j, path, &env::ParseActionModel, out);
 }
+absl::Status Read(const Json& j, const std::string& path,
+                  env::PositionObservation* out) {
+  return ReadEnum(j, path, &env::ParsePositionObservation, out);
+}
 absl::Status Read(const Json& j, const std::string& path, Activation* out) {
   return ReadEnum(j, path, &ParseActivation, out);
 }
@@ -254,11 +263,11 @@ bool ReadsAsZeroWhenMissing(const std::string& path) {
 // weights-only options were not read (their defaults).
 bool ReadsAsLegacyWhenMissing(const std::string& path) {
   return path == "env.action_model" || path == "env.min_notional" ||
-         path == "env.turnover_penalty";
+         path == "env.turnover_penalty" || path == "env.position_observation";
 }
 bool ReadsAsDefaultWhenMissing(const std::string& path) {
   return path == "env.weight_logit_scale" || path == "env.rebalance_band" ||
-         path == "env.dsr_eta";
+         path == "env.rebalance_rate" || path == "env.dsr_eta";
 }
 
 // Reads named fields of one JSON object; keeps the first error.

@@ -140,6 +140,8 @@ std::vector<Accessor> BuildAccessors() {
       RISTRETTO_FIELD("action_model", env, action_model),
       RISTRETTO_FIELD("weight_logit_scale", env, weight_logit_scale),
       RISTRETTO_FIELD("rebalance_band", env, rebalance_band),
+      RISTRETTO_FIELD("rebalance_rate", env, rebalance_rate),
+      RISTRETTO_FIELD("position_observation", env, position_observation),
       RISTRETTO_FIELD("min_notional", env, min_notional),
       RISTRETTO_FIELD("norm_action", env, norm_action),
       RISTRETTO_FIELD("time_decay_floor", env, time_decay_floor),

@@ -156,6 +156,7 @@ Reader EnvReader(env::EnvOptions* e) {
     // The old writer predates these options: its runs traded coin
     // quantities with no minimum notional, and it always wrote the trim.
     e->action_model = env::ActionModel::kShares;
+    e->position_observation = env::PositionObservation::kHoldings;
     e->min_notional = 0.0;
     return ReadObject(
         j, path,

@@ -461,14 +461,18 @@ absl::StatusOr<std::string> WriteStudyReport(Store& store,
         "--out ", out_dir, ": cannot write ", partial.string(), ": ",
         std::error_code(errno, std::generic_category()).message()));
   }
+  errno = 0;
   const size_t written = std::fwrite(html.data(), 1, html.size(), f);
   const bool flushed = std::fflush(f) == 0;
+  const int error = errno;
   const bool closed = std::fclose(f) == 0;
   if (written != html.size() || !flushed || !closed) {
+    const int why = error != 0 ? error : errno;
     fs::remove(partial, ec);
-    return absl::InternalError(absl::StrCat("--out ", out_dir, ": writing ",
-                                            partial.string(),
-                                            " failed (disk full?)"));
+    return absl::InternalError(absl::StrCat(
+        "--out ", out_dir, ": writing ", partial.string(), " failed: ",
+        why != 0 ? std::error_code(why, std::generic_category()).message()
+                 : std::string("unknown error")));
   }
   fs::rename(partial, target, ec);
   if (ec) {

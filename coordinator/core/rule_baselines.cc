@@ -265,9 +265,14 @@ absl::StatusOr<learner::EvaluationResult> EvaluateRule(
   };
   learner::EvaluationTrace local;
   learner::EvaluationTrace* played = trace != nullptr ? trace : &local;
+  // A rule's signal is deliberate: it is traded to its target at once
+  // (outside the band), whatever partial rate the policy's env uses to
+  // filter a flickering target.
+  env::EnvOptions rule_env = env_options;
+  rule_env.rebalance_rate = 1.0;
   ASSIGN_OR_RETURN(
       learner::EvaluationResult result,
-      learner::EvaluateActions(market, env_options, domains, decide, played));
+      learner::EvaluateActions(market, rule_env, domains, decide, played));
   // The rows the rule assumed are the rows the env played.
   for (size_t j = 0, first = 0; j < played->bars(); ++j) {
     if (j > 0 && played->domain[j] != played->domain[j - 1]) first = j;

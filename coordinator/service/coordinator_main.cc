@@ -64,6 +64,9 @@ ABSL_FLAG(std::string, data_dir, "/tmp/ristretto-coordinator",
           "where datasets and run outputs are kept (created if missing)");
 ABSL_FLAG(int64_t, lease_ttl_s, 30,
           "seconds a learner's lease lives without a heartbeat (>= 1)");
+ABSL_FLAG(int64_t, max_learners, 256,
+          "most learner member ids live at once; registrations under new "
+          "ids beyond it are refused");
 ABSL_FLAG(int64_t, tick_ms, 500, "milliseconds between scheduling passes");
 ABSL_FLAG(int64_t, max_message_mb, 16, "largest gRPC message received, MiB");
 ABSL_FLAG(std::string, token_file, "",
@@ -108,6 +111,7 @@ constexpr char kUsage[] =
     "usage: ristretto-coordinator --db DSN (or $RISTRETTO_DB)\n"
     "    [--address A (127.0.0.1)] [--port P (0: any)]\n"
     "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
+    "    [--max-learners N (256)]\n"
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--actor-token-file FILE (mode 600; or $RISTRETTO_ACTOR_TOKEN)]\n"
@@ -206,6 +210,10 @@ absl::Status Main() {
   if (ttl_s < 1)
     return absl::InvalidArgumentError("--lease-ttl-s must be >= 1");
   options.lease_ttl = absl::Seconds(ttl_s);
+  options.max_learners = absl::GetFlag(FLAGS_max_learners);
+  if (options.max_learners < 1) {
+    return absl::InvalidArgumentError("--max-learners must be >= 1");
+  }
   const int64_t tick_ms = absl::GetFlag(FLAGS_tick_ms);
   // Declared before the scheduler: destroyed after it.
   ASSIGN_OR_RETURN(

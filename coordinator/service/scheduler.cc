@@ -686,6 +686,18 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
           Db(DbOp::kReleaseLeases)->ReleaseLeases(request.member_id()));
     }
   }
+  if (learners_.find(request.member_id()) == learners_.end()) {
+    int64_t live = 0;
+    for (const auto& [id, learner] : learners_) {
+      if (Live(learner.last_call)) ++live;
+    }
+    if (live >= options_.max_learners) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          live, " learner member ids are live, the coordinator's cap "
+          "(--max-learners ", options_.max_learners, "): a new id registers "
+          "once a learner has been silent for a lease lifetime"));
+    }
+  }
   MemberRow member;
   member.id = request.member_id();
   member.kind = "learner";

@@ -47,6 +47,12 @@ struct SchedulerOptions {
   // with the learner's reason.
   absl::Duration retry_backoff = absl::Seconds(5);
   absl::Duration max_retry_backoff = absl::Minutes(5);
+  // The most learner member ids live at once (called within a lease
+  // lifetime). A registration under a new id beyond it is refused
+  // (kResourceExhausted), so a holder of the learners' token cannot flood
+  // the coordinator with ids; a learner that stops frees its place a lease
+  // lifetime after its last call. Re-registering a live id always works.
+  int64_t max_learners = 256;
   // The scheduler's clock (lease expiry, back-off); empty: absl::Now.
   // Tests pass a fake one.
   std::function<absl::Time()> clock;

@@ -106,6 +106,7 @@ class SchedulerUnitTest : public ::testing::Test {
     options.lease_ttl = lease_ttl;
     options.clock = clock_;
     options.metrics = scheduler_metrics_;
+    options.max_learners = max_learners_;
     scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
                                              std::move(options));
     if (!token.empty()) return;
@@ -174,6 +175,7 @@ class SchedulerUnitTest : public ::testing::Test {
   int64_t study_id_ = 0;
   // The scheduler's clock (Start passes it); empty: the real one.
   std::function<absl::Time()> clock_;
+  int64_t max_learners_ = 256;
   // The scheduler's metrics (Start passes them); null: none.
   CoordinatorMetrics* scheduler_metrics_ = nullptr;
 };
@@ -558,6 +560,37 @@ TEST_F(SchedulerUnitTest, ARegistrationFloodDoesNotDrawActorsAway) {
     fake_named = fake_named || found->learner_member_id() == "fake-7";
   }
   EXPECT_TRUE(fake_named);
+}
+
+// The coordinator holds at most max_learners live learner ids: a flood of
+// new ids is refused with the cap named, a live id re-registers, and a
+// silent learner's place is free again after a lease lifetime.
+TEST_F(SchedulerUnitTest, NewLearnerIdsBeyondTheCapAreRefused) {
+  absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  clock_ = [&now] { return now; };
+  max_learners_ = 3;
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));  // kMember is one
+  auto register_as = [&](const std::string& id) {
+    v1::RegisterLearnerRequest reg;
+    reg.set_member_id(id);
+    reg.set_address("10.0.0.1:1");
+    reg.set_slots(1);
+    return scheduler_->RegisterLearner(reg).status();
+  };
+  ASSERT_TRUE(register_as("second").ok());
+  ASSERT_TRUE(register_as("third").ok());
+  const absl::Status refused = register_as("fourth");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("3 learner member ids are live, the coordinator's "
+                        "cap (--max-learners 3)"));
+  EXPECT_TRUE(register_as("third").ok());  // a live id re-registers
+  // kMember keeps working; the other two fall silent for a lease lifetime.
+  now += absl::Seconds(31);
+  Lease();  // kMember calls: it stays live
+  EXPECT_TRUE(register_as("fourth").ok());
+  EXPECT_TRUE(register_as("fifth").ok());
+  EXPECT_EQ(register_as("sixth").code(), absl::StatusCode::kResourceExhausted);
 }
 
 // Before any learner has worked (a stack starting), a fresh registration

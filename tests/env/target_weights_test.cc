@@ -354,6 +354,9 @@ TEST(TargetWeightsTest, BadOptionsAreRefusedByName) {
       {"rebalance_band", [](EnvOptions* e) { e->rebalance_band = 1.0; }},
       {"rebalance_band", [](EnvOptions* e) { e->rebalance_band = -0.1; }},
       {"rebalance_band", [](EnvOptions* e) { e->rebalance_band = NAN; }},
+      {"rebalance_rate", [](EnvOptions* e) { e->rebalance_rate = 0.0; }},
+      {"rebalance_rate", [](EnvOptions* e) { e->rebalance_rate = 1.5; }},
+      {"rebalance_rate", [](EnvOptions* e) { e->rebalance_rate = NAN; }},
       {"weight_logit_scale",
        [](EnvOptions* e) { e->weight_logit_scale = INFINITY; }},
       {"weight_logit_scale", [](EnvOptions* e) { e->weight_logit_scale = 0; }},
@@ -375,6 +378,89 @@ TEST(TargetWeightsTest, BadOptionsAreRefusedByName) {
   const absl::Status s = ParseActionModel("portfolio", &model);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("portfolio"));
+  PositionObservation position;
+  const absl::Status p = ParsePositionObservation("coins", &position);
+  EXPECT_EQ(p.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(p.message()), ::testing::HasSubstr("coins"));
+}
+
+// The default observation starts with the account's weights: the cash
+// share, then each asset's share of the value at the observation's close.
+TEST(TargetWeightsTest, TheObservationShowsTheWeightsHeld) {
+  auto m = RandomMarket(3, 2, 40, 8);
+  VectorEnvOptions o = WeightsOptions();
+  ASSERT_EQ(o.env.position_observation, PositionObservation::kWeights);
+  auto env = MakeEnv(m, o);
+  ASSERT_NE(env, nullptr);
+  std::vector<float> obs(env->observation_size());
+  env->Reset(obs.data());
+  EXPECT_EQ(obs[0], 1.0f);  // all cash
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(obs[i], 0.0f);
+  const std::vector<float> action = {0.3f, 0.1f, 0.2f};
+  for (int k = 0; k < 5; ++k) {
+    ASSERT_TRUE(env->Step(action.data(), StepOutput{obs.data()}).ok());
+    const double v = Value(*env, *m, 0);
+    const double* p = m->price.data() + env->row(0) * 3;
+    EXPECT_NEAR(obs[0], env->cash(0) / v, 1e-6);
+    double sum = obs[0];
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_NEAR(obs[1 + i], env->holding(0, i) * p[i] / v, 1e-6);
+      EXPECT_GT(obs[1 + i], 0.05f);  // every asset is held
+      sum += obs[1 + i];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  // The holdings observation is the original's: cash and coins, scaled.
+  o.env.position_observation = PositionObservation::kHoldings;
+  auto original = MakeEnv(m, o);
+  ASSERT_NE(original, nullptr);
+  original->Reset(obs.data());
+  ASSERT_TRUE(original->Step(action.data(), StepOutput{obs.data()}).ok());
+  EXPECT_FLOAT_EQ(obs[0], static_cast<float>(original->cash(0) / 2048));
+  EXPECT_FLOAT_EQ(obs[1], original->holding(0, 0) / 256);
+}
+
+// rebalance_rate r: an asset outside the band is traded r of the way to
+// its target, so the position closes the gap geometrically.
+TEST(TargetWeightsTest, APartialRateTradesThatShareOfTheGap) {
+  auto m = std::make_shared<MarketData>();
+  m->num_rows = 12;
+  m->num_assets = 2;
+  m->num_features = 0;
+  for (int64_t t = 0; t < 12; ++t) {
+    m->price.push_back(10.0);
+    m->price.push_back(5.0);
+  }
+  m->assets = {AssetMeta{"X", 0.0}, AssetMeta{"Y", 0.0}};
+  m->domains = {Domain{0, 12}};
+  VectorEnvOptions o = WeightsOptions();
+  o.env.lookback = 1;
+  o.env.slippage_bps = 0;
+  o.env.buy_fee = o.env.sell_fee = 0;
+  o.env.min_notional = 0;
+  o.env.rebalance_band = 0;
+  o.env.rebalance_rate = 0.5;
+  auto env = MakeEnv(m, o);
+  ASSERT_NE(env, nullptr);
+  std::vector<float> obs(env->observation_size());
+  env->Reset(obs.data());
+  const std::vector<float> zero(2, 0.0f);  // target 1/3 each
+  double gap = 1.0 / 3.0;                  // asset 0's weight starts at 0
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(env->Step(zero.data(), StepOutput{obs.data()}).ok());
+    gap *= 0.5;
+    const double v = Value(*env, *m, 0);
+    EXPECT_NEAR(v, 1000.0, 1e-6);  // no costs, flat prices
+    EXPECT_NEAR(env->holding(0, 0) * 10.0 / v, 1.0 / 3.0 - gap, 1e-5) << k;
+    EXPECT_NEAR(obs[1], 1.0 / 3.0 - gap, 1e-5) << k;
+  }
+  // Rate 1 (the default) reaches the target in one bar.
+  o.env.rebalance_rate = 1.0;
+  auto full = MakeEnv(m, o);
+  ASSERT_NE(full, nullptr);
+  full->Reset(obs.data());
+  ASSERT_TRUE(full->Step(zero.data(), StepOutput{obs.data()}).ok());
+  EXPECT_NEAR(full->holding(0, 0) * 10.0 / 1000.0, 1.0 / 3.0, 1e-5);
 }
 
 TEST(TargetWeightsTest, NonFiniteActionsChangeNothing) {

@@ -192,6 +192,7 @@ VectorEnvOptions ManualOptions(int num_copies = 1) {
   // Sections 1-9 test the original's action model, forced trim included
   // (target weights: tests/env/target_weights_test.cc).
   o.env.action_model = ActionModel::kShares;
+  o.env.position_observation = PositionObservation::kHoldings;
   o.env.cooldown_trim_bars = 48;
   o.env.min_notional = 0.0;
   o.env.reward_mode = RewardMode::kShaped;

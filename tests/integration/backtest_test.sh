@@ -273,6 +273,10 @@ cp -r policy other_features && sed -i 's/"rsi_14"/"rsi_7"/' other_features/contr
 head -c 300 data.rds > truncated.rds
 echo "not a dataset" > garbage.rds
 mkdir -p not_ours && echo keep > not_ours/notes.txt
+# Not regular files, a contract too large to be one, a symbolic-link loop.
+cp -r policy fifo_contract && rm fifo_contract/contract.json && mkfifo fifo_contract/contract.json
+cp -r policy huge_contract && truncate -s 20M huge_contract/contract.json
+ln -s loop_policy loop_policy
 cp -r refits refits_stale && echo '{"lockbox":{"bars":1,"refits":3}}' > refits_stale/evaluation.json
 cp -r refits refits_mixed && cp other_lookback/contract.json refits_mixed/refit-1/contract.json
 
@@ -294,6 +298,11 @@ expect_fail() {  # expected-text args...
 expect_fail "has no contract.json" no_contract --dataset data.rds
 expect_fail "has no policy.pt" no_weights --dataset data.rds
 expect_fail "policy directory missing does not exist" missing --dataset data.rds
+expect_fail "fifo_contract/contract.json is a FIFO, not a regular file" fifo_contract --dataset data.rds
+expect_fail "huge_contract/contract.json is 20971520 bytes, more than the 16777216 allowed" \
+  huge_contract --dataset data.rds
+expect_fail "policy directory loop_policy cannot be read (Too many levels of symbolic links)" \
+  loop_policy --dataset data.rds
 expect_fail "junk_weights/policy.pt is not a TorchScript module" junk_weights --dataset data.rds
 expect_fail "asset_symbols is [\"ADAUSD\",\"AVAXUSD\",\"BNBUSD\"] in the policy's contract but" \
   policy --dataset four_assets.rds

@@ -80,6 +80,7 @@ TEST(ChunkLimitsTest, BoundsFollowTheContractOnAHandMadeMarket) {
   auto m = TinyMarket();
   env::EnvOptions o;
   o.action_model = env::ActionModel::kShares;
+  o.position_observation = env::PositionObservation::kHoldings;
   o.reward_mode = env::RewardMode::kLogReturn;
   o.reward_scale = 100;
   o.buy_fee = o.sell_fee = 0.001;
@@ -138,11 +139,25 @@ TEST(ChunkLimitsTest, TargetWeightsTurnoverPenaltyAndDifferentialSharpe) {
   absl::StatusOr<ChunkValueBounds> b =
       DeriveChunkValueBounds(ContractFor(*m, o), *m, 1);
   ASSERT_TRUE(b.ok()) << b.status();
-  // A target-weight holding is bounded by the value alone: C0·G / p_min.
+  // The default position observation is the account's weights: cash and
+  // each asset in [0, 1], up to a float quotient's rounding.
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_LE(b->obs[i].lo, 0.0f);
+    EXPECT_GT(b->obs[i].lo, -2e-3f);
+    EXPECT_GE(b->obs[i].hi, 1.0f);
+    EXPECT_LT(b->obs[i].hi, 1.002f);
+  }
+  // With the original's holdings observation, a target-weight holding is
+  // bounded by the value alone: C0·G / p_min.
+  env::EnvOptions held = o;
+  held.position_observation = env::PositionObservation::kHoldings;
+  absl::StatusOr<ChunkValueBounds> h =
+      DeriveChunkValueBounds(ContractFor(*m, held), *m, 1);
+  ASSERT_TRUE(h.ok()) << h.status();
   const double growth = 1.1;
-  EXPECT_NEAR(b->obs[1].hi, 500 * growth / 99 / 256,
+  EXPECT_NEAR(h->obs[1].hi, 500 * growth / 99 / 256,
               2e-3 * 500 * growth / 99 / 256);
-  EXPECT_GE(b->obs[1].hi, 500 * growth / 99 / 256);
+  EXPECT_GE(h->obs[1].hi, 500 * growth / 99 / 256);
   // The turnover penalty lowers the floor by 2λ (at most twice the value
   // traded in a step), times the scale; the ceiling is unchanged.
   o.turnover_penalty = 0.5;

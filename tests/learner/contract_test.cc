@@ -421,6 +421,36 @@ TEST(ContractTest, ContractWithoutExecutionCostsReadsThemAsZero) {
   EXPECT_THAT(s.message(), HasSubstr("env.slippage_bps is 0"));
 }
 
+// Contracts written before the weights observation and the partial
+// rebalance rate existed observed cash and coin holdings and traded to the
+// target at once.
+TEST(ContractTest, ContractWithoutPositionObservationReadsTheOriginals) {
+  const std::string json = EditedJson(MakeContract(), [](nlohmann::json& j) {
+    j["env"].erase("position_observation");
+    j["env"].erase("rebalance_rate");
+  });
+  const absl::StatusOr<PolicyContract> c = PolicyContract::FromJson(json);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->env.position_observation, env::PositionObservation::kHoldings);
+  EXPECT_EQ(c->env.rebalance_rate, 1.0);
+  const nlohmann::json now = nlohmann::json::parse(MakeContract().ToJson());
+  EXPECT_EQ(now.at("env").at("position_observation"), "weights");
+  EXPECT_EQ(now.at("env").at("rebalance_rate").get<double>(), 1.0);
+  // A policy that observed holdings is a different env from today's.
+  const absl::Status s = CheckContract(MakeContract(), *c,
+                                       /*check_dataset=*/true);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("env.position_observation"));
+  const absl::StatusOr<PolicyContract> bad =
+      PolicyContract::FromJson(EditedJson(MakeContract(), [](nlohmann::json& j) {
+        j["env"]["position_observation"] = "coins";
+      }));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("env.position_observation: unknown position "
+                        "observation 'coins'"));
+}
+
 TEST(ContractTest, ExecutionCostsAreWrittenToTheEnvSection) {
   const nlohmann::json j = nlohmann::json::parse(MakeContract().ToJson());
   EXPECT_EQ(j.at("env").at("slippage_bps").get<double>(), 5.0);
