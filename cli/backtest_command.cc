@@ -4,12 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/table.h"
@@ -56,6 +60,10 @@ ABSL_FLAG(std::optional<double>, max_volume_share, std::nullopt,
           "the largest share of a bar's volume one order may take, in [0, 1] "
           "(0: no cap; default: the policy contract's)");
 ABSL_FLAG(int64_t, threads, 1, "CPU threads of the policy, in [1, 1024]");
+ABSL_FLAG(double, forward_timeout_s, 60,
+          "longest one forward pass of the policy may run, seconds, in "
+          "(0, 86400]: a policy is code, and one that never returns stops "
+          "the backtest with an error");
 
 namespace ristretto::cli {
 namespace {
@@ -86,7 +94,74 @@ struct Request {
   fs::path out;
   int random_seeds = coordinator::kRandomPolicySeeds;
   int threads = 1;
+  double forward_timeout_s = 60;
   std::optional<double> slippage_bps, max_volume_share;
+};
+
+// Stops the process with an error when one forward pass of a policy runs
+// longer than its limit. A TorchScript call cannot be interrupted, and a
+// policy directory is code: one that loops for ever would hang the
+// backtest. Nothing has been written when it fires (outputs are written
+// last, through a staging directory).
+class ForwardWatchdog {
+ public:
+  explicit ForwardWatchdog(double limit_s)
+      : limit_(absl::Seconds(limit_s)), thread_([this] { Watch(); }) {}
+  ~ForwardWatchdog() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    thread_.join();
+  }
+  ForwardWatchdog(const ForwardWatchdog&) = delete;
+  ForwardWatchdog& operator=(const ForwardWatchdog&) = delete;
+
+  void Begin(std::string what) {
+    absl::MutexLock lock(&mu_);
+    what_ = std::move(what);
+    started_ = absl::Now();
+    busy_ = true;
+  }
+  void End() {
+    absl::MutexLock lock(&mu_);
+    busy_ = false;
+  }
+  // `inner` with every call timed.
+  learner::ActionFunction Wrap(learner::ActionFunction inner,
+                               std::string what) {
+    return [this, inner = std::move(inner), what = std::move(what)](
+               const float* obs, int copies, float* actions) {
+      Begin(what);
+      inner(obs, copies, actions);
+      End();
+    };
+  }
+
+ private:
+  void Watch() {
+    absl::MutexLock lock(&mu_);
+    while (!stop_) {
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Milliseconds(100));
+      if (!stop_ && busy_ && absl::Now() - started_ > limit_) {
+        std::fprintf(stderr,
+                     "ristretto backtest: %s: one forward pass of the policy "
+                     "ran for more than %s (--forward-timeout-s); a policy "
+                     "directory is code: run only policies you trust\n",
+                     what_.c_str(), absl::FormatDuration(limit_).c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+    }
+  }
+
+  const absl::Duration limit_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time started_ ABSL_GUARDED_BY(mu_);
+  std::string what_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // last: started once the members above exist
 };
 
 absl::StatusOr<int64_t> ParseTimeFlag(const char* flag,
@@ -140,6 +215,12 @@ absl::StatusOr<Request> ParseRequest(const ParsedCommandLine& parsed) {
         absl::StrCat("--threads ", threads, " must be in [1, 1024]"));
   }
   r.threads = static_cast<int>(threads);
+  const double timeout = absl::GetFlag(FLAGS_forward_timeout_s);
+  if (!(timeout > 0 && timeout <= 86400)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--forward-timeout-s ", timeout, " must be in (0, 86400]"));
+  }
+  r.forward_timeout_s = timeout;
   if (const std::optional<double> slippage = absl::GetFlag(FLAGS_slippage_bps);
       slippage.has_value()) {
     const double s = *slippage;
@@ -205,9 +286,9 @@ absl::StatusOr<learner::PolicyContract> ReadPolicyContract(
     const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "policy directory ", dir.string(), " ", WhatItIs(dir),
-        " (expected a directory holding an exported policy)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy directory ", dir.string(), " ", WhatItIs(dir),
+                     " (expected a directory holding an exported policy)"));
   }
   for (const char* file : {"contract.json", "policy.pt"}) {
     if (!fs::is_regular_file(dir / file, ec)) {
@@ -854,13 +935,18 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   }
 
   learner::TorchScriptPolicy::SetCpuThreads(req.threads);
+  ForwardWatchdog watchdog(req.forward_timeout_s);
   std::vector<std::unique_ptr<learner::TorchScriptPolicy>> policies;
   for (const fs::path& dir : policy_dirs) {
-    ASSIGN_OR_RETURN(std::unique_ptr<learner::TorchScriptPolicy> policy,
-                     learner::TorchScriptPolicy::Load(
-                         (dir / "policy.pt").string(), contract.obs_size,
-                         contract.action_size));
-    policies.push_back(std::move(policy));
+    const std::string file = (dir / "policy.pt").string();
+    // Loading runs the policy once (its shape check).
+    watchdog.Begin(absl::StrCat("loading ", file));
+    absl::StatusOr<std::unique_ptr<learner::TorchScriptPolicy>> policy =
+        learner::TorchScriptPolicy::Load(file, contract.obs_size,
+                                         contract.action_size);
+    watchdog.End();
+    if (!policy.ok()) return policy.status();
+    policies.push_back(*std::move(policy));
   }
   const double setup_seconds = Seconds(start);
 
@@ -868,9 +954,11 @@ absl::Status Backtest(const ParsedCommandLine& parsed) {
   std::vector<learner::EvaluationResult> results;
   std::vector<learner::EvaluationTrace> traces(policies.size());
   for (size_t r = 0; r < policies.size(); ++r) {
-    absl::StatusOr<learner::EvaluationResult> played =
-        learner::EvaluateActions(market, env_options, domains,
-                                 policies[r]->AsActionFunction(), &traces[r]);
+    absl::StatusOr<learner::EvaluationResult> played = learner::EvaluateActions(
+        market, env_options, domains,
+        watchdog.Wrap(policies[r]->AsActionFunction(),
+                      (policy_dirs[r] / "policy.pt").string()),
+        &traces[r]);
     RETURN_IF_ERROR(policies[r]->status());
     if (!played.ok()) {
       return Annotate(played.status(),
@@ -1112,7 +1200,8 @@ int RunBacktestCommand(int argc, char** argv, int first) {
       "usage: ristretto backtest POLICY_DIR --dataset FILE [--from TS] "
       "[--to TS]\n"
       "           [--out backtest] [--random-seeds 20] [--slippage-bps X]\n"
-      "           [--max-volume-share Y] [--threads 1]\n"
+      "           [--max-volume-share Y] [--threads 1] "
+      "[--forward-timeout-s 60]\n"
       "Plays an exported policy (policy.pt + contract.json) through the "
       "training env\non the dataset's bars in [--from, --to) beside buy and "
       "hold, cash and a random\npolicy; writes equity.csv, positions.csv, "

@@ -51,9 +51,9 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path,
         path, " is ", DescribeFileType(st.st_mode), ", not a regular file"));
   }
   if (st.st_size > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is ", st.st_size, " bytes, more than the ",
-                     max_bytes, " allowed"));
+    return absl::InvalidArgumentError(absl::StrCat(path, " is ", st.st_size,
+                                                   " bytes, more than the ",
+                                                   max_bytes, " allowed"));
   }
   std::string out;
   out.reserve(static_cast<size_t>(st.st_size));

@@ -242,8 +242,8 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& path) {
     errno = 0;
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
-      return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ",
-                                              std::strerror(errno)));
+      return absl::InternalError(
+          absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
     }
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(content.data(), static_cast<std::streamsize>(content.size()));

@@ -240,8 +240,8 @@ void VectorEnv::WriteObservation(int b, float* obs) const {
     if (value > 0) {
       obs[0] = static_cast<float>(cash_[b] / value);
       for (int i = 0; i < n; ++i) {
-        obs[1 + i] = static_cast<float>(static_cast<double>(hold[i]) * p[i] /
-                                        value);
+        obs[1 + i] =
+            static_cast<float>(static_cast<double>(hold[i]) * p[i] / value);
       }
     } else {
       obs[0] = 1.0f;
@@ -393,10 +393,10 @@ double VectorEnv::ForcedTrim(int b, const double* p, bool capped,
 // shares of the value at this bar's close before trading, V. The target of
 // asset i is V·w_i; an asset whose value is off it by more than
 // rebalance_band·V is traded rebalance_rate of the way to it: sells first
-// (each asset on its own), then buys, all scaled by one factor when they cost more than the cash
-// (less the reserve, times buy_safety) can pay. Orders below the minimum
-// quantity or min_notional are skipped. Nothing depends on the order of the
-// assets but the rounding of sums.
+// (each asset on its own), then buys, all scaled by one factor when they cost
+// more than the cash (less the reserve, times buy_safety) can pay. Orders below
+// the minimum quantity or min_notional are skipped. Nothing depends on the
+// order of the assets but the rounding of sums.
 double VectorEnv::TradeToWeights(int b, const float* action, const double* p,
                                  bool capped, double* cash_io) {
   const int n = n_;

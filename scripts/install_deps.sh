@@ -19,8 +19,9 @@ PACKAGES=(
   # tests and benchmarks (prometheus + curl: tests/deploy/prometheus_test.sh
   # evaluates the dashboards' PromQL on a real Prometheus)
   libgtest-dev libgmock-dev googletest libbenchmark-dev prometheus curl
-  # helpers used by scripts
-  zlib1g-dev nlohmann-json3-dev
+  # helpers used by scripts (python3: scripts/lint_cache.py and the
+  # policy rewriting of tests/integration/backtest_test.sh)
+  zlib1g-dev nlohmann-json3-dev python3
   # network namespaces for the multi-machine test (tests/integration/netns_test.sh)
   iproute2
   # development TLS certificates (scripts/make_dev_certs.sh; the TLS tests)

@@ -692,10 +692,13 @@ absl::StatusOr<v1::RegisterLearnerResponse> Scheduler::RegisterLearner(
       if (Live(learner.last_call)) ++live;
     }
     if (live >= options_.max_learners) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          live, " learner member ids are live, the coordinator's cap "
-          "(--max-learners ", options_.max_learners, "): a new id registers "
-          "once a learner has been silent for a lease lifetime"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(live,
+                       " learner member ids are live, the coordinator's cap "
+                       "(--max-learners ",
+                       options_.max_learners,
+                       "): a new id registers "
+                       "once a learner has been silent for a lease lifetime"));
     }
   }
   MemberRow member;

@@ -277,6 +277,28 @@ mkdir -p not_ours && echo keep > not_ours/notes.txt
 cp -r policy fifo_contract && rm fifo_contract/contract.json && mkfifo fifo_contract/contract.json
 cp -r policy huge_contract && truncate -s 20M huge_contract/contract.json
 ln -s loop_policy loop_policy
+# A policy whose forward pass never returns (a policy directory is code):
+# the exported TorchScript with its forward rewritten as an endless loop.
+cp -r policy hang_policy
+python3 - hang_policy/policy.pt <<'PY'
+import re, sys, zipfile
+path = sys.argv[1]
+with zipfile.ZipFile(path) as z:
+    items = [(i, z.read(i.filename)) for i in z.infolist()]
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+    for info, data in items:
+        if info.filename.endswith("code/__torch__.py.debug_pkl"):
+            continue  # source ranges of the original code
+        if info.filename.endswith("code/__torch__.py"):
+            text = data.decode()
+            head = text[:text.index("    obs: Tensor) -> Tensor:")]
+            data = (head + "    obs: Tensor) -> Tensor:\n"
+                    "    x = obs\n"
+                    "    while bool(torch.gt(torch.sum(torch.abs(x)), -1.0)):\n"
+                    "      x = torch.mul(x, 1.0)\n"
+                    "    return x\n").encode()
+        z.writestr(info, data)
+PY
 cp -r refits refits_stale && echo '{"lockbox":{"bars":1,"refits":3}}' > refits_stale/evaluation.json
 cp -r refits refits_mixed && cp other_lookback/contract.json refits_mixed/refit-1/contract.json
 
@@ -303,6 +325,9 @@ expect_fail "huge_contract/contract.json is 20971520 bytes, more than the 167772
   huge_contract --dataset data.rds
 expect_fail "policy directory loop_policy cannot be read (Too many levels of symbolic links)" \
   loop_policy --dataset data.rds
+expect_fail "hang_policy/policy.pt: one forward pass of the policy ran for more than 2s (--forward-timeout-s)" \
+  hang_policy --dataset data.rds --forward-timeout-s 2
+expect_fail "--forward-timeout-s 0 must be in (0, 86400]" policy --dataset data.rds --forward-timeout-s 0
 expect_fail "junk_weights/policy.pt is not a TorchScript module" junk_weights --dataset data.rds
 expect_fail "asset_symbols is [\"ADAUSD\",\"AVAXUSD\",\"BNBUSD\"] in the policy's contract but" \
   policy --dataset four_assets.rds

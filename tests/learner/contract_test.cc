@@ -441,8 +441,8 @@ TEST(ContractTest, ContractWithoutPositionObservationReadsTheOriginals) {
                                        /*check_dataset=*/true);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.message(), HasSubstr("env.position_observation"));
-  const absl::StatusOr<PolicyContract> bad =
-      PolicyContract::FromJson(EditedJson(MakeContract(), [](nlohmann::json& j) {
+  const absl::StatusOr<PolicyContract> bad = PolicyContract::FromJson(
+      EditedJson(MakeContract(), [](nlohmann::json& j) {
         j["env"]["position_observation"] = "coins";
       }));
   ASSERT_FALSE(bad.ok());
