@@ -197,7 +197,8 @@ namespace {
 // with p0 >= p_min.
 void AddHoldingBounds(const env::EnvOptions& e, const env::MarketData& market,
                       const MarketMoves& moves, int64_t episode_steps,
-                      bool weights, ChunkValueBounds* b) {
+                      ChunkValueBounds* b) {
+  const bool weights = e.action_model == env::ActionModel::kWeights;
   const int n = market.num_assets;
   const double c0 = e.initial_capital;
   const double a_max = std::min(1.0, e.action_clip);
@@ -252,7 +253,6 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
 
   // Cash: 0 <= cash <= V <= V_max. Buys keep cash >= the reserve up to a
   // few ulps of rounding (buy_safety may be 1), hence the margin below 0.
-  const bool weights = e.action_model == env::ActionModel::kWeights;
   if (e.position_observation == env::PositionObservation::kWeights) {
     // Shares of the value, each in [0, 1] up to the rounding of a float
     // quotient (cash a few ulps below 0 after a buy with buy_safety 1).
@@ -262,7 +262,7 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
   } else {
     const double cash_hi = v_max * e.norm_cash;
     b.obs[0] = Widen(-kRelativeMargin * cash_hi, cash_hi, 0.0);
-    AddHoldingBounds(e, market, moves, episode_steps, weights, &b);
+    AddHoldingBounds(e, market, moves, episode_steps, &b);
   }
 
   // Features: the observation holds float(tech·norm_tech) of market rows,

@@ -71,6 +71,21 @@ std::shared_ptr<MarketData> Permuted(const MarketData& m,
   return out;
 }
 
+// Assets X and Y over 12 rows without features: X at x_price(t), Y at 5.
+std::shared_ptr<MarketData> TwoAssetMarket(double (*x_price)(int64_t t)) {
+  auto m = std::make_shared<MarketData>();
+  m->num_rows = 12;
+  m->num_assets = 2;
+  m->num_features = 0;
+  for (int64_t t = 0; t < 12; ++t) {
+    m->price.push_back(x_price(t));
+    m->price.push_back(5.0);
+  }
+  m->assets = {AssetMeta{"X", 0.0}, AssetMeta{"Y", 0.0}};
+  m->domains = {Domain{0, 12}};
+  return m;
+}
+
 VectorEnvOptions WeightsOptions() {
   VectorEnvOptions o;
   o.mode = EpisodeMode::kManual;
@@ -129,18 +144,9 @@ TEST(TargetWeightsTest, ZeroActionsHoldAnEqualShareInEachAssetAndCash) {
 }
 
 TEST(TargetWeightsTest, NoTradeInsideTheBandAndATradeBackToTargetOutside) {
-  // Asset 0 doubles in price at row 3; asset 1 is flat.
-  auto m = std::make_shared<MarketData>();
-  m->num_rows = 12;
-  m->num_assets = 2;
-  m->num_features = 0;
-  for (int64_t t = 0; t < 12; ++t) {
-    const double p0 = t < 3 ? 10.0 : (t < 6 ? 10.2 : 20.0);
-    m->price.push_back(p0);
-    m->price.push_back(5.0);
-  }
-  m->assets = {AssetMeta{"X", 0.0}, AssetMeta{"Y", 0.0}};
-  m->domains = {Domain{0, 12}};
+  // Asset 0 moves 2 % at row 3 and doubles at row 6; asset 1 is flat.
+  auto m = TwoAssetMarket(
+      [](int64_t t) { return t < 3 ? 10.0 : (t < 6 ? 10.2 : 20.0); });
   VectorEnvOptions o = WeightsOptions();
   o.env.lookback = 1;
   o.env.rebalance_band = 0.05;
@@ -423,16 +429,7 @@ TEST(TargetWeightsTest, TheObservationShowsTheWeightsHeld) {
 // rebalance_rate r: an asset outside the band is traded r of the way to
 // its target, so the position closes the gap geometrically.
 TEST(TargetWeightsTest, APartialRateTradesThatShareOfTheGap) {
-  auto m = std::make_shared<MarketData>();
-  m->num_rows = 12;
-  m->num_assets = 2;
-  m->num_features = 0;
-  for (int64_t t = 0; t < 12; ++t) {
-    m->price.push_back(10.0);
-    m->price.push_back(5.0);
-  }
-  m->assets = {AssetMeta{"X", 0.0}, AssetMeta{"Y", 0.0}};
-  m->domains = {Domain{0, 12}};
+  auto m = TwoAssetMarket([](int64_t) { return 10.0; });  // flat prices
   VectorEnvOptions o = WeightsOptions();
   o.env.lookback = 1;
   o.env.slippage_bps = 0;
