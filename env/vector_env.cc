@@ -231,12 +231,12 @@ void VectorEnv::WriteObservation(int b, float* obs) const {
   const int64_t T = market_->num_rows;
   const int64_t row = slice_begin_[b] + t_[b];
   if (env_.position_observation == PositionObservation::kWeights) {
-    // Shares of the value at this row's close, the price the next trade
-    // starts from. An account worth nothing (impossible without leverage)
-    // reads as all cash.
+    // Shares of the value at this row's close (value_, which StartEpisode
+    // and every step keep), the price the next trade starts from. An
+    // account worth nothing (impossible without leverage) reads as all
+    // cash.
     const double* p = price_ + row * n;
-    double value = cash_[b];
-    for (int i = 0; i < n; ++i) value += static_cast<double>(hold[i]) * p[i];
+    const double value = value_[b];
     if (value > 0) {
       obs[0] = static_cast<float>(cash_[b] / value);
       for (int i = 0; i < n; ++i) {
@@ -640,9 +640,6 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   // 9. Done.
   const bool done = t == max_step_[b];
 
-  // 10. Observation at the new t with post-trade holdings.
-  WriteObservation(b, obs);
-
   // 11. Portfolio and benchmark values (left-to-right sums).
   double stock_value = 0.0;
   double bench = 0.0;
@@ -742,6 +739,10 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   value_[b] = value;
   bench_[b] = bench;
   gamma_return_[b] = gamma_return_[b] * env_.gamma + r;
+
+  // 10. Observation at the new t with post-trade holdings (written after
+  // step 14: the weights observation divides by the value V rolled there).
+  WriteObservation(b, obs);
 
   // 15. Terminal reward.
   if (done && env_.terminal_reward == TerminalReward::kDiscountedSum) {
