@@ -32,6 +32,8 @@ const char* RejectReasonName(RejectReason reason) {
       return "future";
     case RejectReason::kFinished:
       return "finished";
+    case RejectReason::kCutOff:
+      return "cut_off";
   }
   return "unknown";
 }

@@ -44,9 +44,11 @@ enum class RejectReason {
   kStale,       // older than max_policy_lag versions
   kFuture,      // claims a version the run has not published
   kFinished,    // the run has finished or is stopping
+  kCutOff,      // from an actor cut off from the run (RunHost::CutOff)
 };
-inline constexpr int kNumRejectReasons = 6;
-// "malformed", "unknown_run", "protocol", "stale", "future", "finished".
+inline constexpr int kNumRejectReasons = 7;
+// "malformed", "unknown_run", "protocol", "stale", "future", "finished",
+// "cut_off".
 const char* RejectReasonName(RejectReason reason);
 
 // The labels of one run's series.

@@ -335,7 +335,18 @@ void ActorStream::HandleHello() {
   LearnerService::Refusal refusal = LearnerService::Refusal::kNone;
   env_copies_ = hello.env_copies();
   actor_id_ = hello.actor_id();
-  run_ = service_->AssignRun(hello.want_run_id(), env_copies_, &refusal);
+  run_ = service_->AssignRun(hello.want_run_id(), env_copies_, &refusal,
+                             actor_id_);
+  if (refusal == LearnerService::Refusal::kCutOff) {
+    // Its chunks made an update diverge (RunHost::CutOff): its ticket no
+    // longer admits it to that run, and no other run is open to it here.
+    FinishWhenDrained(service_->Deny(
+        "Act", absl::PermissionDeniedError(absl::StrCat(
+                   "actor '", EscapeForMessage(actor_id_, 80),
+                   "' is cut off from every run this learner hosts that "
+                   "accepts actors: updates with its chunks diverged"))));
+    return;
+  }
   if (refusal == LearnerService::Refusal::kMaxActors) {
     Send(StopMessage(
         absl::StrCat("every run has its maximum of ",
@@ -394,10 +405,18 @@ void ActorStream::HandleHello() {
   a->set_seed(spec.trainer.seed ^ std::hash<std::string>()(hello.actor_id()));
   Send(Serialised(assignment));
   std::shared_ptr<Link> link = link_;
-  listener_ = run_->Subscribe([link](const WeightsPtr& weights) {
-    absl::MutexLock lock(&link->mu);
-    if (link->stream != nullptr) link->stream->OnWeights(weights);
-  });
+  listener_ = run_->Subscribe(
+      [link](const WeightsPtr& weights) {
+        absl::MutexLock lock(&link->mu);
+        if (link->stream != nullptr) link->stream->OnWeights(weights);
+      },
+      actor_id_,
+      [link](const absl::Status& why) {
+        absl::MutexLock lock(&link->mu);
+        if (link->stream != nullptr) {
+          link->stream->FinishWhenDrained(wire::ToGrpcStatus(why));
+        }
+      });
   OnWeights(run_->latest_weights());
   // A run that finished or was stopped (pruned, shut down) before this
   // stream subscribed never calls the listener again: stop the actor now
@@ -483,6 +502,10 @@ void ActorStream::HandleChunk() {
   if (status.ok()) {
     Send(AckMessage(sequence, absl::StatusCode::kOk, "", Credits()));
     ContinueReading();
+  } else if (absl::IsPermissionDenied(status)) {
+    // The run has cut this actor off: answered, and the stream ended.
+    Reject(sequence, status.code(), status.message(), std::nullopt);
+    FinishWhenDrained(wire::ToGrpcStatus(status));
   } else if (status.code() != absl::StatusCode::kUnavailable) {
     Reject(sequence, status.code(), status.message(), std::nullopt);
     ContinueReading();
@@ -704,7 +727,8 @@ std::vector<std::shared_ptr<RunHost>> LearnerService::runs() const {
 }
 
 std::shared_ptr<RunHost> LearnerService::AssignRun(
-    const std::string& want_run_id, int64_t env_copies, Refusal* refusal) {
+    const std::string& want_run_id, int64_t env_copies, Refusal* refusal,
+    const std::string& actor_id) {
   absl::MutexLock lock(&mu_);
   // The run with the fewest actors among those that absorb one more within
   // their max_policy_lag (a run without actors absorbs any), `want_run_id`
@@ -714,7 +738,7 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
   // with actors waiting, 125-137 s without, 1.25 % vs 2.4 % of env steps
   // dropped).
   std::shared_ptr<RunHost> best, fallback;
-  bool any_full = false;
+  bool any_full = false, any_cut_off = false;
   auto fewer =
       [&](const std::shared_ptr<RunHost>& a, const std::shared_ptr<RunHost>& b)
           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -722,6 +746,10 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
           };
   for (const std::shared_ptr<RunHost>& run : runs_) {
     if (!run->accepting()) continue;
+    if (!actor_id.empty() && run->IsCutOff(actor_id)) {
+      any_cut_off = true;
+      continue;
+    }
     const int actors = actors_[run->run_id()];
     if (actors >= options_.max_actors_per_run) {
       any_full = true;
@@ -750,6 +778,8 @@ std::shared_ptr<RunHost> LearnerService::AssignRun(
       *refusal = Refusal::kNone;
     } else if (any_full) {
       *refusal = Refusal::kMaxActors;
+    } else if (any_cut_off) {
+      *refusal = Refusal::kCutOff;
     } else {
       *refusal = Refusal::kNoRun;
     }

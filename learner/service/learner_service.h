@@ -163,15 +163,18 @@ class LearnerService final : public LearnerServiceBase {
   // fewest actors all the same (an idle actor costs more throughput than
   // its chunks that go stale); nullptr only when no run accepts actors or
   // every one has max_actors_per_run. env_copies ≤ 0 (not said): every run
-  // absorbs it. `*refusal` (if not null) says why none was assigned.
+  // absorbs it. A run that cut `actor_id` off (RunHost::IsCutOff) is never
+  // assigned to it. `*refusal` (if not null) says why none was assigned.
   enum class Refusal {
     kNone,       // a run was assigned
     kNoRun,      // no run is accepting actors
     kMaxActors,  // every accepting run has max_actors_per_run actors
+    kCutOff,     // every other accepting run has cut this actor off
   };
   std::shared_ptr<RunHost> AssignRun(const std::string& want_run_id,
                                      int64_t env_copies,
-                                     Refusal* refusal = nullptr);
+                                     Refusal* refusal = nullptr,
+                                     const std::string& actor_id = "");
   // Undoes AssignRun for an actor stepping `env_copies` copies.
   void ReleaseRun(RunHost* run, int64_t env_copies);
   // Counts a chunk answered with an error; `reason` (when the service, not

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "common/text_util.h"
 #include "learner/objective.h"
 #include "learner/service/learner_metrics.h"
 #include "learner/torch/checkpoint.h"
@@ -172,6 +173,14 @@ absl::Status RunHost::Ingest(TrajectoryChunk chunk,
 
 absl::Status RunHost::IngestLocked(TrajectoryChunk chunk,
                                    std::function<void()> on_space) {
+  if (!chunk.actor_id.empty()) {
+    auto cut = cut_off_.find(chunk.actor_id);
+    if (cut != cut_off_.end()) {
+      ++counters_.chunks_rejected;
+      if (metrics_ != nullptr) metrics_->Rejected(RejectReason::kCutOff);
+      return cut->second;
+    }
+  }
   if (counters_.finished || stopping_ || budget_reached_) {
     // Well-formed steps that arrive after the end, or once the run holds
     // enough for its budget, are received and dropped.
@@ -291,13 +300,127 @@ int RunHost::Subscribe(Listener listener) {
   return next_listener_++;
 }
 
+int RunHost::Subscribe(Listener listener, std::string actor_id,
+                       CutOffListener on_cut_off) {
+  absl::MutexLock lock(&mu_);
+  listeners_.emplace_back(next_listener_, std::move(listener));
+  if (on_cut_off) {
+    cut_off_watches_.push_back(
+        {next_listener_, std::move(actor_id), std::move(on_cut_off)});
+  }
+  return next_listener_++;
+}
+
 void RunHost::Unsubscribe(int id) {
   absl::MutexLock lock(&mu_);
+  cut_off_watches_.erase(
+      std::remove_if(cut_off_watches_.begin(), cut_off_watches_.end(),
+                     [id](const CutOffWatch& w) { return w.id == id; }),
+      cut_off_watches_.end());
   for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
     if (it->first == id) {
       listeners_.erase(it);
       return;
     }
+  }
+}
+
+bool RunHost::IsCutOff(const std::string& actor_id) const {
+  absl::MutexLock lock(&mu_);
+  return cut_off_.count(actor_id) > 0;
+}
+
+absl::Status RunHost::CutOffStatus(const std::string& actor_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = cut_off_.find(actor_id);
+  return it == cut_off_.end() ? absl::OkStatus() : it->second;
+}
+
+std::string RunHost::RetryWithoutEachActor(std::vector<TrajectoryChunk>* batch,
+                                           absl::StatusOr<UpdateStats>* stats,
+                                           int64_t* blamed_steps) {
+  std::vector<std::string> actors;
+  for (const TrajectoryChunk& c : *batch) {
+    if (!c.actor_id.empty() &&
+        std::find(actors.begin(), actors.end(), c.actor_id) == actors.end()) {
+      actors.push_back(c.actor_id);
+    }
+  }
+  // One actor's data alone: nothing would be left to train, and nothing
+  // tells its data from the weights.
+  if (actors.size() < 2) return "";
+  for (const std::string& actor : actors) {
+    if (cancel_.load(std::memory_order_relaxed)) return "";
+    std::vector<TrajectoryChunk> theirs, rest;
+    for (TrajectoryChunk& c : *batch) {
+      (c.actor_id == actor ? theirs : rest).push_back(std::move(c));
+    }
+    absl::StatusOr<UpdateStats> retry = learner_->Update(rest);
+    int64_t steps = 0;
+    for (const TrajectoryChunk& c : theirs) steps += c.num_samples();
+    batch->clear();
+    for (TrajectoryChunk& c : rest) batch->push_back(std::move(c));
+    for (TrajectoryChunk& c : theirs) batch->push_back(std::move(c));
+    if (retry.ok()) {
+      *stats = std::move(retry);
+      *blamed_steps = steps;
+      return actor;
+    }
+    if (!absl::IsAborted(retry.status())) {
+      // Stopping (cancelled) or a LibTorch error: not a verdict on anyone.
+      *stats = std::move(retry);
+      return "";
+    }
+  }
+  return "";
+}
+
+void RunHost::CutOff(const std::string& actor_id, const absl::Status& why) {
+  std::vector<CutOffListener> tell;
+  std::vector<std::function<void()>> resumed;
+  {
+    absl::MutexLock lock(&mu_);
+    cut_off_[actor_id] = why;
+    ++counters_.actors_cut_off;
+    int64_t dropped = 0;
+    std::deque<TrajectoryChunk> queue;
+    for (TrajectoryChunk& c : queue_) {
+      if (c.actor_id == actor_id) {
+        dropped += c.num_samples();
+      } else {
+        queue.push_back(std::move(c));
+      }
+    }
+    queue_ = std::move(queue);
+    std::deque<std::pair<TrajectoryChunk, std::function<void()>>> parked;
+    for (auto& p : parked_) {
+      if (p.first.actor_id == actor_id) {
+        dropped += p.first.num_samples();
+        // Its stream is being ended; the call only lets it go on reading.
+        resumed.push_back(std::move(p.second));
+      } else {
+        parked.push_back(std::move(p));
+      }
+    }
+    parked_ = std::move(parked);
+    // Refill the queue from what is parked, as the training thread does:
+    // it waits on the queue alone.
+    while (static_cast<int>(queue_.size()) < spec_.queue_capacity &&
+           !parked_.empty()) {
+      queue_.push_back(std::move(parked_.front().first));
+      resumed.push_back(std::move(parked_.front().second));
+      parked_.pop_front();
+    }
+    counters_.env_steps_dropped += dropped;
+    if (metrics_ != nullptr) metrics_->AddDropped(dropped);
+    ExportQueueDepth();
+    for (const CutOffWatch& w : cut_off_watches_) {
+      if (w.actor_id == actor_id) tell.push_back(w.on_cut_off);
+    }
+  }
+  for (const CutOffListener& l : tell) l(why);
+  for (const std::function<void()>& r : resumed) {
+    if (r) r();
   }
 }
 
@@ -479,12 +602,21 @@ void RunHost::TrainLoop() {
     const Clock::time_point started = Clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
     absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
+    // A diverged update of several actors' data: retried without each
+    // actor in turn; the one whose absence makes it train is cut off.
+    std::string blamed;
+    int64_t blamed_steps = 0;
+    absl::Status diverged;
+    if (absl::IsAborted(stats.status())) {
+      diverged = stats.status();
+      blamed = RetryWithoutEachActor(&batch, &stats, &blamed_steps);
+    }
     if (metrics_ != nullptr) EndDeviceWork(learner_->device(), metrics_.get());
     const double update_seconds = seconds_since(started);
     int64_t trained = 0, dropped = 0;
     if (stats.ok()) {
       trained = stats->samples_trained;
-      dropped = stats->samples_dropped;
+      dropped = stats->samples_dropped + blamed_steps;
     } else {
       // kFailedPrecondition: every chunk was stale; kCancelled: stopping
       // (rolled back). Anything else is a LibTorch error (shapes were
@@ -501,6 +633,22 @@ void RunHost::TrainLoop() {
     }
     batch.clear();
     batch_samples = 0;
+    if (!blamed.empty()) {
+      const absl::Status why = absl::PermissionDeniedError(absl::StrCat(
+          "actor '", EscapeForMessage(blamed, 80), "' is cut off from run ",
+          spec_.run_id,
+          ": an update with its chunks diverged and the same update without "
+          "them did not"));
+      RLOG(WARNING) << "run " << spec_.run_id << ": " << why.message() << " ("
+                    << diverged.message() << "); " << blamed_steps
+                    << " env steps of its chunks dropped";
+      if (metrics_ != nullptr) metrics_->RolledBack();
+      {
+        absl::MutexLock lock(&mu_);
+        ++counters_.updates_rolled_back;
+      }
+      CutOff(blamed, why);
+    }
     bool finished = false;
     std::vector<Listener> to_stop;
     {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "learner/contract.h"
 #include "learner/evaluation.h"
 #include "learner/run_options.h"
+#include "learner/torch/update_stats.h"
 #include "learner/trajectory.h"
 #include "proto/ristretto.pb.h"
 
@@ -128,6 +130,9 @@ struct RunCounters {
   // Updates that diverged (non-finite loss or weights) and were rolled back
   // (PpoLearner::Update's kAborted); their samples count as dropped.
   int64_t updates_rolled_back = 0;
+  // Actors cut off from the run: an update with their chunks diverged and
+  // the same update without them did not (RunHost::CutOff).
+  int64_t actors_cut_off = 0;
   bool finished = false;
   double last_score = 0.0;
   // Where the training thread's time went, in seconds: waiting for chunks
@@ -191,7 +196,26 @@ class RunHost {
   // finishes (with nullptr). Returns an id for Unsubscribe.
   using Listener = std::function<void(std::shared_ptr<const PublishedWeights>)>;
   int Subscribe(Listener listener);
+  // The same, for the stream of actor `actor_id`: should that actor be cut
+  // off from the run (below), `on_cut_off` is called once, with the
+  // kPermissionDenied status that says why, from the training thread.
+  using CutOffListener = std::function<void(const absl::Status&)>;
+  int Subscribe(Listener listener, std::string actor_id,
+                CutOffListener on_cut_off);
   void Unsubscribe(int id);
+
+  // Cut-off actors. When an update diverges and its batch holds chunks of
+  // two or more actors, the training thread retries it once without each
+  // actor's chunks in turn; the first retry that does not diverge is kept
+  // (a normal update) and that actor is cut off: its queued and parked
+  // chunks are dropped, its streams are told (CutOffListener), and from
+  // then on Ingest refuses its chunks and IsCutOff answers true (the
+  // learner refuses its Hello for this run). An update that diverges
+  // without an actor to blame (one actor's data, or every retry diverges)
+  // counts toward kMaxConsecutiveDivergedUpdates as before.
+  bool IsCutOff(const std::string& actor_id) const;
+  // Why `actor_id` is cut off (kPermissionDenied), or OK.
+  absl::Status CutOffStatus(const std::string& actor_id) const;
 
   RunCounters counters() const;
   // Chunks of `chunk_steps` env steps each actor of this run may have
@@ -285,6 +309,19 @@ class RunHost {
   // run ended, to be called after mu_ is released. Otherwise empty.
   std::vector<Listener> StopActorsIfCovered()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a diverged update (`*stats` kAborted) of a batch from two or more
+  // actors: retries it without each actor's chunks in turn (training
+  // thread). On the first retry that does not diverge, `*stats` becomes
+  // its result and the actor's id is returned, with the env steps of its
+  // chunks in `*blamed_steps`; otherwise "" (and `*stats` the last
+  // retry's error when it was not a divergence, e.g. a stop).
+  std::string RetryWithoutEachActor(std::vector<TrajectoryChunk>* batch,
+                                    absl::StatusOr<UpdateStats>* stats,
+                                    int64_t* blamed_steps);
+  // Records `actor_id` as cut off (`why`), drops its queued and parked
+  // chunks (counted as dropped) and tells its streams. Training thread,
+  // without mu_ held.
+  void CutOff(const std::string& actor_id, const absl::Status& why);
 
   const RunSpec spec_;
   // Null when spec_.metrics is; otherwise set by Create before any thread.
@@ -309,6 +346,14 @@ class RunHost {
   int64_t batch_samples_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const PublishedWeights> weights_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, Listener>> listeners_ ABSL_GUARDED_BY(mu_);
+  struct CutOffWatch {
+    int id = 0;  // the listener's
+    std::string actor_id;
+    CutOffListener on_cut_off;
+  };
+  std::vector<CutOffWatch> cut_off_watches_ ABSL_GUARDED_BY(mu_);
+  // Actor id -> why it is cut off (kPermissionDenied).
+  std::map<std::string, absl::Status> cut_off_ ABSL_GUARDED_BY(mu_);
   int next_listener_ ABSL_GUARDED_BY(mu_) = 0;
   RunCounters counters_ ABSL_GUARDED_BY(mu_);
   std::optional<EvaluationResult> last_evaluation_ ABSL_GUARDED_BY(mu_);

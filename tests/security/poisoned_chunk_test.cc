@@ -8,6 +8,7 @@
 // are accepted. In-process: a LearnerService with one tiny RunHost, the
 // actor an ActorStream on a recording transport.
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,12 @@ class PoisonedChunkTest : public ::testing::Test {
   void SetUp() override {
     RunSpec spec = SmallSpec("run-0");
     spec.trainer.ppo.max_policy_lag = 8;  // room for every chunk below
+    Start(spec);
+  }
+  // A run of `spec`, its learner service and the actor "a0" (after Hello).
+  void Start(const RunSpec& spec) {
+    if (actor_ != nullptr) actor_.reset();
+    if (run_ != nullptr) run_->Stop();
     absl::StatusOr<std::unique_ptr<RunHost>> host =
         RunHost::Create(spec, SmallMarket());
     ASSERT_TRUE(host.ok()) << host.status();
@@ -53,7 +60,7 @@ class PoisonedChunkTest : public ::testing::Test {
   }
   void TearDown() override {
     actor_.reset();
-    run_->Stop();
+    if (run_ != nullptr) run_->Stop();
   }
 
   // 8 steps × 2 copies of an honest env on the run's market with the run's
@@ -201,6 +208,71 @@ TEST_F(PoisonedChunkTest, LargeFiniteValuesAreRefusedHonestChunksAccepted) {
   EXPECT_EQ(Send(HonestChunk(2)).code(), 0);
   EXPECT_TRUE(actor_->transport().read_pending());
   EXPECT_FALSE(actor_->transport().ended().has_value());
+}
+
+// Issue 35, item 4: one actor streams chunks whose every value is inside
+// the run's bounds but chosen to hurt (log-probabilities at the lowest the
+// bounds allow, so PPO's ratio exp(new - old) is as large as it gets;
+// rewards at the top of their bound), beside an honest actor. The ratio is
+// computed from a clamped log-ratio, and should an update still diverge,
+// the actor without whom it trains is cut off: either way the run reaches
+// its budget, does not fail, and scores its validation slice; the honest
+// actor is never cut off.
+TEST_F(PoisonedChunkTest, InBoundsPoisonFromOneOfTwoActorsCannotFailTheRun) {
+  RunSpec spec = SmallSpec("run-0", 320);
+  const int64_t rows = SmallMarket()->num_rows;
+  spec.trainer.train_domains = {env::Domain{0, rows / 2}};
+  spec.trainer.validation_domains = {env::Domain{rows / 2, rows}};
+  spec.trainer.ppo.max_policy_lag = 8;
+  spec.samples_per_update = 32;  // one honest and one poisoned chunk
+  Start(spec);
+  const ChunkValueBounds& bounds = *run_->chunk_bounds();
+  InProcessActor evil(service_.get());
+  evil.Hello("evil");
+  int64_t evil_sequence = 0;
+  bool evil_open = true;
+  for (uint64_t seed = 1; seed < 100 && !run_->budget_reached(); ++seed) {
+    const int64_t version = run_->counters().policy_version;
+    TrajectoryChunk honest = HonestChunk(seed);
+    honest.policy_version = version;
+    const v1::ChunkAck ack = Send(honest);
+    ASSERT_THAT(ack.code(),
+                ::testing::AnyOf(
+                    0, static_cast<int>(absl::StatusCode::kFailedPrecondition)))
+        << ack.message();
+    if (!evil_open) continue;
+    TrajectoryChunk poisoned = HonestChunk(seed + 1000);
+    poisoned.policy_version = version;
+    for (float& lp : poisoned.log_probs) lp = bounds.log_prob.lo + 1.0f;
+    for (float& r : poisoned.rewards) r = bounds.reward.hi * 0.999f;
+    const int64_t sequence = evil_sequence++;
+    evil.Chunk(poisoned, sequence);
+    ASSERT_TRUE(evil.WaitForMessage([sequence](const v1::LearnerMessage& m) {
+      return m.has_ack() && m.ack().sequence() == sequence;
+    }));
+    const v1::ChunkAck evil_ack = evil.AckOf(sequence).value_or(v1::ChunkAck{});
+    // Inside the bounds: never refused as malformed.
+    EXPECT_NE(evil_ack.code(), kInvalid) << evil_ack.message();
+    if (evil_ack.code() ==
+        static_cast<int>(absl::StatusCode::kPermissionDenied)) {
+      EXPECT_THAT(evil_ack.message(), HasSubstr("cut off"));
+      evil_open = false;  // its stream was ended
+    }
+  }
+  ASSERT_TRUE(run_->WaitFinished(120000));
+  EXPECT_TRUE(run_->failure().ok()) << run_->failure();
+  const RunCounters c = run_->counters();
+  EXPECT_GE(c.env_steps_trained, 320);
+  const std::optional<EvaluationResult> scored = run_->last_evaluation();
+  ASSERT_TRUE(scored.has_value());
+  EXPECT_TRUE(std::isfinite(scored->score));
+  EXPECT_FALSE(run_->IsCutOff("a0"));
+  // Each rolled-back update either cut the poisoning actor off or is one
+  // of fewer than kMaxConsecutiveDivergedUpdates in a row.
+  EXPECT_EQ(c.actors_cut_off, run_->IsCutOff("evil") ? 1 : 0);
+  std::cout << "in-bounds poison: " << c.updates << " updates, "
+            << c.updates_rolled_back << " rolled back, poisoning actor "
+            << (run_->IsCutOff("evil") ? "cut off" : "not cut off") << "\n";
 }
 
 }  // namespace

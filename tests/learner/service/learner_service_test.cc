@@ -189,6 +189,53 @@ TEST_F(LearnerServiceTest, AnAcceptedChunkIsAckedOkAndItsUpdatePushed) {
   EXPECT_TRUE(actor->transport().read_pending());
 }
 
+// An actor the run cut off (an update with its chunks diverged, the same
+// update without them trained: RunHost::CutOff) has its stream ended with
+// PERMISSION_DENIED, and its next Hello is refused; other actors are still
+// assigned. The poisoned chunk goes to the run directly: the service's
+// value bounds would refuse it before the run saw it.
+TEST_F(LearnerServiceTest, AnActorCutOffByItsRunIsEndedAndItsHelloRefused) {
+  RunSpec spec = SmallSpec("");
+  spec.samples_per_update = 32;
+  Serve(1, spec);
+  auto honest = Actor("a0");
+  auto evil = Actor("evil");
+  std::shared_ptr<RunHost> run = service_->runs()[0];
+  honest->Chunk(SmallChunk("run-0", 0, 1), 0);
+  ASSERT_EQ(honest->AckOf(0).value_or(v1::ChunkAck{}).code(), 0);
+  TrajectoryChunk poisoned = SmallChunk("run-0", 0, 2);
+  for (float& r : poisoned.rewards) r = 3e38f;
+  poisoned.actor_id = "evil";
+  ASSERT_TRUE(run->Ingest(std::move(poisoned), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    evil->Pump();
+    return evil->transport().ended().has_value();
+  }));
+  const grpc::Status ended = *evil->transport().ended();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(ended.error_message().find("cut off from run run-0"),
+            std::string::npos)
+      << ended.error_message();
+  EXPECT_FALSE(honest->transport().ended().has_value());
+  ASSERT_TRUE(honest->WaitForMessage(
+      [](const v1::LearnerMessage& m) { return IsWeights(m, 1); }));
+  evil->Close();
+  // Back with a new stream: refused, with the reason.
+  auto again = Actor("evil");
+  ASSERT_TRUE(again->transport().ended().has_value());
+  EXPECT_EQ(again->transport().ended()->error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(again->transport().ended()->error_message().find("cut off"),
+            std::string::npos);
+  for (const v1::LearnerMessage& m : again->messages()) {
+    EXPECT_FALSE(m.has_assignment());
+  }
+  // Another actor is assigned as before.
+  auto other = Actor("a1");
+  ASSERT_FALSE(other->messages().empty());
+  EXPECT_TRUE(other->messages()[0].has_assignment());
+}
+
 TEST_F(LearnerServiceTest, ChunksThatDoNotFitTheRunAreRejectedWithTheirCode) {
   Serve(1);
   auto actor = Actor("a0");

@@ -144,6 +144,105 @@ TEST(RunHostTest, DivergedUpdatesAreRolledBackAndRepeatedOnesFailTheRun) {
   EXPECT_EQ(host->counters().policy_version, 1);
 }
 
+// Issue 35, item 4: one actor cannot fail a run. An update over an honest
+// actor's chunk and a poisoned one diverges; retried without each actor in
+// turn (without the honest one it diverges again, without the poisoned one
+// it trains), the poisoned actor is cut off: its stream is told, its later
+// chunks are refused with kPermissionDenied, the run trains on and does not
+// fail, and every env step received is trained or dropped.
+TEST(RunHostTest, TheActorWhoseChunksMadeAnUpdateDivergeIsCutOff) {
+  RunSpec spec = SmallSpec("run-0");
+  spec.samples_per_update = 32;  // two chunks per update
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  auto honest = [](uint64_t seed, int64_t version) {
+    TrajectoryChunk c = SmallChunk("run-0", version, seed);
+    c.actor_id = "honest-actor";
+    return c;
+  };
+  auto poisoned = [](uint64_t seed, int64_t version) {
+    TrajectoryChunk c = SmallChunk("run-0", version, seed);
+    for (float& r : c.rewards) r = 3e38f;
+    c.actor_id = "evil-actor";
+    return c;
+  };
+  std::mutex mu;
+  std::vector<absl::Status> told_evil, told_honest;
+  host->Subscribe([](auto) {}, "evil-actor",
+                  [&](const absl::Status& why) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    told_evil.push_back(why);
+                  });
+  host->Subscribe([](auto) {}, "honest-actor",
+                  [&](const absl::Status& why) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    told_honest.push_back(why);
+                  });
+  EXPECT_FALSE(host->IsCutOff("evil-actor"));
+  ASSERT_TRUE(host->Ingest(honest(1, 0), [] {}).ok());
+  ASSERT_TRUE(host->Ingest(poisoned(2, 0), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().actors_cut_off == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return host->counters().policy_version == 1; }));
+  EXPECT_TRUE(host->IsCutOff("evil-actor"));
+  EXPECT_FALSE(host->IsCutOff("honest-actor"));
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(told_evil.size(), 1u);
+    EXPECT_EQ(told_evil[0].code(), absl::StatusCode::kPermissionDenied);
+    EXPECT_NE(told_evil[0].message().find("evil-actor"), std::string::npos)
+        << told_evil[0];
+    EXPECT_TRUE(told_honest.empty());
+  }
+  RunCounters c = host->counters();
+  EXPECT_EQ(c.env_steps_trained, 16);  // the honest chunk alone
+  EXPECT_EQ(c.env_steps_dropped, 16);  // the poisoned one
+  EXPECT_EQ(c.updates, 1);
+  EXPECT_EQ(c.updates_rolled_back, 1);
+  // Its chunks are refused from now on, even honest-looking ones ...
+  const absl::Status refused = host->Ingest(
+      [] {
+        TrajectoryChunk clean = SmallChunk("run-0", 1, 5);
+        clean.actor_id = "evil-actor";
+        return clean;
+      }(),
+      [] {});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_EQ(host->CutOffStatus("evil-actor"), refused);
+  // ... and the honest actor's train.
+  ASSERT_TRUE(host->Ingest(honest(3, 1), [] {}).ok());
+  ASSERT_TRUE(host->Ingest(honest(4, 1), [] {}).ok());
+  ASSERT_TRUE(WaitFor([&] { return host->counters().policy_version == 2; }));
+  c = host->counters();
+  EXPECT_EQ(c.env_steps_trained, 48);
+  EXPECT_EQ(c.env_steps_received, c.env_steps_trained + c.env_steps_dropped);
+  EXPECT_EQ(c.chunks_rejected, 1);
+  EXPECT_TRUE(host->failure().ok()) << host->failure();
+}
+
+// A diverged update of one actor's data has no one to blame (nothing would
+// be left to train): it is rolled back and counted, nobody is cut off.
+TEST(RunHostTest, ADivergedUpdateOfOneActorsDataCutsNobodyOff) {
+  RunSpec spec = SmallSpec("run-0");
+  spec.samples_per_update = 32;
+  std::unique_ptr<RunHost> host = MustCreate(spec);
+  ASSERT_NE(host, nullptr);
+  for (uint64_t seed : {1, 2}) {
+    TrajectoryChunk c = SmallChunk("run-0", 0, seed);
+    if (seed == 2) {
+      for (float& r : c.rewards) r = 3e38f;
+    }
+    c.actor_id = "only-actor";
+    ASSERT_TRUE(host->Ingest(std::move(c), [] {}).ok());
+  }
+  ASSERT_TRUE(
+      WaitFor([&] { return host->counters().updates_rolled_back == 1; }));
+  EXPECT_EQ(host->counters().actors_cut_off, 0);
+  EXPECT_FALSE(host->IsCutOff("only-actor"));
+  EXPECT_EQ(host->counters().policy_version, 0);
+  EXPECT_EQ(host->counters().env_steps_dropped, 32);
+}
+
 TEST(RunHostTest, AChunkFromAFutureVersionIsRejected) {
   std::unique_ptr<RunHost> host = MustCreate(SmallSpec("run-0"));
   ASSERT_NE(host, nullptr);
