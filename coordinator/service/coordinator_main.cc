@@ -67,6 +67,9 @@ ABSL_FLAG(int64_t, lease_ttl_s, 30,
 ABSL_FLAG(int64_t, max_learners, 256,
           "most learner member ids live at once; registrations under new "
           "ids beyond it are refused");
+ABSL_FLAG(int64_t, member_retention_s, 3600,
+          "seconds after its last call a member that never held a lease is "
+          "deleted from the members table (0: never; else > --lease-ttl-s)");
 ABSL_FLAG(int64_t, tick_ms, 500, "milliseconds between scheduling passes");
 ABSL_FLAG(int64_t, max_message_mb, 16, "largest gRPC message received, MiB");
 ABSL_FLAG(std::string, token_file, "",
@@ -111,7 +114,7 @@ constexpr char kUsage[] =
     "usage: ristretto-coordinator --db DSN (or $RISTRETTO_DB)\n"
     "    [--address A (127.0.0.1)] [--port P (0: any)]\n"
     "    [--data-dir DIR (/tmp/ristretto-coordinator)] [--lease-ttl-s S (30)]\n"
-    "    [--max-learners N (256)]\n"
+    "    [--max-learners N (256)] [--member-retention-s S (3600)]\n"
     "    [--tick-ms MS (500)] [--max-message-mb MB (16)]\n"
     "    [--token-file FILE (mode 600; or $RISTRETTO_TOKEN)]\n"
     "    [--actor-token-file FILE (mode 600; or $RISTRETTO_ACTOR_TOKEN)]\n"
@@ -214,6 +217,14 @@ absl::Status Main() {
   if (options.max_learners < 1) {
     return absl::InvalidArgumentError("--max-learners must be >= 1");
   }
+  const int64_t retention_s = absl::GetFlag(FLAGS_member_retention_s);
+  if (retention_s != 0 && retention_s <= ttl_s) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--member-retention-s is ", retention_s,
+        ": it must be 0 (never forget) or longer than --lease-ttl-s (", ttl_s,
+        ")"));
+  }
+  options.member_retention = absl::Seconds(retention_s);
   const int64_t tick_ms = absl::GetFlag(FLAGS_tick_ms);
   // Declared before the scheduler: destroyed after it.
   ASSIGN_OR_RETURN(

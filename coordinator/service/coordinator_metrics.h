@@ -39,6 +39,7 @@ enum class DbOp {
   kCreateTrial,
   kExpireLeases,
   kFailRun,
+  kForgetMembers,
   kGetDataset,
   kGetMember,
   kGetRun,
@@ -60,7 +61,7 @@ enum class DbOp {
   kSetStudyState,
   kUpsertMember,
 };
-inline constexpr int kNumDbOps = 29;
+inline constexpr int kNumDbOps = 30;
 // The Store method's name, e.g. "LeaseRun".
 const char* DbOpName(DbOp op);
 

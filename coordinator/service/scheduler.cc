@@ -259,6 +259,30 @@ absl::Status Scheduler::Tick() {
   for (int64_t run_id : expired) {
     RLOG(WARNING) << "lease of run " << run_id << " expired";
   }
+  if (options_.member_retention > absl::ZeroDuration() &&
+      Now() - last_forget_ >= absl::Minutes(1)) {
+    last_forget_ = Now();
+    // The store stamps last_seen with its own clock (PostgreSQL's now()),
+    // not the scheduler's (a test's fake one): its cut-off is real time.
+    ASSIGN_OR_RETURN(
+        const int64_t forgotten,
+        Db(DbOp::kForgetMembers)
+            ->ForgetMembers(absl::Now() - options_.member_retention));
+    const absl::Time cut_off = Now() - options_.member_retention;
+    for (auto it = learners_.begin(); it != learners_.end();) {
+      if (it->second.last_call < cut_off) {
+        leased_runs_.erase(it->first);
+        it = learners_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (forgotten > 0) {
+      RLOG(INFO) << "forgot " << forgotten << " member(s) not heard from for "
+                 << absl::FormatDuration(options_.member_retention)
+                 << " that never held a lease";
+    }
+  }
   for (const StudyRow& row : studies) {
     if (row.state != StudyState::kRunning) continue;
     absl::Status s = AdvanceStudy(row);

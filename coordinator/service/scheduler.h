@@ -53,6 +53,13 @@ struct SchedulerOptions {
   // the coordinator with ids; a learner that stops frees its place a lease
   // lifetime after its last call. Re-registering a live id always works.
   int64_t max_learners = 256;
+  // Members (learners, actors) not heard from for this long, that never
+  // held a lease, are deleted from the store's `members` (and learners
+  // from the scheduler's memory), checked about once a minute
+  // (Store::ForgetMembers), so a flood of ids leaves no rows behind.
+  // Members that held a lease stay: the lease history names them. Must
+  // exceed lease_ttl; zero or less: never.
+  absl::Duration member_retention = absl::Hours(1);
   // The scheduler's clock (lease expiry, back-off); empty: absl::Now.
   // Tests pass a fake one.
   std::function<absl::Time()> clock;
@@ -248,6 +255,8 @@ class Scheduler {
   // is checked against the store, and a miss falls back to a scan.
   std::map<std::string, std::set<int64_t>> leased_runs_ ABSL_GUARDED_BY(mu_);
   int64_t next_learner_ ABSL_GUARDED_BY(mu_) = 0;
+  // When Tick last forgot members (member_retention).
+  absl::Time last_forget_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   SchedulerCounters counters_ ABSL_GUARDED_BY(mu_);
   // Done studies whose final trial counts have been exported.
   std::set<int64_t> counted_done_ ABSL_GUARDED_BY(mu_);

@@ -378,6 +378,7 @@ absl::StatusOr<std::optional<RunRow>> InMemoryStore::LeaseRun(
     }
     run.state = RunState::kLeased;
     run.member_id = member_id;
+    lease_holders_.insert(member_id);
     run.lease_expires_at = TruncateMicros(now + ttl);
     ++run.attempts;
     return std::optional<RunRow>(run);
@@ -815,6 +816,25 @@ absl::StatusOr<std::vector<MemberRow>> InMemoryStore::ListMembers() {
   std::vector<MemberRow> rows;
   for (const auto& [id, m] : members_) rows.push_back(m);
   return rows;
+}
+
+absl::StatusOr<int64_t> InMemoryStore::ForgetMembers(
+    absl::Time last_seen_before) {
+  absl::MutexLock lock(&mu_);
+  int64_t forgotten = 0;
+  for (auto it = members_.begin(); it != members_.end();) {
+    bool named = lease_holders_.count(it->first) > 0;
+    for (const auto& [id, run] : runs_) {
+      if (run.member_id == it->first) named = true;
+    }
+    if (!named && it->second.last_seen < last_seen_before) {
+      it = members_.erase(it);
+      ++forgotten;
+    } else {
+      ++it;
+    }
+  }
+  return forgotten;
 }
 
 absl::StatusOr<MemberRow> InMemoryStore::GetMember(const std::string& id) {

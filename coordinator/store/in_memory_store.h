@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +128,7 @@ class InMemoryStore final : public Store {
   absl::Status UpsertMember(const MemberRow& row) override;
   absl::StatusOr<std::vector<MemberRow>> ListMembers() override;
   absl::StatusOr<MemberRow> GetMember(const std::string& id) override;
+  absl::StatusOr<int64_t> ForgetMembers(absl::Time last_seen_before) override;
 
  private:
   struct StoredLockbox {
@@ -178,6 +180,8 @@ class InMemoryStore final : public Store {
   std::map<int64_t, ArtifactRow> artifacts_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, std::string> study_results_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, MemberRow> members_ ABSL_GUARDED_BY(mu_);
+  // Members that ever held a lease (PgStore: named by a `leases` row).
+  std::set<std::string> lease_holders_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ristretto::coordinator

@@ -1781,6 +1781,22 @@ absl::StatusOr<std::vector<MemberRow>> PgStore::ListMembers() {
       });
 }
 
+absl::StatusOr<int64_t> PgStore::ForgetMembers(absl::Time last_seen_before) {
+  return impl_->Transact<int64_t>(
+      "ForgetMembers", true,
+      [&](pqxx::dbtransaction& txn) -> absl::StatusOr<int64_t> {
+        const pqxx::result r = txn.exec_params(
+            absl::StrCat("DELETE FROM members m WHERE m.last_seen < ",
+                         TsParam(1),
+                         " AND NOT EXISTS (SELECT 1 FROM runs r "
+                         "WHERE r.member_id = m.id) "
+                         "AND NOT EXISTS (SELECT 1 FROM leases l "
+                         "WHERE l.member_id = m.id)"),
+            Micros(last_seen_before));
+        return static_cast<int64_t>(r.affected_rows());
+      });
+}
+
 absl::StatusOr<MemberRow> PgStore::GetMember(const std::string& id) {
   return impl_->Transact<MemberRow>(
       "GetMember", false,

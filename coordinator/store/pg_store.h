@@ -120,6 +120,7 @@ class PgStore final : public Store {
   absl::Status UpsertMember(const MemberRow& row) override;
   absl::StatusOr<std::vector<MemberRow>> ListMembers() override;
   absl::StatusOr<MemberRow> GetMember(const std::string& id) override;
+  absl::StatusOr<int64_t> ForgetMembers(absl::Time last_seen_before) override;
 
  private:
   class Impl;

@@ -416,6 +416,12 @@ class Store {
   virtual absl::StatusOr<std::vector<MemberRow>> ListMembers() = 0;
   // The member `id` (learner or actor); kNotFound when none has that id.
   virtual absl::StatusOr<MemberRow> GetMember(const std::string& id) = 0;
+  // Deletes the members last seen before `last_seen_before` that never held
+  // a lease (no run or lease-history row names them: those rows keep who
+  // trained what). Returns how many were deleted. A forgotten member that
+  // comes back is registered anew (new first_seen).
+  virtual absl::StatusOr<int64_t> ForgetMembers(
+      absl::Time last_seen_before) = 0;
 
  protected:
   Store() = default;

@@ -107,6 +107,7 @@ class SchedulerUnitTest : public ::testing::Test {
     options.clock = clock_;
     options.metrics = scheduler_metrics_;
     options.max_learners = max_learners_;
+    options.member_retention = member_retention_;
     scheduler_ = std::make_unique<Scheduler>(std::move(owned_store_),
                                              std::move(options));
     if (!token.empty()) return;
@@ -176,6 +177,7 @@ class SchedulerUnitTest : public ::testing::Test {
   // The scheduler's clock (Start passes it); empty: the real one.
   std::function<absl::Time()> clock_;
   int64_t max_learners_ = 256;
+  absl::Duration member_retention_ = SchedulerOptions{}.member_retention;
   // The scheduler's metrics (Start passes them); null: none.
   CoordinatorMetrics* scheduler_metrics_ = nullptr;
 };
@@ -560,6 +562,48 @@ TEST_F(SchedulerUnitTest, ARegistrationFloodDoesNotDrawActorsAway) {
     fake_named = fake_named || found->learner_member_id() == "fake-7";
   }
   EXPECT_TRUE(fake_named);
+}
+
+// Issue 35, item 5: a flood of learner ids leaves no rows behind. Members
+// past the retention that never held a lease are deleted from the store at
+// the next Tick; the learner that works (leased) stays, and actors are
+// still sent to it. (The store's cut-off is real time, the scheduler's
+// own map of live learners follows its clock; the retention here is far
+// below what the coordinator accepts, so kMember calls just before.)
+TEST_F(SchedulerUnitTest, AFloodOfMemberIdsIsForgottenAfterTheRetention) {
+  absl::Time now = absl::Now();
+  clock_ = [&now] { return now; };
+  member_retention_ = absl::Microseconds(1);
+  Start(StudyText("concurrency: 1\nmax_trials: 1"));
+  Tick();
+  ASSERT_TRUE(Lease().has_run());  // kMember works
+  for (int k = 0; k < 50; ++k) {
+    v1::RegisterLearnerRequest fake;
+    fake.set_member_id(absl::StrCat("fake-", k));
+    fake.set_address(absl::StrCat("10.66.0.1:", 1000 + k));
+    fake.set_slots(4);
+    ASSERT_TRUE(scheduler_->RegisterLearner(fake).ok());
+  }
+  absl::StatusOr<std::vector<MemberRow>> members = store_->ListMembers();
+  ASSERT_TRUE(members.ok()) << members.status();
+  EXPECT_EQ(members->size(), 51U);
+  // Past the retention (the store's clock moves on) ...
+  const absl::Time registered = absl::Now();
+  while (absl::Now() <= registered + absl::Milliseconds(2)) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  now += absl::Minutes(2);  // forgetting runs about once a minute
+  EXPECT_FALSE(Lease().has_run());  // kMember calls: it stays live
+  Tick();
+  members = store_->ListMembers();
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 1U);
+  EXPECT_EQ((*members)[0].id, kMember);
+  v1::FindLearnerRequest find;
+  find.set_actor_id("actor-0");
+  absl::StatusOr<v1::FindLearnerResponse> found = scheduler_->FindLearner(find);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->learner_member_id(), kMember);
 }
 
 // The coordinator holds at most max_learners live learner ids: a flood of

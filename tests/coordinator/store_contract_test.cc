@@ -866,6 +866,51 @@ TEST_P(StoreContractTest, ReleaseLeasesRequeuesTheMembersRunsAtOnce) {
   EXPECT_EQ(Lease().attempts, 2);
 }
 
+// Issue 35, item 5: members not seen since the cut-off are deleted unless
+// they ever held a lease (the lease history names them); a member seen
+// after the cut-off stays; a forgotten member comes back as new.
+TEST_P(StoreContractTest, ForgetMembersDeletesOnlyStaleMembersThatNeverLeased) {
+  const StudyRow study = RunningStudy("s");
+  Trial(study.id, 1);
+  for (const char* id : {"flood-1", "flood-2", "actor-ok"}) {
+    MemberRow m;
+    m.id = id;
+    m.kind = "actor";
+    ASSERT_OK(store_->UpsertMember(m));
+  }
+  const RunRow leased = Lease(kMember);  // kMember holds a lease
+  EXPECT_EQ(leased.member_id, kMember);
+  // Nothing was last seen an hour ago.
+  ASSERT_OK_AND_ASSIGN(int64_t forgotten,
+                       store_->ForgetMembers(absl::Now() - absl::Hours(1)));
+  EXPECT_EQ(forgotten, 0);
+  ASSERT_OK_AND_ASSIGN(std::vector<MemberRow> members, store_->ListMembers());
+  EXPECT_EQ(members.size(), 4U);
+  // A cut-off after every upsert: the three that never leased go, the
+  // lease holder stays, ...
+  ASSERT_OK_AND_ASSIGN(forgotten,
+                       store_->ForgetMembers(absl::Now() + absl::Hours(1)));
+  EXPECT_EQ(forgotten, 3);
+  ASSERT_OK_AND_ASSIGN(members, store_->ListMembers());
+  ASSERT_EQ(members.size(), 1U);
+  EXPECT_EQ(members[0].id, kMember);
+  EXPECT_EQ(store_->GetMember("flood-1").status().code(),
+            absl::StatusCode::kNotFound);
+  // ... also after its run is done (the lease history still names it).
+  ASSERT_OK(
+      store_->CompleteRun(leased.id, kMember, Metrics(1, 10), {}).status());
+  ASSERT_OK_AND_ASSIGN(forgotten,
+                       store_->ForgetMembers(absl::Now() + absl::Hours(1)));
+  EXPECT_EQ(forgotten, 0);
+  // A forgotten member registers again.
+  MemberRow back;
+  back.id = "flood-1";
+  back.kind = "actor";
+  ASSERT_OK(store_->UpsertMember(back));
+  ASSERT_OK_AND_ASSIGN(const MemberRow got, store_->GetMember("flood-1"));
+  EXPECT_EQ(got.kind, "actor");
+}
+
 TEST_P(StoreContractTest, DatasetsMembersAndResultsRoundTrip) {
   DatasetRow d;
   d.id = "abc";

@@ -12,9 +12,15 @@
 //    reason, and `ristretto study start --wait` prints it and exits non-zero.
 // Every wait is for an event (a log line, a GetStatus count, a database
 // state); the only time asserted is the shutdown deadline the issue sets.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -364,6 +370,100 @@ TEST_F(CoordinatorFaultTest, UnwritableCheckpointFailsOnlyThatRun) {
   EXPECT_TRUE(learner_->running()) << learner_->Log();
   EXPECT_THAT(coordinator_->Log(), HasSubstr("(attempt 1 of 2)"));
   EXPECT_THAT(coordinator_->Log(), HasSubstr("retried in 5s"));
+}
+
+// Issue 35, item 3, with real processes on a real full file system: trial
+// 0's run directory is on a 256 KiB tmpfs filled to the last byte (mounting
+// needs root, as in CI; skipped otherwise). Its first checkpoint fails with
+// ENOSPC: the learner reports it (FailRun, "No space left on device") and
+// keeps training trial 1 — no crash (LibTorch's writer never touches the
+// disk). The learner is then restarted while trial 0 waits for its retry:
+// the new process resumes trial 1 from its checkpoint, takes the retry,
+// fails it the same way without aborting, and completes trial 1.
+TEST_F(CoordinatorFaultTest,
+       AFullDiskFailsOnlyThatRunAndARestartedLearnerGoesOn) {
+  absl::StatusOr<coordinator::StudyRow> study =
+      store_->CreateStudy("io", IoStudy());
+  ASSERT_TRUE(study.ok()) << study.status();
+  const std::string full = data_dir() + "/runs/io/trial-0";
+  fs::create_directories(full);
+  if (mount("tmpfs", full.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root): "
+                 << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{full};
+  fs::create_directories(full + "/fold-0");
+  {
+    const int fd = open((full + "/filler").c_str(),
+                        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    const std::string block(4096, 'x');
+    int last_errno = 0;
+    while (true) {
+      const ssize_t n = write(fd, block.data(), block.size());
+      if (n <= 0) {
+        last_errno = errno;
+        break;
+      }
+    }
+    close(fd);
+    ASSERT_EQ(last_errno, ENOSPC) << std::strerror(last_errno);
+  }
+  ASSERT_TRUE(
+      store_->SetStudyState(study->id, coordinator::StudyState::kRunning).ok());
+  StartCoordinator();
+  const std::vector<std::string> learner_argv = CoordinatedLearnerArgv(
+      RISTRETTO_LEARNER_BINARY, address_, dir_ + "/learner", {"--slots", "2"});
+  learner_ = std::make_unique<Process>(learner_argv, dir_ + "/learner.log");
+  ASSERT_FALSE(tests::WaitForListeningAddress(*learner_, 120s).empty())
+      << learner_->Log();
+  for (int i = 0; i < 2; ++i) {
+    actors_.push_back(std::make_unique<Process>(
+        CoordinatedActorArgv(RISTRETTO_ACTOR_BINARY, address_,
+                             absl::StrCat("actor-", i), dir_ + "/actor-cache"),
+        absl::StrCat(dir_, "/actor-", i, ".log")));
+  }
+  // The first failure reaches the coordinator.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        return coordinator_->Log().find("(attempt 1 of 2)") !=
+               std::string::npos;
+      },
+      600s, 200ms))
+      << Logs();
+  EXPECT_THAT(coordinator_->Log(), HasSubstr("No space left on device"));
+  EXPECT_TRUE(learner_->running()) << learner_->Log();
+  // Restart the learner while the retry waits.
+  const Stopped stopped = Terminate(*learner_, kHang);
+  ASSERT_TRUE(stopped.exit_code.has_value()) << learner_->Log();
+  EXPECT_EQ(*stopped.exit_code, 0) << learner_->Log();
+  learner_ = std::make_unique<Process>(learner_argv, dir_ + "/learner-2.log");
+  ASSERT_FALSE(tests::WaitForListeningAddress(*learner_, 120s).empty())
+      << learner_->Log();
+  using coordinator::TrialRow;
+  using coordinator::TrialState;
+  ASSERT_TRUE(WaitForTrials(
+      study->id,
+      [](const std::vector<TrialRow>& t) {
+        return t.size() == 2 && t[0].state == TrialState::kFailed &&
+               t[1].state == TrialState::kComplete;
+      },
+      600s))
+      << Logs();
+  absl::StatusOr<std::vector<TrialRow>> trials = store_->ListTrials(study->id);
+  ASSERT_TRUE(trials.ok());
+  std::printf("trial 0 failed: %s\n", (*trials)[0].fail_reason.c_str());
+  EXPECT_THAT((*trials)[0].fail_reason, HasSubstr("No space left on device"));
+  EXPECT_THAT((*trials)[0].fail_reason, HasSubstr("(attempt 2 of 2)"));
+  // The restarted learner failed the retry and finished trial 1 without
+  // aborting.
+  EXPECT_TRUE(learner_->running()) << learner_->Log();
+  const Stopped again = Terminate(*learner_, kHang);
+  ASSERT_TRUE(again.exit_code.has_value()) << learner_->Log();
+  EXPECT_EQ(*again.exit_code, 0) << learner_->Log();
 }
 
 }  // namespace

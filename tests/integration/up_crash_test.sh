@@ -14,12 +14,17 @@
 # running on the data directory; the same command again must stop that
 # orphan, resume the study and train, while a concurrent `up` on the same
 # data directory is refused at once, naming the running one.
-# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML [learner|actors|up]
+# Mode "pg": up's PostgreSQL is restarted (pg_ctl restart -m fast: every
+# connection is cut) while the study trains. A lost connection is a
+# transient error: up, the coordinator and the learner reconnect, and the
+# study (the shipped small one, its own budget) ends with its verdict and
+# up exits 0 (issue 35, item 2).
+# Usage: up_crash_test.sh RISTRETTO_BINARY SMALL_STUDY_YAML [learner|actors|up|pg]
 set -euo pipefail
 ristretto=$1
 small=$2
 mode=${3:-learner}
-case "$mode" in learner | up) actors=1 ;; actors) actors=2 ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
+case "$mode" in learner | up | pg) actors=1 ;; actors) actors=2 ;; *) echo "unknown mode $mode" >&2; exit 2 ;; esac
 work=$(mktemp -d /tmp/ristretto-up-crash.XXXXXX)
 chmod 755 "$work"
 up_pid=
@@ -53,12 +58,20 @@ cleanup() {
 trap cleanup EXIT
 
 # The shipped small study with a budget no trial reaches while the test
-# watches: only the crash can end it.
-sed -e 's/^name: .*/name: up-crash/' \
-    -e 's/^budget_env_steps: .*/budget_env_steps: 100000000/' \
+# watches: only the crash can end it. (Mode pg: its own budget; it ends.)
+if [ "$mode" = pg ]; then
+  # Two trials are enough to finish a study; the test is about the restart.
+  sed -e 's/^name: .*/name: up-crash/' -e 's/^max_trials: .*/max_trials: 2/' \
     "$small" > "$work/study.yaml"
-grep -q '^budget_env_steps: 100000000$' "$work/study.yaml" ||
-  fail "could not raise the budget in $small"
+  grep -q '^max_trials: 2$' "$work/study.yaml" ||
+    fail "could not set max_trials in $small"
+else
+  sed -e 's/^name: .*/name: up-crash/' \
+      -e 's/^budget_env_steps: .*/budget_env_steps: 100000000/' \
+      "$small" > "$work/study.yaml"
+  grep -q '^budget_env_steps: 100000000$' "$work/study.yaml" ||
+    fail "could not raise the budget in $small"
+fi
 
 "$ristretto" up --study "$work/study.yaml" --data-dir "$work/data" \
   --actors "$actors" > "$work/up.log" 2>&1 &
@@ -114,7 +127,30 @@ wait_up_exit() {
   [ "$status" -ne 0 ] || fail "ristretto up exited 0 after $1 was killed"
 }
 
-if [ "$mode" = up ]; then
+if [ "$mode" = pg ]; then
+  pg_pid=$(head -n 1 "$work/data/pg/postmaster.pid")
+  pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl | sort -V | tail -n 1)
+  [ -x "$pg_ctl" ] || fail "no pg_ctl under /usr/lib/postgresql"
+  as_owner=()
+  # The server runs as the data directory's owner (postgres when up runs
+  # as root).
+  if [ "$(id -u)" = 0 ]; then as_owner=(runuser -u "$(stat -c %U "$work/data/pg")" --); fi
+  echo "up ($up_pid) trains; restarting its PostgreSQL ($pg_pid)"
+  "${as_owner[@]}" "$pg_ctl" restart -w -t 60 -m fast -D "$work/data/pg" \
+    -l "$work/data/pg/postgresql.log" > "$work/pg_ctl.log" 2>&1 ||
+    { cat "$work/pg_ctl.log" >&2; fail "pg_ctl restart failed"; }
+  new_pg=$(head -n 1 "$work/data/pg/postmaster.pid")
+  [ "$new_pg" != "$pg_pid" ] || fail "PostgreSQL was not restarted (pid $pg_pid)"
+  # up must end by itself, with its verdict, exit status 0.
+  while [ "$SECONDS" -lt "$deadline" ]; do kill -0 "$up_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$up_pid" 2>/dev/null && fail "ristretto up still runs at the test's deadline after PostgreSQL restarted"
+  status=0
+  wait "$up_pid" || status=$?
+  up_pid=
+  [ "$status" -eq 0 ] || fail "ristretto up exited $status after PostgreSQL restarted"
+  up_said '^verdict: ' || fail "up did not end with its verdict"
+  up_said 'study up-crash is done' || fail "the study did not finish"
+elif [ "$mode" = up ]; then
   pg_pid=$(head -n 1 "$work/data/pg/postmaster.pid")
   echo "up ($up_pid) started ${#started[@]} processes and PostgreSQL ($pg_pid); killing up itself"
   kill -KILL "$up_pid"
