@@ -592,7 +592,7 @@ TEST_F(SchedulerUnitTest, AFloodOfMemberIdsIsForgottenAfterTheRetention) {
   while (absl::Now() <= registered + absl::Milliseconds(2)) {
     absl::SleepFor(absl::Milliseconds(1));
   }
-  now += absl::Minutes(2);  // forgetting runs about once a minute
+  now += absl::Minutes(2);          // forgetting runs about once a minute
   EXPECT_FALSE(Lease().has_run());  // kMember calls: it stays live
   Tick();
   members = store_->ListMembers();
