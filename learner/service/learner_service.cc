@@ -417,6 +417,11 @@ void ActorStream::HandleHello() {
           link->stream->FinishWhenDrained(wire::ToGrpcStatus(why));
         }
       });
+  // Cut off between AssignRun and Subscribe: its watch came too late.
+  if (const absl::Status cut = run_->CutOffStatus(actor_id_); !cut.ok()) {
+    FinishWhenDrained(wire::ToGrpcStatus(cut));
+    return;
+  }
   OnWeights(run_->latest_weights());
   // A run that finished or was stopped (pruned, shut down) before this
   // stream subscribed never calls the listener again: stop the actor now

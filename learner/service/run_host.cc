@@ -349,30 +349,60 @@ std::string RunHost::RetryWithoutEachActor(std::vector<TrajectoryChunk>* batch,
   // One actor's data alone: nothing would be left to train, and nothing
   // tells its data from the weights.
   if (actors.size() < 2) return "";
-  for (const std::string& actor : actors) {
-    if (cancel_.load(std::memory_order_relaxed)) return "";
+  // Runs `update` on the batch without `actor`'s chunks (moved out and
+  // back); `steps` gets their env steps.
+  auto without = [batch](const std::string& actor, int64_t* steps,
+                         const std::function<absl::StatusOr<UpdateStats>(
+                             const std::vector<TrajectoryChunk>&)>& update) {
     std::vector<TrajectoryChunk> theirs, rest;
     for (TrajectoryChunk& c : *batch) {
       (c.actor_id == actor ? theirs : rest).push_back(std::move(c));
     }
-    absl::StatusOr<UpdateStats> retry = learner_->Update(rest);
-    int64_t steps = 0;
-    for (const TrajectoryChunk& c : theirs) steps += c.num_samples();
+    absl::StatusOr<UpdateStats> result = update(rest);
+    *steps = 0;
+    for (const TrajectoryChunk& c : theirs) *steps += c.num_samples();
     batch->clear();
     for (TrajectoryChunk& c : rest) batch->push_back(std::move(c));
     for (TrajectoryChunk& c : theirs) batch->push_back(std::move(c));
-    if (retry.ok()) {
-      *stats = std::move(retry);
-      *blamed_steps = steps;
-      return actor;
-    }
-    if (!absl::IsAborted(retry.status())) {
-      // Stopping (cancelled) or a LibTorch error: not a verdict on anyone.
-      *stats = std::move(retry);
+    return result;
+  };
+  // Rehearse the update without each actor in turn (nothing is kept). Blame
+  // only when exactly one absence makes it train: when two or more do (the
+  // update only just diverged, or data diverges only when mixed), blaming
+  // the first would let a poisoner get an honest actor cut off.
+  std::string culprit;
+  int trains = 0;
+  for (const std::string& actor : actors) {
+    if (cancel_.load(std::memory_order_relaxed)) return "";
+    int64_t steps = 0;
+    absl::StatusOr<UpdateStats> rehearsal =
+        without(actor, &steps, [this](const std::vector<TrajectoryChunk>& c) {
+          return learner_->Update(c, /*rehearse=*/true);
+        });
+    if (rehearsal.ok()) {
+      culprit = actor;
+      if (++trains > 1) return "";
+    } else if (absl::IsCancelled(rehearsal.status())) {
+      *stats = std::move(rehearsal);
       return "";
     }
+    // Still diverges (kAborted), every chunk left is stale
+    // (kFailedPrecondition) or a LibTorch error: no verdict on this actor.
   }
-  return "";
+  if (trains != 1) return "";
+  int64_t steps = 0;
+  absl::StatusOr<UpdateStats> trained =
+      without(culprit, &steps, [this](const std::vector<TrajectoryChunk>& c) {
+        return learner_->Update(c);
+      });
+  if (absl::IsCancelled(trained.status())) {
+    *stats = std::move(trained);
+    return "";
+  }
+  if (!trained.ok()) return "";  // the divergence stands, unattributed
+  *stats = std::move(trained);
+  *blamed_steps = steps;
+  return culprit;
 }
 
 void RunHost::CutOff(const std::string& actor_id, const absl::Status& why) {
@@ -602,8 +632,10 @@ void RunHost::TrainLoop() {
     const Clock::time_point started = Clock::now();
     if (metrics_ != nullptr) BeginDeviceWork(metrics_.get());
     absl::StatusOr<UpdateStats> stats = learner_->Update(batch);
-    // A diverged update of several actors' data: retried without each
-    // actor in turn; the one whose absence makes it train is cut off.
+    // The update's own time (the histogram's), without any retries below.
+    const double update_seconds = seconds_since(started);
+    // A diverged update of several actors' data: rehearsed without each
+    // actor in turn; the one whose absence alone makes it train is cut off.
     std::string blamed;
     int64_t blamed_steps = 0;
     absl::Status diverged;
@@ -612,7 +644,6 @@ void RunHost::TrainLoop() {
       blamed = RetryWithoutEachActor(&batch, &stats, &blamed_steps);
     }
     if (metrics_ != nullptr) EndDeviceWork(learner_->device(), metrics_.get());
-    const double update_seconds = seconds_since(started);
     int64_t trained = 0, dropped = 0;
     if (stats.ok()) {
       trained = stats->samples_trained;

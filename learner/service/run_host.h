@@ -128,7 +128,9 @@ struct RunCounters {
   int64_t chunks_rejected = 0;
   int64_t updates = 0;
   // Updates that diverged (non-finite loss or weights) and were rolled back
-  // (PpoLearner::Update's kAborted); their samples count as dropped.
+  // (PpoLearner::Update's kAborted); their samples count as dropped — or,
+  // when an actor was cut off for it, only that actor's, and the update
+  // made without them counts in `updates` too.
   int64_t updates_rolled_back = 0;
   // Actors cut off from the run: an update with their chunks diverged and
   // the same update without them did not (RunHost::CutOff).
@@ -205,9 +207,10 @@ class RunHost {
   void Unsubscribe(int id);
 
   // Cut-off actors. When an update diverges and its batch holds chunks of
-  // two or more actors, the training thread retries it once without each
-  // actor's chunks in turn; the first retry that does not diverge is kept
-  // (a normal update) and that actor is cut off: its queued and parked
+  // two or more actors, the training thread rehearses it without each
+  // actor's chunks in turn; when exactly one absence makes it train, the
+  // update is made without that actor's chunks and the actor is cut off
+  // (two or more such absences blame nobody): its queued and parked
   // chunks are dropped, its streams are told (CutOffListener), and from
   // then on Ingest refuses its chunks and IsCutOff answers true (the
   // learner refuses its Hello for this run). An update that diverges
@@ -310,11 +313,12 @@ class RunHost {
   std::vector<Listener> StopActorsIfCovered()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a diverged update (`*stats` kAborted) of a batch from two or more
-  // actors: retries it without each actor's chunks in turn (training
-  // thread). On the first retry that does not diverge, `*stats` becomes
-  // its result and the actor's id is returned, with the env steps of its
-  // chunks in `*blamed_steps`; otherwise "" (and `*stats` the last
-  // retry's error when it was not a divergence, e.g. a stop).
+  // actors: rehearses it without each actor's chunks in turn (training
+  // thread; PpoLearner::Update with rehearse, nothing kept). When exactly
+  // one absence makes it train, the update is made without that actor's
+  // chunks, `*stats` becomes its result and the actor's id is returned,
+  // with the env steps of its chunks in `*blamed_steps`. Otherwise "" and
+  // `*stats` unchanged (still the divergence), or kCancelled on a stop.
   std::string RetryWithoutEachActor(std::vector<TrajectoryChunk>* batch,
                                     absl::StatusOr<UpdateStats>* stats,
                                     int64_t* blamed_steps);

@@ -462,7 +462,7 @@ bool PpoLearner::RunEpochs(const PpoBatch& batch, UpdateStats* out) {
 }
 
 absl::StatusOr<UpdateStats> PpoLearner::Update(
-    const std::vector<TrajectoryChunk>& chunks) {
+    const std::vector<TrajectoryChunk>& chunks, bool rehearse) {
   std::vector<const TrajectoryChunk*> fresh;
   int64_t dropped_samples = 0, dropped_chunks = 0;
   for (const TrajectoryChunk& c : chunks) {
@@ -522,6 +522,15 @@ absl::StatusOr<UpdateStats> PpoLearner::Update(
           stats.policy_loss, ", value loss ", stats.value_loss,
           ") and was rolled back to version ", version_,
           "; its chunks came from actor(s) ", absl::StrJoin(actors, ", ")));
+    }
+    if (rehearse) {
+      // It would train: say so and leave everything as it was.
+      RestoreSnapshot(std::move(snapshot), *model_, *optimizer_);
+      rng_.set_state(shuffle);
+      stats.samples_dropped = dropped_samples;
+      stats.chunks_dropped = dropped_chunks;
+      stats.policy_version = version_;
+      return stats;
     }
   } catch (const c10::Error& e) {
     return absl::InternalError(

@@ -74,9 +74,12 @@ class PpoLearner {
   // before the update and at every minibatch boundary, so a stop waits for
   // one minibatch, not the whole update; the update is rolled back exactly
   // like a diverged one (the learner is as before the call).
-  // kInternal for LibTorch errors.
-  absl::StatusOr<UpdateStats> Update(
-      const std::vector<TrajectoryChunk>& chunks);
+  // kInternal for LibTorch errors. With `rehearse`, an update that trains
+  // is rolled back like a diverged one (weights, statistics, optimiser,
+  // shuffling, version as before) and its stats returned: whether data
+  // would train, asked without keeping the answer's update.
+  absl::StatusOr<UpdateStats> Update(const std::vector<TrajectoryChunk>& chunks,
+                                     bool rehearse = false);
 
   // Runs the epochs on a prepared batch (used by Update and benchmarks).
   UpdateStats TrainOnBatch(const PpoBatch& batch);

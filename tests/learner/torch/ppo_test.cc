@@ -240,6 +240,38 @@ TEST(PpoLearnerTest, DivergedUpdateIsRolledBackAndNamesTheActors) {
   EXPECT_EQ(learner->version(), 2);
 }
 
+// A rehearsal (RunHost's blame asks whether data would train) trains and
+// then rolls back: it reports the stats of the update it would make, and
+// the learner is bit-identical to a twin that never rehearsed, version and
+// samples included; the real update afterwards gives the same stats.
+TEST(PpoLearnerTest, ARehearsedUpdateReportsItsStatsAndChangesNothing) {
+  std::unique_ptr<PpoLearner> learner = MakeLearner(SmallPpo(), 42);
+  std::unique_ptr<PpoLearner> twin = MakeLearner(SmallPpo(), 42);
+  ASSERT_TRUE(learner && twin);
+  const absl::StatusOr<UpdateStats> rehearsed =
+      learner->Update({MakeChunk(0, 4, 3, 1)}, /*rehearse=*/true);
+  ASSERT_TRUE(rehearsed.ok()) << rehearsed.status();
+  EXPECT_EQ(rehearsed->policy_version, 0);
+  EXPECT_EQ(learner->version(), 0);
+  EXPECT_EQ(learner->samples_consumed(), 0);
+  ExpectSameState(*learner, *twin);
+  const absl::StatusOr<UpdateStats> a =
+      learner->Update({MakeChunk(0, 4, 3, 1)});
+  const absl::StatusOr<UpdateStats> b = twin->Update({MakeChunk(0, 4, 3, 1)});
+  ASSERT_TRUE(a.ok() && b.ok());
+  ExpectSameStats(*a, *b);
+  EXPECT_EQ(a->policy_loss, rehearsed->policy_loss);
+  EXPECT_EQ(a->value_loss, rehearsed->value_loss);
+  ExpectSameState(*learner, *twin);
+  // A poisoned rehearsal diverges like an update (kAborted), also
+  // changing nothing.
+  TrajectoryChunk poisoned = MakeChunk(1, 4, 3, 7);
+  for (float& r : poisoned.rewards) r = 3e38f;
+  EXPECT_EQ(learner->Update({poisoned}, true).status().code(),
+            absl::StatusCode::kAborted);
+  ExpectSameState(*learner, *twin);
+}
+
 // A stop cancels the update in progress at a minibatch boundary: the
 // cancel check answers true on its third call (inside the first epoch), the
 // update is rolled back like a diverged one, and the learner goes on
