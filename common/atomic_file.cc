@@ -42,6 +42,12 @@ absl::Status ErrnoStatus(int err, absl::string_view what) {
 
 absl::Status WriteFileDurably(const std::string& path,
                               absl::string_view content) {
+  const absl::string_view pieces[] = {content};
+  return WriteFileDurably(path, absl::MakeConstSpan(pieces));
+}
+
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::Span<const absl::string_view> pieces) {
   const int raw =
       open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", path));
@@ -52,16 +58,18 @@ absl::Status WriteFileDurably(const std::string& path,
     unlink(path.c_str());
     return ErrnoStatus(err, absl::StrCat("cannot ", verb, " ", path));
   };
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t n = write(raw, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write");
+  for (const absl::string_view content : pieces) {
+    const char* p = content.data();
+    size_t left = content.size();
+    while (left > 0) {
+      const ssize_t n = write(raw, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail("write");
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
     }
-    p += n;
-    left -= static_cast<size_t>(n);
   }
   // Delayed allocation can report a full disk only here.
   if (fsync(raw) != 0) return fail("fsync");
@@ -85,8 +93,14 @@ absl::Status SyncDirectory(const std::string& dir) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view content) {
+  const absl::string_view pieces[] = {content};
+  return WriteFileAtomically(path, absl::MakeConstSpan(pieces));
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::Span<const absl::string_view> pieces) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  if (absl::Status s = WriteFileDurably(tmp, content); !s.ok()) return s;
+  if (absl::Status s = WriteFileDurably(tmp, pieces); !s.ok()) return s;
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());

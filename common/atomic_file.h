@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace ristretto {
 
@@ -24,6 +25,10 @@ absl::Status ErrnoStatus(int err, absl::string_view what);
 // On any error the partial file is removed.
 absl::Status WriteFileDurably(const std::string& path,
                               absl::string_view content);
+// The same with the content given in pieces, written one after the other
+// (e.g. a header and a body, without joining them in memory first).
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::Span<const absl::string_view> pieces);
 
 // Replaces `path` with `content` atomically: a temporary file beside it
 // ("PATH.tmp.PID"), written durably, renamed over `path`, and the directory
@@ -31,6 +36,8 @@ absl::Status WriteFileDurably(const std::string& path,
 // the previous file is untouched and the temporary file removed.
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view content);
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::Span<const absl::string_view> pieces);
 
 // fsyncs a directory (so that a rename inside it survives a crash).
 absl::Status SyncDirectory(const std::string& dir);

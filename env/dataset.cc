@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/text_util.h"
@@ -235,33 +236,11 @@ absl::Status WriteDataset(const Dataset& dataset, const std::string& path) {
   header.append(reinterpret_cast<const char*>(&reserved), 4);
   header.append(reinterpret_cast<const char*>(digest.data()), digest.size());
 
-  const std::string tmp = path + ".tmp";
-  {
-    // The stream's failing write(2) leaves its errno ("No space left on
-    // device"), which the message carries.
-    errno = 0;
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return absl::InternalError(
-          absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-    }
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      const int error = errno;
-      std::remove(tmp.c_str());
-      return absl::InternalError(
-          absl::StrCat("write failed: ", tmp, ": ",
-                       error != 0 ? std::strerror(error) : "unknown error"));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rename ", tmp, " to ", path,
-                                            ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  // A temporary file beside it, fsynced and renamed over `path`: a full
+  // disk or a crash leaves the previous file (or none), never a torn one;
+  // errors carry errno's text ("No space left on device").
+  const absl::string_view pieces[] = {header, content};
+  return WriteFileAtomically(path, absl::MakeConstSpan(pieces));
 }
 
 namespace {

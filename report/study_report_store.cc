@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/atomic_file.h"
 #include "common/status_macros.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/statistics.h"
@@ -451,37 +452,12 @@ absl::StatusOr<std::string> WriteStudyReport(Store& store,
         "--out ", out_dir, ": cannot create the directory: ", ec.message()));
   }
   const fs::path target = dir / "report.html";
-  const fs::path partial =
-      dir / absl::StrCat(".report.html.", getpid(), ".partial");
-  // Write, flush and close before the rename: a full disk shows up here,
-  // not as a truncated report.
-  std::FILE* f = std::fopen(partial.c_str(), "wb");
-  if (f == nullptr) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "--out ", out_dir, ": cannot write ", partial.string(), ": ",
-        std::error_code(errno, std::generic_category()).message()));
-  }
-  errno = 0;
-  const size_t written = std::fwrite(html.data(), 1, html.size(), f);
-  const bool flushed = std::fflush(f) == 0;
-  const int error = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (written != html.size() || !flushed || !closed) {
-    const int why = error != 0 ? error : errno;
-    fs::remove(partial, ec);
-    return absl::InternalError(absl::StrCat(
-        "--out ", out_dir, ": writing ", partial.string(), " failed: ",
-        why != 0 ? std::error_code(why, std::generic_category()).message()
-                 : std::string("unknown error")));
-  }
-  fs::rename(partial, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(partial, ignored);
-    return absl::InternalError(absl::StrCat("--out ", out_dir,
-                                            ": cannot rename the report into "
-                                            "place: ",
-                                            ec.message()));
+  // Written beside it, fsynced and renamed into place: a full disk shows
+  // up here (with errno's text), never as a truncated report.
+  const absl::Status written = WriteFileAtomically(target.string(), html);
+  if (!written.ok()) {
+    return absl::Status(written.code(), absl::StrCat("--out ", out_dir, ": ",
+                                                     written.message()));
   }
   return target.string();
 }

@@ -654,10 +654,11 @@ TEST_F(DatasetFileTest, FailedInvalidWriteKeepsThePreviousFile) {
   EXPECT_THAT(dir_.Entries(), ElementsAre("keep.rds"));
 }
 
-TEST_F(DatasetFileTest, WriteIntoAMissingDirectoryIsInternal) {
+TEST_F(DatasetFileTest, WriteIntoAMissingDirectoryIsNotFoundAndNamesIt) {
   const absl::Status s =
       WriteDataset(SmallDataset(), dir_.Path("no/such/dir/x.rds"));
-  EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("no/such/dir/x.rds")) << s;
   EXPECT_THAT(dir_.Entries(), IsEmpty());
 }
 
