@@ -60,6 +60,7 @@
 #include "coordinator/store/pg_cluster.h"
 #include "coordinator/store/store.h"
 #include "coordinator/store/study_result.h"
+#include "env/geometry.h"
 #include "env/synthetic.h"
 #include "learner/run_config_codec.h"
 #include "report/study_report.h"
@@ -257,7 +258,7 @@ int main(int argc, char** argv) {
     // values of a domain of S rows: S − 2L returns).
     int64_t bars = 0;
     for (const auto& d : final_options.validation_domains) {
-      bars += d.size() - 2 * final_options.env.lookback;
+      bars += ristretto::env::StepsInRows(d.size(), final_options.env.lookback);
     }
     co::LockboxRow row;
     row.policy.fold = co::kLockboxFold;

@@ -12,6 +12,7 @@
 #include "benchmark/benchmark.h"
 #include "common/rng.h"
 #include "common/runtime_policy.h"
+#include "env/geometry.h"
 #include "env/synthetic.h"
 #include "env/vector_env.h"
 
@@ -91,7 +92,8 @@ void BM_ObservationCopyOnly(benchmark::State& state) {
   std::vector<int64_t> row(copies);
   Rng rng(3);
   for (int64_t& r : row)
-    r = lookback + rng.UniformInt(kRows - kEpisode - 2 * lookback);
+    r = lookback +
+        rng.UniformInt(kRows - env::RowsForSteps(kEpisode, lookback));
   for (auto _ : state) {
     for (int b = 0; b < copies; ++b) {
       const int64_t r = ++row[b];

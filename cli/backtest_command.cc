@@ -38,6 +38,7 @@
 #include "coordinator/core/verdict.h"
 #include "env/csv_import.h"
 #include "env/dataset.h"
+#include "env/geometry.h"
 #include "env/market_data.h"
 #include "learner/contract.h"
 #include "learner/evaluation.h"
@@ -344,7 +345,7 @@ absl::StatusOr<std::vector<env::Domain>> SelectDomains(
   const int64_t row_lo = row_at(lo), row_hi = row_at(hi);
   // ResetCopy needs 2L + 1 rows for one step; two steps give a return to
   // score (Sharpe needs at least two).
-  const int64_t need = 2 * static_cast<int64_t>(lookback) + 2;
+  const int64_t need = env::RowsForSteps(2, lookback);
   std::vector<env::Domain> out;
   int64_t longest = 0;
   for (const env::Domain& dom : d.domains) {

@@ -20,6 +20,7 @@
 #include "env/csv_import.h"
 #include "env/dataset.h"
 #include "env/features.h"
+#include "env/geometry.h"
 #include "env/golden_replay.h"
 #include "env/market_data.h"
 #include "env/metrics.h"
@@ -193,7 +194,8 @@ absl::Status EnvBench() {
   options.env.lookback = static_cast<int>(lookback);
   options.num_copies = static_cast<int>(copies);
   options.mode = env::EpisodeMode::kTrain;
-  options.episode_steps = std::min<int64_t>(1000, rows - 2 * lookback);
+  options.episode_steps =
+      std::min<int64_t>(1000, env::StepsInRows(rows, lookback));
   options.seed = static_cast<uint64_t>(seed);
   ASSIGN_OR_RETURN(auto vec, env::VectorEnv::Create(market, options));
   const size_t D = static_cast<size_t>(vec->observation_size());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "env/geometry.h"
 #include "env/vector_env.h"
 #include "nlohmann/json.hpp"
 
@@ -208,7 +209,7 @@ absl::StatusOr<GoldenCase> LoadGoldenCase(const std::string& dir) {
   c.market = std::move(market);
 
   c.steps = static_cast<int64_t>(actions->size());
-  c.obs_size = static_cast<int>(1 + n + F * o.lookback);
+  c.obs_size = static_cast<int>(ObservationSize(n, F, o.lookback));
   if (static_cast<int>(actions->front().size()) != n) {
     return absl::InvalidArgumentError(
         absl::StrCat(dir, ": actions.csv has ", actions->front().size(),

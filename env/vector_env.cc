@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "env/cv_split.h"
+#include "env/geometry.h"
 
 namespace ristretto::env {
 namespace {
@@ -38,13 +39,13 @@ absl::StatusOr<std::unique_ptr<VectorEnv>> VectorEnv::Create(
         absl::StrCat("num_copies must be >= 1, got ", options.num_copies));
   }
   const int64_t L = options.env.lookback;
-  int64_t min_rows = 2 * L + 1;
+  int64_t min_rows = MinRowsForOneStep(L);
   if (options.mode == EpisodeMode::kTrain) {
     if (options.episode_steps < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "episode_steps must be >= 1, got ", options.episode_steps));
     }
-    min_rows = options.episode_steps + 2 * L;
+    min_rows = RowsForSteps(options.episode_steps, L);
   }
   for (size_t k = 0; k < options.domains.size(); ++k) {
     const Domain& d = options.domains[k];
@@ -85,7 +86,8 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
       n_(market_->num_assets),
       num_features_(market_->num_features),
       lookback_(options.env.lookback),
-      obs_size_(static_cast<int>(1 + n_ + num_features_ * lookback_)),
+      obs_size_(
+          static_cast<int>(ObservationSize(n_, num_features_, lookback_))),
       price_(market_->price.data()),
       domains_(std::move(domains)),
       buy_fill_(1.0 + options.env.slippage_bps / 1e4),
@@ -103,7 +105,7 @@ VectorEnv::VectorEnv(std::shared_ptr<const MarketData> market,
     }
   }
   if (options_.mode == EpisodeMode::kTrain) {
-    const int64_t slice_rows = options_.episode_steps + 2 * lookback_;
+    const int64_t slice_rows = RowsForSteps(options_.episode_steps, lookback_);
     int64_t total = 0;
     for (const Domain& d : domains_) {
       total += d.size() - slice_rows + 1;
@@ -172,7 +174,8 @@ void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
   slice_begin_[b] = slice_begin;
   t_[b] = L - 1;
   max_step_[b] = slice_rows - L - 1;
-  horizon_[b] = static_cast<double>(std::max<int64_t>(slice_rows - 2 * L, 1));
+  horizon_[b] =
+      static_cast<double>(std::max<int64_t>(StepsInRows(slice_rows, L), 1));
   done_[b] = 0;
   current_[b] = EpisodeInfo{};
   const double c0 = env_.initial_capital;
@@ -206,7 +209,7 @@ void VectorEnv::StartEpisode(int b, int64_t slice_begin, int64_t slice_rows) {
 void VectorEnv::AutoStart(int b) {
   const int64_t L = lookback_;
   if (options_.mode == EpisodeMode::kTrain) {
-    const int64_t slice_rows = options_.episode_steps + 2 * L;
+    const int64_t slice_rows = RowsForSteps(options_.episode_steps, L);
     const uint64_t pick =
         rng_[b].UniformInt(static_cast<uint64_t>(start_cdf_.back()));
     const size_t d = static_cast<size_t>(
@@ -274,9 +277,9 @@ absl::Status VectorEnv::ResetCopy(int b, int64_t begin, int64_t num_rows,
     return absl::InvalidArgumentError(
         absl::StrCat("copy ", b, " out of range [0, ", num_copies_, ")"));
   }
-  if (num_rows < 2 * lookback_ + 1) {
+  if (num_rows < MinRowsForOneStep(lookback_)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a slice needs at least 2*lookback+1 = ", 2 * lookback_ + 1,
+        "a slice needs at least 2*lookback+1 = ", MinRowsForOneStep(lookback_),
         " rows, got ", num_rows));
   }
   const Domain slice{begin, begin + num_rows};

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "env/geometry.h"
 
 namespace ristretto::learner {
 namespace {
@@ -235,7 +236,8 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
   const int n = market.num_assets;
   const int64_t F = market.num_features;
   const int64_t L = e.lookback;
-  if (contract.action_size != n || contract.obs_size != 1 + n + F * L ||
+  if (contract.action_size != n ||
+      contract.obs_size != env::ObservationSize(n, F, L) ||
       market.price.size() != static_cast<size_t>(market.num_rows * n) ||
       market.tech.size() != static_cast<size_t>(market.num_rows * F)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -245,7 +247,8 @@ absl::StatusOr<ChunkValueBounds> DeriveChunkValueBounds(
   }
   // An episode slice has episode_steps + 2L rows: V moves over
   // episode_steps of its transitions and E over L − 1 more.
-  const MarketMoves moves = ScanMarketMoves(market, episode_steps + 2 * L - 1);
+  const MarketMoves moves =
+      ScanMarketMoves(market, env::RowsForSteps(episode_steps, L) - 1);
   const double c0 = e.initial_capital;
   const double v_max = c0 * moves.max_growth;
   ChunkValueBounds b;

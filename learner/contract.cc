@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "env/geometry.h"
 #include "nlohmann/json.hpp"
 
 namespace ristretto::learner {
@@ -411,7 +412,8 @@ PolicyContract PolicyContract::Make(const env::EnvOptions& env_options,
   const int features_per_row = n * static_cast<int>(feature_names.size());
   c.contract_version = kContractVersion;
   c.lookback = env_options.lookback;
-  c.obs_size = 1 + n + features_per_row * c.lookback;
+  c.obs_size =
+      static_cast<int>(env::ObservationSize(n, features_per_row, c.lookback));
   c.action_size = n;
   c.asset_symbols = std::move(asset_symbols);
   c.feature_names = std::move(feature_names);
@@ -509,9 +511,8 @@ absl::Status CheckContractForMarket(
   if (contract.action_size != n) {
     return MarketMismatch("action_size", contract.action_size, n);
   }
-  const int64_t obs =
-      1 + n +
-      n * static_cast<int64_t>(feature_names.size()) * contract.lookback;
+  const int64_t obs = env::ObservationSize(
+      n, n * static_cast<int64_t>(feature_names.size()), contract.lookback);
   if (contract.obs_size != obs) {
     return absl::FailedPreconditionError(
         absl::StrCat("contract mismatch: obs_size is ", contract.obs_size,

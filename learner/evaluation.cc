@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "env/dataset.h"
+#include "env/geometry.h"
 #include "env/metrics.h"
 #include "env/vector_env.h"
 #include "nlohmann/json.hpp"
@@ -55,9 +56,7 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
   if (trace != nullptr) {
     for (int b = 0; b < B; ++b) {
       const int64_t bars = std::max<int64_t>(
-          domains[b].size() - 2 * static_cast<int64_t>(env_options.lookback) +
-              1,
-          0);
+          env::BarsInRows(domains[b].size(), env_options.lookback), 0);
       bar_begin[b + 1] = bar_begin[b] + static_cast<size_t>(bars);
       next_bar[b] = bar_begin[b];
     }

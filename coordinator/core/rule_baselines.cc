@@ -14,6 +14,7 @@
 #include "coordinator/core/verdict.h"
 #include "env/dataset.h"
 #include "env/features.h"
+#include "env/geometry.h"
 
 namespace ristretto::coordinator {
 namespace {
@@ -253,7 +254,7 @@ absl::StatusOr<learner::EvaluationResult> EvaluateRule(
     for (int b = 0; b < copies; ++b) {
       const env::Domain& d = domains[static_cast<size_t>(b)];
       float* a = actions + static_cast<size_t>(b) * n;
-      if (call < d.size() - 2 * L) {
+      if (call < env::StepsInRows(d.size(), L)) {
         const int64_t row = d.begin + L - 1 + call;
         WeightsToActions(table.data() + static_cast<size_t>(row) * n, n,
                          env_options, a);
@@ -487,7 +488,7 @@ std::vector<env::Domain> DomainsBefore(const env::MarketData& market,
   std::vector<env::Domain> out;
   for (const env::Domain& d : market.domains) {
     const env::Domain cut{d.begin, std::min(d.end, first_row)};
-    if (cut.end - cut.begin >= 2 * static_cast<int64_t>(lookback) + 2) {
+    if (cut.end - cut.begin >= env::RowsForSteps(2, lookback)) {
       out.push_back(cut);
     }
   }

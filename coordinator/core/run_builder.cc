@@ -10,6 +10,7 @@
 #include "common/rng.h"
 #include "common/status_macros.h"
 #include "coordinator/core/study_config.h"
+#include "env/geometry.h"
 
 namespace ristretto::coordinator {
 
@@ -215,14 +216,15 @@ absl::StatusOr<std::vector<learner::TrainerOptions>> BuildRunOptions(
     learner::TrainerOptions o = base;
     o.train_domains =
         env::IntersectDomains(folds[f].train, data.domains, 1, nullptr);
-    o.validation_domains = env::IntersectDomains(folds[f].test, data.domains,
-                                                 2 * lookback + 1, nullptr);
+    o.validation_domains = env::IntersectDomains(
+        folds[f].test, data.domains, env::MinRowsForOneStep(lookback), nullptr);
     RETURN_IF_ERROR(CheckEpisodeFits(o, absl::StrCat("fold ", f)));
     if (o.validation_domains.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fold ", f, " has no validation block of at least ", 2 * lookback + 1,
-          " rows (2·lookback + 1) inside the dataset's "
-          "domains"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fold ", f, " has no validation block of at least ",
+                       env::MinRowsForOneStep(lookback),
+                       " rows (2·lookback + 1) inside the dataset's "
+                       "domains"));
     }
     o.seed = RunSeed(study, params, static_cast<uint64_t>(f) + 1);
     RETURN_IF_ERROR(learner::CheckLockbox(o));
@@ -257,14 +259,14 @@ absl::StatusOr<learner::TrainerOptions> BuildFinalRunOptions(
   const int64_t lookback = o.env.lookback;
   o.train_domains = env::IntersectDomains({env::Domain{0, o.lockbox_guard}},
                                           data.domains, 1, nullptr);
-  o.validation_domains =
-      env::IntersectDomains({env::Domain{o.lockbox_begin, data.num_rows}},
-                            data.domains, 2 * lookback + 1, nullptr);
+  o.validation_domains = env::IntersectDomains(
+      {env::Domain{o.lockbox_begin, data.num_rows}}, data.domains,
+      env::MinRowsForOneStep(lookback), nullptr);
   if (o.validation_domains.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("lockbox: no block of at least ", 2 * lookback + 1,
-                     " rows (2·lookback + 1) in rows [", o.lockbox_begin, ", ",
-                     data.num_rows, ") inside the dataset's domains"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "lockbox: no block of at least ", env::MinRowsForOneStep(lookback),
+        " rows (2·lookback + 1) in rows [", o.lockbox_begin, ", ",
+        data.num_rows, ") inside the dataset's domains"));
   }
   RETURN_IF_ERROR(CheckEpisodeFits(o, "final run"));
   o.budget_env_steps = train_env_steps;

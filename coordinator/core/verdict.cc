@@ -15,6 +15,7 @@
 #include "common/status_macros.h"
 #include "coordinator/core/statistics.h"
 #include "env/dataset.h"
+#include "env/geometry.h"
 #include "env/metrics.h"
 #include "learner/evaluation.h"
 #include "nlohmann/json.hpp"
@@ -77,7 +78,7 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   std::vector<double> bars;
   int64_t all_steps = 0;
   for (const env::Domain& d : domains) {
-    all_steps += std::max<int64_t>(d.size() - 2 * lookback, 0);
+    all_steps += std::max<int64_t>(env::StepsInRows(d.size(), lookback), 0);
   }
   for (const env::Domain& d : domains) {
     const int64_t first = d.begin + lookback - 1;
@@ -122,7 +123,7 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
   std::vector<int64_t> domain_steps;
   domain_steps.reserve(domains.size());
   for (const env::Domain& d : domains) {
-    domain_steps.push_back(d.size() - 2 * lookback);
+    domain_steps.push_back(env::StepsInRows(d.size(), lookback));
   }
   std::vector<double> sharpes, returns;
   for (int seed = 1; seed <= random_seeds; ++seed) {

@@ -17,6 +17,7 @@
 #include "coordinator/store/store_checks.h"
 #include "coordinator/store/study_result.h"
 #include "env/dataset.h"
+#include "env/geometry.h"
 #include "env/market_data.h"
 #include "learner/objective.h"
 #include "learner/run_config_codec.h"
@@ -505,7 +506,7 @@ absl::Status Scheduler::CompleteFinalRun(
   std::vector<int64_t> domain_steps;
   int64_t lockbox_bars = 0;
   for (const env::Domain& d : options.validation_domains) {
-    domain_steps.push_back(d.size() - 2 * options.env.lookback);
+    domain_steps.push_back(env::StepsInRows(d.size(), options.env.lookback));
     lockbox_bars += domain_steps.back();
   }
   // With several refits each one's returns must cover the lockbox's bars
