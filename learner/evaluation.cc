@@ -296,6 +296,38 @@ std::string EvaluationToJson(const EvaluationResult& e,
   return text;
 }
 
+absl::StatusOr<SplitResult> CombineShares(
+    absl::Span<const ShareResult> shares,
+    absl::Span<const int64_t> domain_steps, double bars_per_year) {
+  if (shares.empty()) return absl::InvalidArgumentError("no share to combine");
+  int64_t bars = 0;
+  for (const int64_t n : domain_steps) bars += n;
+  std::vector<absl::Span<const double>> returns;
+  returns.reserve(shares.size());
+  for (size_t k = 0; k < shares.size(); ++k) {
+    if (static_cast<int64_t>(shares[k].log_returns.size()) != bars) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("share ", k, " has ", shares[k].log_returns.size(),
+                       " bars, expected ", bars));
+    }
+    returns.push_back(shares[k].log_returns);
+  }
+  SplitResult out;
+  out.summary = env::SummarizeDomains(
+      env::EqualCapitalValues(returns, domain_steps), bars_per_year);
+  const double k = static_cast<double>(shares.size());
+  double env_steps = 0;
+  for (const ShareResult& s : shares) {
+    out.turnover += s.turnover / k;
+    out.fees += s.fees / k;
+    out.exposure += s.exposure / k;
+    out.trades += s.trades;
+    env_steps += static_cast<double>(s.env_steps) / k;
+  }
+  out.env_steps = std::llround(env_steps);
+  return out;
+}
+
 absl::StatusOr<EvaluationResult> EvaluationFromJson(const std::string& json) {
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {

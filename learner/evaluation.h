@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "env/env_options.h"
 #include "env/market_data.h"
+#include "env/metrics.h"
 #include "learner/run_options.h"
 
 namespace ristretto::learner {
@@ -89,6 +91,34 @@ absl::Status CombineEqualCapital(const std::vector<EvaluationResult>& results,
                                  const std::vector<EvaluationTrace>& traces,
                                  double bars_per_year, EvaluationResult* result,
                                  EvaluationTrace* trace);
+
+// One share of a capital split equally among K policies (a trial's
+// refits, or K random policies) on the same domains: its per-step log
+// returns (every domain's, in order) and what it paid.
+struct ShareResult {
+  absl::Span<const double> log_returns;
+  double turnover = 0, fees = 0, exposure = 0;
+  int64_t trades = 0;
+  int64_t env_steps = 0;
+};
+// The K shares' mean account (env::EqualCapitalValues: each share trades
+// its own account of C0 from the start of every domain, never rebalanced)
+// scored as EvaluateActions scores one policy (env::SummarizeDomains);
+// turnover, fees and exposure are the shares' means (each trades 1/K of
+// the capital), trades their sum, env steps their mean (rounded). The one
+// combination of returns that the lockbox's refits and the verdict's
+// split random baseline use (CombineEqualCapital above works on traces).
+struct SplitResult {
+  env::DomainsSummary summary;
+  double turnover = 0, fees = 0, exposure = 0;
+  int64_t trades = 0;
+  int64_t env_steps = 0;
+};
+// Errors: kInvalidArgument with no share, or a share whose log returns do
+// not have Σ domain_steps bars (naming its index).
+absl::StatusOr<SplitResult> CombineShares(
+    absl::Span<const ShareResult> shares,
+    absl::Span<const int64_t> domain_steps, double bars_per_year);
 
 // EvaluationResult as a JSON object (every field, log_returns included;
 // non-finite numbers as null), plus "objective" when not empty.

@@ -132,34 +132,37 @@ absl::StatusOr<SegmentBaselines> ComputeBaselines(
       ASSIGN_OR_RETURN(r, play_random(seed));
     } else {
       std::vector<learner::EvaluationResult> members;
-      std::vector<absl::Span<const double>> member_returns;
       members.reserve(static_cast<size_t>(random_split));
-      member_returns.reserve(static_cast<size_t>(random_split));
       for (int k = 0; k < random_split; ++k) {
         ASSIGN_OR_RETURN(
             learner::EvaluationResult m,
             play_random(seed + static_cast<int64_t>(k) * random_seeds));
         members.push_back(std::move(m));
       }
+      std::vector<learner::ShareResult> shares;
+      shares.reserve(members.size());
       for (const learner::EvaluationResult& m : members) {
-        member_returns.emplace_back(m.log_returns);
+        learner::ShareResult share;
+        share.log_returns = m.log_returns;
+        share.turnover = m.turnover;
+        share.fees = m.fees;
+        share.exposure = m.exposure;
+        share.trades = m.trades;
+        shares.push_back(share);
       }
-      // As coordinator::CombineRefits scores the refits.
-      const env::DomainsSummary s = env::SummarizeDomains(
-          env::EqualCapitalValues(member_returns, domain_steps), bpy);
-      r.sharpe = s.sharpe;
-      r.sortino = s.sortino;
-      r.total_return = s.total_return;
-      r.calmar = s.calmar;
-      r.max_drawdown = s.max_drawdown;
-      r.steps = s.steps;
-      const double k = static_cast<double>(random_split);
-      for (const learner::EvaluationResult& m : members) {
-        r.turnover += m.turnover / k;
-        r.fees += m.fees / k;
-        r.exposure += m.exposure / k;
-        r.trades += m.trades;
-      }
+      // The same combination as the lockbox's refits (CombineRefits).
+      ASSIGN_OR_RETURN(learner::SplitResult split,
+                       learner::CombineShares(shares, domain_steps, bpy));
+      r.sharpe = split.summary.sharpe;
+      r.sortino = split.summary.sortino;
+      r.total_return = split.summary.total_return;
+      r.calmar = split.summary.calmar;
+      r.max_drawdown = split.summary.max_drawdown;
+      r.steps = split.summary.steps;
+      r.turnover = split.turnover;
+      r.fees = split.fees;
+      r.exposure = split.exposure;
+      r.trades = split.trades;
       r.benchmark_sharpe = members[0].benchmark_sharpe;
       r.benchmark_return = members[0].benchmark_return;
       r.score = r.sharpe - r.benchmark_sharpe;

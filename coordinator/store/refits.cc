@@ -1,9 +1,10 @@
 #include "coordinator/store/refits.h"
 
-#include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "env/metrics.h"
+#include "common/status_macros.h"
+#include "learner/evaluation.h"
 
 namespace ristretto::coordinator {
 
@@ -15,35 +16,38 @@ absl::StatusOr<FoldMetrics> CombineRefits(
   }
   int64_t bars = 0;
   for (const int64_t n : domain_steps) bars += n;
-  std::vector<absl::Span<const double>> returns;
+  std::vector<learner::ShareResult> shares;
+  shares.reserve(refits.size());
   for (const RefitRow& r : refits) {
     if (static_cast<int64_t>(r.policy.log_returns.size()) != bars) {
       return absl::InvalidArgumentError(absl::StrCat(
           "refit ", r.refit, " (run ", r.run_id, ") has ",
           r.policy.log_returns.size(), " lockbox bars, expected ", bars));
     }
-    returns.emplace_back(r.policy.log_returns);
+    learner::ShareResult share;
+    share.log_returns = r.policy.log_returns;
+    share.turnover = r.policy.turnover;
+    share.fees = r.policy.fees;
+    share.exposure = r.policy.exposure;
+    share.trades = r.policy.trades;
+    share.env_steps = r.policy.env_steps;
+    shares.push_back(share);
   }
-  env::DomainsSummary s = env::SummarizeDomains(
-      env::EqualCapitalValues(returns, domain_steps), bars_per_year);
+  ASSIGN_OR_RETURN(learner::SplitResult split,
+                   learner::CombineShares(shares, domain_steps, bars_per_year));
   FoldMetrics m;
   m.fold = kLockboxFold;
-  m.sharpe = s.sharpe;
-  m.sortino = s.sortino;
-  m.total_return = s.total_return;
-  m.calmar = s.calmar;
-  m.max_drawdown = s.max_drawdown;
-  m.log_returns = std::move(s.log_returns);
-  const double k = static_cast<double>(refits.size());
-  double env_steps = 0;
-  for (const RefitRow& r : refits) {
-    m.turnover += r.policy.turnover / k;
-    m.fees += r.policy.fees / k;
-    m.exposure += r.policy.exposure / k;
-    m.trades += r.policy.trades;
-    env_steps += static_cast<double>(r.policy.env_steps) / k;
-  }
-  m.env_steps = std::llround(env_steps);
+  m.sharpe = split.summary.sharpe;
+  m.sortino = split.summary.sortino;
+  m.total_return = split.summary.total_return;
+  m.calmar = split.summary.calmar;
+  m.max_drawdown = split.summary.max_drawdown;
+  m.log_returns = std::move(split.summary.log_returns);
+  m.turnover = split.turnover;
+  m.fees = split.fees;
+  m.exposure = split.exposure;
+  m.trades = split.trades;
+  m.env_steps = split.env_steps;
   return m;
 }
 

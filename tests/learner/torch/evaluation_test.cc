@@ -200,6 +200,57 @@ TEST(EvaluationJsonTest, RoundTripsEveryFieldAndNonFiniteNumbers) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST(CombineSharesTest, ScoresTheMeanAccountAndAveragesItsCosts) {
+  // Two shares over two domains (2 steps, then 1).
+  const std::vector<double> a = {std::log(1.1), std::log(0.9), std::log(1.2)};
+  const std::vector<double> b = {0.0, 0.0, std::log(0.5)};
+  ShareResult sa, sb;
+  sa.log_returns = a;
+  sa.turnover = 2.0;
+  sa.fees = 1.0;
+  sa.exposure = 0.5;
+  sa.trades = 3;
+  sa.env_steps = 3;
+  sb.log_returns = b;
+  sb.turnover = 4.0;
+  sb.fees = 3.0;
+  sb.exposure = 1.0;
+  sb.trades = 5;
+  sb.env_steps = 4;
+  const std::vector<int64_t> steps = {2, 1};
+  absl::StatusOr<SplitResult> split = CombineShares({sa, sb}, steps, 8760);
+  ASSERT_TRUE(split.ok()) << split.status();
+  // Domain 1: values 1, (1.1 + 1) / 2, (0.99 + 1) / 2; domain 2: 1,
+  // (1.2 + 0.5) / 2. Each share restarts from C0 at a domain's start.
+  ASSERT_EQ(split->summary.log_returns.size(), 3u);
+  EXPECT_NEAR(split->summary.log_returns[0], std::log(1.05), 1e-12);
+  EXPECT_NEAR(split->summary.log_returns[1], std::log(0.995 / 1.05), 1e-12);
+  EXPECT_NEAR(split->summary.log_returns[2], std::log(0.85), 1e-12);
+  EXPECT_EQ(split->summary.steps, 3);
+  EXPECT_DOUBLE_EQ(split->turnover, 3.0);
+  EXPECT_DOUBLE_EQ(split->fees, 2.0);
+  EXPECT_DOUBLE_EQ(split->exposure, 0.75);
+  EXPECT_EQ(split->trades, 8);
+  EXPECT_EQ(split->env_steps, 4);  // 3.5, rounded
+}
+
+TEST(CombineSharesTest, RefusesNoShareAndAShareOfTheWrongLength) {
+  const std::vector<int64_t> steps = {2, 1};
+  EXPECT_EQ(CombineShares({}, steps, 8760).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<double> three = {0.0, 0.0, 0.0};
+  const std::vector<double> two = {0.0, 0.0};
+  ShareResult ok, short_one;
+  ok.log_returns = three;
+  short_one.log_returns = two;
+  const absl::Status s =
+      CombineShares({ok, ok, short_one}, steps, 8760).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("share 2 has 2 bars, expected 3"),
+            absl::string_view::npos)
+      << s;
+}
+
 TEST(BestScoreTest, FirstAlwaysThenOnlyStrictlyBetter) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_TRUE(IsBetterScore(-5.0, false, 0.0));
