@@ -91,9 +91,10 @@ void BM_ObservationCopyOnly(benchmark::State& state) {
   std::vector<float> obs(static_cast<size_t>(copies) * obs_size);
   std::vector<int64_t> row(copies);
   Rng rng(3);
-  for (int64_t& r : row)
+  for (int64_t& r : row) {
     r = lookback +
         rng.UniformInt(kRows - env::RowsForSteps(kEpisode, lookback));
+  }
   for (auto _ : state) {
     for (int b = 0; b < copies; ++b) {
       const int64_t r = ++row[b];
