@@ -350,20 +350,27 @@ std::string RunHost::RetryWithoutEachActor(std::vector<TrajectoryChunk>* batch,
   // tells its data from the weights.
   if (actors.size() < 2) return "";
   // Runs `update` on the batch without `actor`'s chunks (moved out and
-  // back); `steps` gets their env steps.
+  // back, the batch's order restored: chunk order changes an update, so
+  // every rehearsal and the kept update see the others' chunks in the
+  // same order); `steps` gets their env steps.
   auto without = [batch](const std::string& actor, int64_t* steps,
                          const std::function<absl::StatusOr<UpdateStats>(
                              const std::vector<TrajectoryChunk>&)>& update) {
     std::vector<TrajectoryChunk> theirs, rest;
+    std::vector<bool> is_theirs;
+    is_theirs.reserve(batch->size());
     for (TrajectoryChunk& c : *batch) {
-      (c.actor_id == actor ? theirs : rest).push_back(std::move(c));
+      is_theirs.push_back(c.actor_id == actor);
+      (is_theirs.back() ? theirs : rest).push_back(std::move(c));
     }
     absl::StatusOr<UpdateStats> result = update(rest);
     *steps = 0;
     for (const TrajectoryChunk& c : theirs) *steps += c.num_samples();
-    batch->clear();
-    for (TrajectoryChunk& c : rest) batch->push_back(std::move(c));
-    for (TrajectoryChunk& c : theirs) batch->push_back(std::move(c));
+    size_t next_theirs = 0, next_rest = 0;
+    for (size_t i = 0; i < is_theirs.size(); ++i) {
+      (*batch)[i] = is_theirs[i] ? std::move(theirs[next_theirs++])
+                                 : std::move(rest[next_rest++]);
+    }
     return result;
   };
   // Rehearse the update without each actor in turn (nothing is kept). Blame

@@ -270,6 +270,17 @@ TEST(PpoLearnerTest, ARehearsedUpdateReportsItsStatsAndChangesNothing) {
   EXPECT_EQ(learner->Update({poisoned}, true).status().code(),
             absl::StatusCode::kAborted);
   ExpectSameState(*learner, *twin);
+  // With optimiser state (Adam's moments and step count) and a used
+  // shuffle generator: a rehearsal restores them too, so the next real
+  // update is the twin's bit for bit.
+  ASSERT_TRUE(learner->Update({MakeChunk(1, 4, 3, 9)}, true).ok());
+  EXPECT_EQ(learner->version(), 1);
+  const absl::StatusOr<UpdateStats> c =
+      learner->Update({MakeChunk(1, 4, 3, 5)});
+  const absl::StatusOr<UpdateStats> d = twin->Update({MakeChunk(1, 4, 3, 5)});
+  ASSERT_TRUE(c.ok() && d.ok());
+  ExpectSameStats(*c, *d);
+  ExpectSameState(*learner, *twin);
 }
 
 // A stop cancels the update in progress at a minibatch boundary: the
