@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -46,10 +47,14 @@ absl::Status WriteFileDurably(const std::string& path,
   return WriteFileDurably(path, absl::MakeConstSpan(pieces));
 }
 
-absl::Status WriteFileDurably(const std::string& path,
-                              absl::Span<const absl::string_view> pieces) {
+namespace {
+
+// WriteFileDurably with the open(2) flags given (besides O_WRONLY,
+// O_CREAT and O_CLOEXEC).
+absl::Status WriteWithFlags(const std::string& path, int flags,
+                            absl::Span<const absl::string_view> pieces) {
   const int raw =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
   if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", path));
   UniqueFd fd(raw);
   auto fail = [&](const char* verb) {
@@ -81,6 +86,13 @@ absl::Status WriteFileDurably(const std::string& path,
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status WriteFileDurably(const std::string& path,
+                              absl::Span<const absl::string_view> pieces) {
+  return WriteWithFlags(path, O_TRUNC, pieces);
+}
+
 absl::Status SyncDirectory(const std::string& dir) {
   const int raw = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", dir));
@@ -99,8 +111,16 @@ absl::Status WriteFileAtomically(const std::string& path,
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::Span<const absl::string_view> pieces) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  if (absl::Status s = WriteFileDurably(tmp, pieces); !s.ok()) return s;
+  // Unique per process and call (two threads replacing one file never
+  // share a temporary file); created exclusively, never through a link.
+  static std::atomic<uint64_t> next{0};
+  const std::string tmp =
+      absl::StrCat(path, ".tmp.", getpid(), ".",
+                   next.fetch_add(1, std::memory_order_relaxed));
+  if (absl::Status s = WriteWithFlags(tmp, O_EXCL | O_NOFOLLOW, pieces);
+      !s.ok()) {
+    return s;
+  }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());

@@ -31,9 +31,12 @@ absl::Status WriteFileDurably(const std::string& path,
                               absl::Span<const absl::string_view> pieces);
 
 // Replaces `path` with `content` atomically: a temporary file beside it
-// ("PATH.tmp.PID"), written durably, renamed over `path`, and the directory
+// ("PATH.tmp.PID.N", N counting the process's calls; created with O_EXCL
+// and O_NOFOLLOW), written durably, renamed over `path`, and the directory
 // fsynced. A reader sees the previous file or the whole new one; on error
-// the previous file is untouched and the temporary file removed.
+// the previous file is untouched and the temporary file removed (an error
+// from the directory's fsync comes after the rename: the new file is in
+// place, its survival of a crash is not assured).
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view content);
 absl::Status WriteFileAtomically(const std::string& path,

@@ -301,7 +301,13 @@ absl::StatusOr<SplitResult> CombineShares(
     absl::Span<const int64_t> domain_steps, double bars_per_year) {
   if (shares.empty()) return absl::InvalidArgumentError("no share to combine");
   int64_t bars = 0;
-  for (const int64_t n : domain_steps) bars += n;
+  for (const int64_t n : domain_steps) {
+    if (n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a domain has ", n, " steps"));
+    }
+    bars += n;
+  }
   std::vector<absl::Span<const double>> returns;
   returns.reserve(shares.size());
   for (size_t k = 0; k < shares.size(); ++k) {

@@ -249,6 +249,9 @@ TEST(CombineSharesTest, RefusesNoShareAndAShareOfTheWrongLength) {
   EXPECT_NE(s.message().find("share 2 has 2 bars, expected 3"),
             absl::string_view::npos)
       << s;
+  const std::vector<int64_t> negative = {4, -1};
+  EXPECT_EQ(CombineShares({ok}, negative, 8760).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(BestScoreTest, FirstAlwaysThenOnlyStrictlyBetter) {
