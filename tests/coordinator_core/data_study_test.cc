@@ -67,6 +67,15 @@ TEST(DataStudyTest, YearsOfHourlyBarsGetMoreFoldsTrainingAndWidth) {
   // policy churned its capital away on real hourly data).
   EXPECT_THAT(DataStudyYaml(*s, "x"),
               HasSubstr("\n  turnover_penalty: 0.01\n"));
+  // The learning-rate range (docs/env_actions.md: faster learners churned).
+  const ParamSpec* lr = nullptr;
+  for (const ParamSpec& p : c.space) {
+    if (p.name == "learning_rate") lr = &p;
+  }
+  ASSERT_NE(lr, nullptr);
+  EXPECT_DOUBLE_EQ(lr->low, 1.0e-4);
+  EXPECT_DOUBLE_EQ(lr->high, 1.0e-3);
+  EXPECT_TRUE(lr->log);
   EXPECT_THAT(DataStudySizingText(*s),
               HasSubstr("24,500 rows x 5 assets -> lockbox the last 3,675 "
                         "rows (3 refits); 4 walk-forward folds over the "
