@@ -60,11 +60,19 @@ trap cleanup EXIT
 # The shipped small study with a budget no trial reaches while the test
 # watches: only the crash can end it. (Mode pg: its own budget; it ends.)
 if [ "$mode" = pg ]; then
-  # Two trials are enough to finish a study; the test is about the restart.
+  # Two short trials and one refit are enough to finish a study; the test
+  # is about the restart, not the edge (the shipped budget made it 264 s of
+  # CI's time; this one takes about 35 s).
   sed -e 's/^name: .*/name: up-crash/' -e 's/^max_trials: .*/max_trials: 2/' \
+      -e 's/^budget_env_steps: .*/budget_env_steps: 24576/' \
+      -e 's/^eval_every_env_steps: .*/eval_every_env_steps: 8192/' \
+      -e 's/warmup_steps: [0-9]*,/warmup_steps: 8192,/' \
+      -e 's/^lockbox: {share: \([0-9.]*\), refits: [0-9]*}/lockbox: {share: \1, refits: 1}/' \
     "$small" > "$work/study.yaml"
-  grep -q '^max_trials: 2$' "$work/study.yaml" ||
-    fail "could not set max_trials in $small"
+  grep -q '^max_trials: 2$' "$work/study.yaml" &&
+    grep -q '^budget_env_steps: 24576$' "$work/study.yaml" &&
+    grep -q '^lockbox: {share: [0-9.]*, refits: 1}$' "$work/study.yaml" ||
+    fail "could not reduce $small"
 else
   sed -e 's/^name: .*/name: up-crash/' \
       -e 's/^budget_env_steps: .*/budget_env_steps: 100000000/' \
@@ -135,6 +143,9 @@ if [ "$mode" = pg ]; then
   # The server runs as the data directory's owner (postgres when up runs
   # as root).
   if [ "$(id -u)" = 0 ]; then as_owner=(runuser -u "$(stat -c %U "$work/data/pg")" --); fi
+  # The restart must come mid-study, or the test proves nothing.
+  up_said 'study up-crash is done' &&
+    fail "the study ended before PostgreSQL could be restarted: raise its budget"
   echo "up ($up_pid) trains; restarting its PostgreSQL ($pg_pid)"
   "${as_owner[@]}" "$pg_ctl" restart -w -t 60 -m fast -D "$work/data/pg" \
     -l "$work/data/pg/postgresql.log" > "$work/pg_ctl.log" 2>&1 ||
