@@ -79,6 +79,20 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
         "in [0, 1), mean_regime_bars >= 1, crash_probability and "
         "predictability in [0, 1], signal_bars >= 1 (finite)");
   }
+  if (!(o.trend_strength >= 0 && o.trend_strength <= 100)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trend_strength must be in [0, 100], got ", o.trend_strength));
+  }
+  if (!(o.garch_alpha >= 0 && o.garch_beta >= 0 &&
+        o.garch_alpha + o.garch_beta < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "garch_alpha and garch_beta must be >= 0 with a sum below 1, got ",
+        o.garch_alpha, " and ", o.garch_beta));
+  }
+  if (o.tail_dof != 0 && (o.tail_dof < 3 || o.tail_dof > 100)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tail_dof must be 0 (normal shocks) or in [3, 100], got ", o.tail_dof));
+  }
   const int n = o.num_assets;
   const int64_t T = o.num_rows;
   Rng rng(o.seed);
@@ -96,6 +110,14 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
       absl::StrCat("synthetic seed=", o.seed, " assets=", n, " rows=", T);
   if (o.signal_bars != 1.0)
     absl::StrAppend(&d.source, " signal_bars=", o.signal_bars);
+  if (o.trend_strength != 1.0)
+    absl::StrAppend(&d.source, " trend_strength=", o.trend_strength);
+  if (o.mean_regime_bars != SyntheticMarketOptions{}.mean_regime_bars)
+    absl::StrAppend(&d.source, " regime_bars=", o.mean_regime_bars);
+  if (o.garch_alpha != 0 || o.garch_beta != 0) {
+    absl::StrAppend(&d.source, " garch=", o.garch_alpha, "/", o.garch_beta);
+  }
+  if (o.tail_dof != 0) absl::StrAppend(&d.source, " tail_dof=", o.tail_dof);
   for (const Profile& p : profiles) {
     d.assets.push_back(AssetMeta{p.symbol, p.min_order_qty});
   }
@@ -118,7 +140,8 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
   auto new_trend = [&]() {
     const double direction = rng.Uniform() < 0.5 ? -1.0 : 1.0;
     for (int i = 0; i < n; ++i) {
-      trend_drift[i] = direction * sigma * (0.02 + 0.06 * rng.Uniform());
+      trend_drift[i] =
+          direction * sigma * (0.02 + 0.06 * rng.Uniform()) * o.trend_strength;
     }
   };
   new_trend();
@@ -136,6 +159,23 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
     sign_next[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
     sign_after[i] = rng.Uniform() < 0.5 ? -1.0 : 1.0;
   }
+
+  // A unit-variance shock: normal, or Student-t with tail_dof degrees of
+  // freedom scaled by √((ν − 2)/ν) (Z / √(V/ν) with V a sum of ν squared
+  // normals). With tail_dof 0 it is one normal draw, as before.
+  const int dof = o.tail_dof;
+  auto unit_shock = [&]() {
+    const double z = rng.Normal();
+    if (dof == 0) return z;
+    double v = 0;
+    for (int k = 0; k < dof; ++k) {
+      const double g = rng.Normal();
+      v += g * g;
+    }
+    return z * std::sqrt((dof - 2.0) / std::max(v, 1e-300));
+  };
+  const double alpha = o.garch_alpha, beta = o.garch_beta;
+  std::vector<double> garch_h(n, 1.0);
 
   for (int64_t t = 0; t < T; ++t) {
     // Regime switching (a Markov chain; crashes are short).
@@ -156,11 +196,16 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
     const double vol_mult = regime == Regime::kCrash        ? 2.5
                             : regime == Regime::kMeanRevert ? 0.8
                                                             : 1.0;
-    const double market_shock = rng.Normal();
+    const double market_shock = unit_shock();
     for (int i = 0; i < n; ++i) {
-      const double s = sigma * profiles[i].vol_scale * vol_mult;
+      const double s =
+          sigma * profiles[i].vol_scale * vol_mult * std::sqrt(garch_h[i]);
       const double shock =
-          std::sqrt(rho) * market_shock + std::sqrt(1.0 - rho) * rng.Normal();
+          std::sqrt(rho) * market_shock + std::sqrt(1.0 - rho) * unit_shock();
+      if (alpha != 0 || beta != 0) {
+        garch_h[i] =
+            (1.0 - alpha - beta) + (alpha * shock * shock + beta) * garch_h[i];
+      }
       double drift = 0.0;
       switch (regime) {
         case Regime::kTrend:
@@ -203,7 +248,9 @@ absl::StatusOr<Dataset> GenerateSyntheticDataset(
     const SyntheticMarketOptions& options) {
   absl::StatusOr<Dataset> bars = GenerateSyntheticBars(options);
   if (!bars.ok()) return bars.status();
-  if (absl::Status s = ComputeFeatures(&*bars); !s.ok()) return s;
+  if (absl::Status s = ComputeFeatures(&*bars, options.feature_set); !s.ok()) {
+    return s;
+  }
   return bars;
 }
 

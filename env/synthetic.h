@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "env/dataset.h"
+#include "env/features.h"
 #include "env/market_data.h"
 
 namespace ristretto::env {
@@ -48,6 +49,24 @@ struct SyntheticMarketOptions {
   // ~10 makes it exploitable. The random draws are the same for every value,
   // so with predictability 0 the bars do not depend on it.
   double signal_bars = 1.0;
+
+  // ---- Realistic structure (every default leaves the bars as before) ----
+  // Strength of the trend regimes' drift: a trend gives every asset a drift
+  // of direction·σ·(0.02 … 0.08)·trend_strength per bar (one direction for
+  // all assets). >= 0; 1 = as before.
+  double trend_strength = 1.0;
+  // Volatility clustering, GARCH(1,1) on each asset's unit shock z: the
+  // variance multiplier h (unconditional mean 1, starting at 1) follows
+  // h[t] = (1 − α − β) + α·z[t−1]²·h[t−1] + β·h[t−1], and bar t's shock is
+  // σ_i·√h[t]·z[t]. α, β >= 0, α + β < 1; 0, 0 = constant volatility.
+  double garch_alpha = 0.0;
+  double garch_beta = 0.0;
+  // Fat tails: the market and the idiosyncratic shocks are Student-t with
+  // tail_dof degrees of freedom, scaled to unit variance (excess kurtosis
+  // 6/(ν − 4) for ν > 4). 0 = normal shocks; else an integer in [3, 100].
+  int tail_dof = 0;
+  // The features computed by GenerateSyntheticDataset.
+  FeatureSet feature_set = FeatureSet::kIndicators;
 };
 
 // Generates raw OHLCV bars (one domain, features not computed).
@@ -55,7 +74,8 @@ struct SyntheticMarketOptions {
 absl::StatusOr<Dataset> GenerateSyntheticBars(
     const SyntheticMarketOptions& options);
 
-// GenerateSyntheticBars followed by ComputeFeatures: a ready dataset.
+// GenerateSyntheticBars followed by ComputeFeatures of options.feature_set:
+// a ready dataset.
 absl::StatusOr<Dataset> GenerateSyntheticDataset(
     const SyntheticMarketOptions& options);
 

@@ -191,9 +191,11 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   const std::string sp = "dataset.synthetic";
   d.synthetic = true;
   if (!s.IsNull()) {
-    RETURN_IF_ERROR(CheckMap(s, sp,
-                             {"rows", "assets", "seed", "predictability",
-                              "signal_bars", "interval"}));
+    RETURN_IF_ERROR(CheckMap(
+        s, sp,
+        {"rows", "assets", "seed", "predictability", "signal_bars", "interval",
+         "trend_strength", "regime_bars", "crash_probability", "correlation",
+         "garch_alpha", "garch_beta", "tail_dof", "features"}));
     if (s["rows"]) {
       ASSIGN_OR_RETURN(d.rows, Int(s["rows"], sp + ".rows"));
     }
@@ -211,6 +213,32 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
     if (s["signal_bars"]) {
       ASSIGN_OR_RETURN(d.signal_bars,
                        Double(s["signal_bars"], sp + ".signal_bars"));
+    }
+    struct DoubleKey {
+      const char* key;
+      double* value;
+    };
+    for (const DoubleKey& k :
+         {DoubleKey{"trend_strength", &d.trend_strength},
+          DoubleKey{"regime_bars", &d.regime_bars},
+          DoubleKey{"crash_probability", &d.crash_probability},
+          DoubleKey{"correlation", &d.correlation},
+          DoubleKey{"garch_alpha", &d.garch_alpha},
+          DoubleKey{"garch_beta", &d.garch_beta}}) {
+      if (s[k.key]) {
+        ASSIGN_OR_RETURN(*k.value, Double(s[k.key], sp + "." + k.key));
+      }
+    }
+    if (s["tail_dof"]) {
+      ASSIGN_OR_RETURN(d.tail_dof, SmallInt(s["tail_dof"], sp + ".tail_dof"));
+    }
+    if (s["features"]) {
+      ASSIGN_OR_RETURN(std::string text, Text(s["features"], sp + ".features"));
+      absl::StatusOr<env::FeatureSet> set = env::ParseFeatureSet(text);
+      if (!set.ok()) {
+        return Error(sp + ".features", std::string(set.status().message()));
+      }
+      d.feature_set = *set;
     }
     if (s["interval"]) {
       ASSIGN_OR_RETURN(std::string text, Text(s["interval"], sp + ".interval"));
@@ -234,6 +262,38 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   if (!(d.predictability >= 0 && d.predictability <= 1)) {
     return Error(sp + ".predictability",
                  absl::StrCat(d.predictability, " is outside [0, 1]"));
+  }
+  if (!(d.trend_strength >= 0 && d.trend_strength <= 100)) {
+    return Error(sp + ".trend_strength",
+                 absl::StrCat(d.trend_strength, " is outside [0, 100]"));
+  }
+  if (!(d.regime_bars >= 1 && d.regime_bars <= 1e9)) {
+    return Error(sp + ".regime_bars",
+                 absl::StrCat(d.regime_bars, " is outside [1, 1e9]"));
+  }
+  if (!(d.crash_probability >= 0 && d.crash_probability <= 1)) {
+    return Error(sp + ".crash_probability",
+                 absl::StrCat(d.crash_probability, " is outside [0, 1]"));
+  }
+  if (!(d.correlation >= 0 && d.correlation < 1)) {
+    return Error(sp + ".correlation",
+                 absl::StrCat(d.correlation, " is outside [0, 1)"));
+  }
+  if (!(d.garch_alpha >= 0 && d.garch_alpha < 1)) {
+    return Error(sp + ".garch_alpha",
+                 absl::StrCat(d.garch_alpha, " is outside [0, 1)"));
+  }
+  if (!(d.garch_beta >= 0 && d.garch_alpha + d.garch_beta < 1)) {
+    return Error(sp + ".garch_beta",
+                 absl::StrCat(d.garch_beta,
+                              " must be >= 0 with garch_alpha + "
+                              "garch_beta < 1 (garch_alpha is ",
+                              d.garch_alpha, ")"));
+  }
+  if (d.tail_dof != 0 && (d.tail_dof < 3 || d.tail_dof > 100)) {
+    return Error(sp + ".tail_dof",
+                 absl::StrCat(d.tail_dof,
+                              " is neither 0 (normal shocks) nor in [3, 100]"));
   }
   return d;
 }
@@ -836,7 +896,10 @@ absl::StatusOr<StudyConfig> Parse(const YAML::Node& root) {
   // says otherwise, embargo (and purge) those rows.
   if ((study.cv.scheme == "cpcv" || study.cv.scheme == "kfold") &&
       !root["cv"]["embargo_bars"]) {
-    study.cv.embargo_bars = DefaultEmbargoBars();
+    study.cv.embargo_bars =
+        study.dataset.synthetic
+            ? env::FeatureWarmupRows(study.dataset.feature_set)
+            : DefaultEmbargoBars();
   }
   // The synthetic market's size is known here: check the lockbox and the
   // folds fit (the feature warm-up takes a few more rows; BuildRunOptions
@@ -1006,6 +1069,14 @@ env::SyntheticMarketOptions SyntheticOptions(const DatasetSpec& spec) {
   o.predictability = spec.predictability;
   o.signal_bars = spec.signal_bars;
   o.interval_seconds = spec.interval_seconds;
+  o.trend_strength = spec.trend_strength;
+  o.mean_regime_bars = spec.regime_bars;
+  o.crash_probability = spec.crash_probability;
+  o.correlation = spec.correlation;
+  o.garch_alpha = spec.garch_alpha;
+  o.garch_beta = spec.garch_beta;
+  o.tail_dof = spec.tail_dof;
+  o.feature_set = spec.feature_set;
   return o;
 }
 

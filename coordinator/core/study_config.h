@@ -42,6 +42,16 @@ struct DatasetSpec {
   double predictability = 0;        // see env::SyntheticMarketOptions
   double signal_bars = 1;           // persistence of the planted signal
   int64_t interval_seconds = 1800;  // bar interval ("30m" in the file)
+  // Structure (env::SyntheticMarketOptions; every default leaves the
+  // market as before): trend_strength, regime_bars (mean_regime_bars),
+  // crash_probability, correlation, garch_alpha/beta, tail_dof.
+  double trend_strength = 1;
+  double regime_bars = 400;
+  double crash_probability = 0.08;
+  double correlation = 0.6;
+  double garch_alpha = 0, garch_beta = 0;
+  int tail_dof = 0;
+  env::FeatureSet feature_set = env::FeatureSet::kIndicators;
 };
 
 // The generator options of a synthetic DatasetSpec.
@@ -64,7 +74,7 @@ struct CvSpec {
   // holdout, cpcv, kfold: rows purged before and embargoed after every test
   // block, >= 0. Default: 0 for holdout (it trains only before its test
   // block); for cpcv and kfold, which train after test blocks too,
-  // DefaultEmbargoBars().
+  // DefaultEmbargoBars() (a synthetic market: its feature set's warm-up).
   int64_t embargo_bars = 0;
   // Keep only the first max_folds folds (0 = all), >= 0.
   int max_folds = 0;

@@ -646,6 +646,75 @@ TEST(StudyConfigTest, RejectsAMissingDataset) {
                 "digits)");
 }
 
+// The synthetic market's structure keys reach the generator; left out,
+// they are the generator's defaults (the market of every older study).
+TEST(StudyConfigTest, SyntheticStructureKeysReachTheGenerator) {
+  absl::StatusOr<StudyConfig> plain = ParseStudyConfig(kStudy);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const env::SyntheticMarketOptions defaults;
+  const env::SyntheticMarketOptions p = SyntheticOptions(plain->dataset);
+  EXPECT_EQ(p.trend_strength, defaults.trend_strength);
+  EXPECT_EQ(p.mean_regime_bars, defaults.mean_regime_bars);
+  EXPECT_EQ(p.crash_probability, defaults.crash_probability);
+  EXPECT_EQ(p.correlation, defaults.correlation);
+  EXPECT_EQ(p.garch_alpha, 0.0);
+  EXPECT_EQ(p.garch_beta, 0.0);
+  EXPECT_EQ(p.tail_dof, 0);
+  EXPECT_EQ(p.feature_set, env::FeatureSet::kIndicators);
+
+  absl::StatusOr<StudyConfig> c = ParseStudyConfig(
+      Replace(kStudy, "predictability: 0.5}",
+              "predictability: 0.5, trend_strength: 2, regime_bars: 500, "
+              "crash_probability: 0.02, correlation: 0.3, garch_alpha: 0.08, "
+              "garch_beta: 0.9, tail_dof: 4, features: portfolio}"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  const env::SyntheticMarketOptions o = SyntheticOptions(c->dataset);
+  EXPECT_EQ(o.trend_strength, 2);
+  EXPECT_EQ(o.mean_regime_bars, 500);
+  EXPECT_EQ(o.crash_probability, 0.02);
+  EXPECT_EQ(o.correlation, 0.3);
+  EXPECT_EQ(o.garch_alpha, 0.08);
+  EXPECT_EQ(o.garch_beta, 0.9);
+  EXPECT_EQ(o.tail_dof, 4);
+  EXPECT_EQ(o.feature_set, env::FeatureSet::kPortfolio);
+}
+
+TEST(StudyConfigTest, RejectsSyntheticStructureOutOfRangeNamingTheKey) {
+  const struct {
+    const char* keys;
+    const char* message;
+  } cases[] = {
+      {"trend_strength: -1",
+       "dataset.synthetic.trend_strength: -1 is outside "
+       "[0, 100]"},
+      {"regime_bars: 0.5",
+       "dataset.synthetic.regime_bars: 0.5 is outside [1, 1e9]"},
+      {"crash_probability: 1.5",
+       "dataset.synthetic.crash_probability: 1.5 is outside [0, 1]"},
+      {"correlation: 1", "dataset.synthetic.correlation: 1 is outside [0, 1)"},
+      {"garch_alpha: -0.1",
+       "dataset.synthetic.garch_alpha: -0.1 is outside [0, 1)"},
+      {"garch_alpha: 0.2, garch_beta: 0.8",
+       "dataset.synthetic.garch_beta: 0.8 must be >= 0 with garch_alpha + "
+       "garch_beta < 1 (garch_alpha is 0.2)"},
+      {"tail_dof: 2",
+       "dataset.synthetic.tail_dof: 2 is neither 0 (normal shocks) nor in "
+       "[3, 100]"},
+      {"features: prices",
+       "dataset.synthetic.features: unknown feature set 'prices'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.keys);
+    absl::StatusOr<StudyConfig> s = ParseStudyConfig(
+        Replace(kStudy, "predictability: 0.5}",
+                std::string("predictability: 0.5, ") + c.keys + "}"));
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.status().message()),
+                ::testing::StartsWith(c.message));
+  }
+}
+
 TEST(StudyConfigTest, RejectsAnUnknownObjective) {
   ExpectRefused(Replace(kStudy, "max_trials: 6", "objective: sortinoo"),
                 "objective: unknown objective 'sortinoo' (expected one of: "
