@@ -155,7 +155,7 @@ TEST(StudyConfigTest, FixedValuesAndChoicesAreStoredAsCanonicalText) {
 }
 
 TEST(StudyConfigTest, ShippedStudyFilesParse) {
-  for (const char* file : {"default.yaml", "small.yaml"}) {
+  for (const char* file : {"default.yaml", "small.yaml", "trend.yaml"}) {
     absl::StatusOr<std::string> text = ReadFileToString(
         std::string(RISTRETTO_SOURCE_DIR) + "/deploy/studies/" + file);
     ASSERT_TRUE(text.ok()) << text.status();
