@@ -235,15 +235,28 @@ TEST(ActorTicketTest, ExpiredAndFutureTicketsAreRefusedBeyondTheSkew) {
 }
 
 TEST(ActorTicketTest, MintRefusesWhatItCannotCarry) {
-  EXPECT_FALSE(MintActorTicket(TicketFor("a1", "l"), "").ok());
-  EXPECT_FALSE(MintActorTicket(TicketFor("", "l"), kKey).ok());
-  EXPECT_FALSE(
-      MintActorTicket(TicketFor(std::string(kMaxTicketIdBytes + 1, 'a'), "l"),
-                      kKey)
-          .ok());
+  const absl::StatusOr<std::string> keyless =
+      MintActorTicket(TicketFor("a1", "l"), "");
+  EXPECT_FALSE(keyless.ok());
+  EXPECT_EQ(keyless.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(keyless.status().message()), HasSubstr("key"));
+  const absl::StatusOr<std::string> no_actor =
+      MintActorTicket(TicketFor("", "l"), kKey);
+  EXPECT_FALSE(no_actor.ok());
+  EXPECT_EQ(no_actor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_actor.status().message()), HasSubstr("actor id"));
+  const absl::StatusOr<std::string> long_actor = MintActorTicket(
+      TicketFor(std::string(kMaxTicketIdBytes + 1, 'a'), "l"), kKey);
+  EXPECT_FALSE(long_actor.ok());
+  EXPECT_EQ(long_actor.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_actor.status().message()),
+              HasSubstr("actor id"));
   ActorTicket backwards = TicketFor("a1", "l");
   backwards.expires_ms = backwards.issued_ms;
-  EXPECT_FALSE(MintActorTicket(backwards, kKey).ok());
+  const absl::StatusOr<std::string> reversed = MintActorTicket(backwards, kKey);
+  EXPECT_FALSE(reversed.ok());
+  EXPECT_EQ(reversed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(reversed.status().message()), HasSubstr("expire"));
 }
 
 // A client certificate made by scripts/make_dev_certs.sh --client actor-a,
@@ -312,9 +325,10 @@ TEST(ActorTicketTest, ABoundTicketCarriesItsCertificateUnderTheMac) {
           .code(),
       absl::StatusCode::kUnauthenticated);
   fields[0] = "rt1";
-  EXPECT_FALSE(
-      VerifyActorTicket(absl::StrJoin(fields, "."), {kKey}, "learner-1", kNow)
-          .ok());
+  const absl::StatusOr<ActorTicket> relabelled =
+      VerifyActorTicket(absl::StrJoin(fields, "."), {kKey}, "learner-1", kNow);
+  EXPECT_FALSE(relabelled.ok());
+  EXPECT_EQ(relabelled.status().code(), absl::StatusCode::kUnauthenticated);
   // rt1 tickets (minted without mutual TLS) still verify, unbound.
   absl::StatusOr<ActorTicket> old = VerifyActorTicket(
       Mint(TicketFor("a1", "learner-1")), {kKey}, "learner-1", kNow);
@@ -324,7 +338,13 @@ TEST(ActorTicketTest, ABoundTicketCarriesItsCertificateUnderTheMac) {
   for (const std::string& bad :
        {std::string(63, 'a'), std::string(64, 'A'), std::string(64, 'g')}) {
     bound.cert_sha256 = bad;
-    EXPECT_FALSE(MintActorTicket(bound, kKey).ok()) << bad;
+    const absl::StatusOr<std::string> minted = MintActorTicket(bound, kKey);
+    EXPECT_FALSE(minted.ok()) << bad;
+    EXPECT_EQ(minted.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+    EXPECT_THAT(std::string(minted.status().message()),
+                HasSubstr("certificate hash"))
+        << bad;
   }
 }
 
@@ -387,8 +407,14 @@ TEST(CertificateBindingsTest, BoundedLeastRecentlyUsedFirst) {
   ASSERT_TRUE(bindings.Bind("4", a, kNow, "actor id").ok());
   EXPECT_EQ(bindings.size(), 3u);
   EXPECT_TRUE(bindings.Bind("2", b, kNow, "actor id").ok());  // forgotten
-  EXPECT_FALSE(bindings.Bind("1", b, kNow, "actor id").ok());
-  EXPECT_FALSE(bindings.Bind("4", b, kNow, "actor id").ok());
+  const absl::Status one = bindings.Bind("1", b, kNow, "actor id");
+  EXPECT_FALSE(one.ok());
+  EXPECT_EQ(one.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(one.message()), HasSubstr("actor id '1'"));
+  const absl::Status four = bindings.Bind("4", b, kNow, "actor id");
+  EXPECT_FALSE(four.ok());
+  EXPECT_EQ(four.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(four.message()), HasSubstr("actor id '4'"));
   // Lapsed bindings at the cold end are dropped when a new id comes.
   ASSERT_TRUE(bindings.Bind("5", a, kNow + absl::Minutes(17), "actor id").ok());
   EXPECT_EQ(bindings.size(), 1u);
@@ -445,13 +471,22 @@ TEST(CertificateBindingsTest, ANamedIdNeverLapsesNorIsEvicted) {
             .ok());
   }
   EXPECT_EQ(bindings.size(), 4u);  // 3 first-use bindings + the claim
-  EXPECT_FALSE(bindings.Bind("x", unnamed, kNow, "actor id").ok());
+  const absl::Status flooded = bindings.Bind("x", unnamed, kNow, "actor id");
+  EXPECT_FALSE(flooded.ok());
+  EXPECT_EQ(flooded.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(flooded.message()), HasSubstr("actor id 'x'"));
   bindings.Forget("x");
-  EXPECT_FALSE(bindings.Bind("x", unnamed, kNow, "actor id").ok());
+  const absl::Status forgotten = bindings.Bind("x", unnamed, kNow, "actor id");
+  EXPECT_FALSE(forgotten.ok());
+  EXPECT_EQ(forgotten.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(forgotten.message()), HasSubstr("actor id 'x'"));
   // Its own certificate, even by first use, and a renewed one naming it.
   EXPECT_TRUE(bindings.Bind("x", named, kNow, "actor id").ok());
   EXPECT_TRUE(bindings.Claim("x", renewed, {"x"}, "actor id").ok());
-  EXPECT_FALSE(bindings.Bind("x", named, kNow, "actor id").ok());
+  const absl::Status superseded = bindings.Bind("x", named, kNow, "actor id");
+  EXPECT_FALSE(superseded.ok());
+  EXPECT_EQ(superseded.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(std::string(superseded.message()), HasSubstr("actor id 'x'"));
 }
 
 TEST(CertificateNamesTest, ParsesRistrettoUrisPercentDecodedAndIgnoresOthers) {

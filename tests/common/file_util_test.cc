@@ -54,13 +54,17 @@ TEST(FileUtilTest, NonRegularFilesAreNamedForWhatTheyAre) {
   EXPECT_THAT(fifo.status().message(),
               HasSubstr(dir.Path("fifo") + " is a FIFO, not a regular file"));
   absl::StatusOr<std::string> d = ReadFileToString(dir.path());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(d.status().message(), HasSubstr("is a directory"));
   absl::StatusOr<std::string> null = ReadFileToString("/dev/null");
+  EXPECT_EQ(null.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(null.status().message(),
               HasSubstr("/dev/null is a character device"));
   ASSERT_EQ(::symlink(dir.Path("loop").c_str(), dir.Path("loop").c_str()), 0);
   absl::StatusOr<std::string> loop = ReadFileToString(dir.Path("loop"));
   EXPECT_FALSE(loop.ok());
+  // open(2) fails with ELOOP, which absl::ErrnoToStatus maps to kUnknown.
+  EXPECT_EQ(loop.status().code(), absl::StatusCode::kUnknown);
   EXPECT_THAT(loop.status().message(),
               HasSubstr("Too many levels of symbolic links"));
 }

@@ -70,12 +70,17 @@ TEST_F(GrpcSecurityTest, MutualTlsRequiresAClientCertificate) {
   EXPECT_TRUE(
       Call(port, {File("client.pem"), File("client.key"), File("ca.pem")})
           .ok());
-  EXPECT_FALSE(Call(port, {"", "", File("ca.pem")}).ok());
-  EXPECT_FALSE(Call(port, {}).ok());
+  const grpc::Status no_certificate = Call(port, {"", "", File("ca.pem")});
+  EXPECT_EQ(no_certificate.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << no_certificate.error_message();
+  const grpc::Status plaintext = Call(port, {});
+  EXPECT_EQ(plaintext.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << plaintext.error_message();
 }
 
 TEST_F(GrpcSecurityTest, BadFilesAreClearErrors) {
   auto no_key = MakeServerCredentials({File("server.pem"), "", ""});
+  EXPECT_EQ(no_key.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(no_key.status().message()),
               HasSubstr("--tls-cert needs --tls-key"));
   auto missing =
@@ -86,12 +91,14 @@ TEST_F(GrpcSecurityTest, BadFilesAreClearErrors) {
   const std::string not_pem = certs_->path() + "/not.pem";
   std::ofstream(not_pem) << "hello";
   auto bad = MakeServerCredentials({not_pem, File("server.key"), ""});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not a PEM file"));
 
   const std::string open_key = certs_->path() + "/open.key";
   std::ofstream(open_key) << "-----BEGIN PRIVATE KEY-----\n";
   chmod(open_key.c_str(), 0644);
   auto readable = MakeServerCredentials({File("server.pem"), open_key, ""});
+  EXPECT_EQ(readable.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(readable.status().message()),
               HasSubstr("readable by group or others"));
 
@@ -100,6 +107,7 @@ TEST_F(GrpcSecurityTest, BadFilesAreClearErrors) {
   EXPECT_EQ(client_without_ca.status().code(),
             absl::StatusCode::kInvalidArgument);
   auto dir = MakeChannelCredentials({"", "", certs_->path()});
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(dir.status().message()),
               HasSubstr("not a regular file"));
 }
@@ -128,7 +136,11 @@ TEST(ExposureTest, UnprotectedServersStayOnLoopback) {
   ASSERT_TRUE(allowed.ok());
   EXPECT_THAT(*allowed, HasSubstr("clear"));
   // TLS alone authenticates nobody.
-  EXPECT_FALSE(CheckExposure("0.0.0.0:1", true, false, false).ok());
+  const auto tls_only = CheckExposure("0.0.0.0:1", true, false, false);
+  EXPECT_FALSE(tls_only.ok());
+  EXPECT_EQ(tls_only.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(tls_only.status().message()),
+              HasSubstr("--allow-insecure-network"));
   const auto token_in_clear = CheckExposure("0.0.0.0:1", false, true, false);
   ASSERT_TRUE(token_in_clear.ok());
   EXPECT_THAT(*token_in_clear, HasSubstr("in clear"));

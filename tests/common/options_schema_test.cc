@@ -8,10 +8,13 @@
 
 #include "absl/status/statusor.h"
 #include "common/file_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace ristretto {
 namespace {
+
+using ::testing::HasSubstr;
 
 // The repository root, from this file's path (CMake compiles it by its
 // absolute path: <root>/tests/common/options_schema_test.cc).
@@ -116,10 +119,24 @@ TEST(OptionsSchemaTest, GeneratedSectionNeedsBothMarkersInOrder) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(*ok,
             "intro\n" + begin + "\n" + OptionsMarkdownTable() + end + "\nx\n");
-  EXPECT_FALSE(WithGeneratedOptionsTable("no markers\n").ok());
-  EXPECT_FALSE(WithGeneratedOptionsTable(end + "\n" + begin + "\n").ok());
-  EXPECT_FALSE(
-      WithGeneratedOptionsTable(begin + "\n" + begin + "\n" + end + "\n").ok());
+  const absl::StatusOr<std::string> none =
+      WithGeneratedOptionsTable("no markers\n");
+  EXPECT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("marker line '" + begin + "' is missing"));
+  const absl::StatusOr<std::string> reversed =
+      WithGeneratedOptionsTable(end + "\n" + begin + "\n");
+  EXPECT_FALSE(reversed.ok());
+  EXPECT_EQ(reversed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(reversed.status().message()),
+              HasSubstr("comes before its BEGIN marker"));
+  const absl::StatusOr<std::string> twice =
+      WithGeneratedOptionsTable(begin + "\n" + begin + "\n" + end + "\n");
+  EXPECT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(twice.status().message()),
+              HasSubstr("marker line '" + begin + "' appears twice"));
 }
 
 TEST(OptionsSchemaTest, TableHasOneRowPerOption) {

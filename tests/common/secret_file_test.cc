@@ -127,7 +127,11 @@ TEST_F(SecretFileTest, WriteCreatesAMode600FileThatReadsBack) {
   EXPECT_EQ(entries, 1);
   EXPECT_EQ(WriteSecretFile(path, "").code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(WriteSecretFile(dir_ + "/no/such/dir/token", "x").ok());
+  const absl::Status no_dir = WriteSecretFile(dir_ + "/no/such/dir/token", "x");
+  EXPECT_FALSE(no_dir.ok());
+  EXPECT_EQ(no_dir.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(no_dir.message(), HasSubstr("cannot create"));
+  EXPECT_THAT(no_dir.message(), HasSubstr("/no/such/dir/.token.tmp."));
 }
 
 TEST(GenerateTokenTest, Is64HexDigitsAndDiffersEachCall) {
@@ -157,9 +161,12 @@ TEST_F(SecretFileTest, ResolveTokenRefusesArgvThenPrefersFileOverEnv) {
   EXPECT_EQ(*ResolveToken(false, "", nullptr), "");
   EXPECT_EQ(*ResolveToken(false, "", ""), "");
   // A bad file is an error, not a silent fallback to the environment.
-  EXPECT_FALSE(ResolveToken(false, Write("bad", file_token + "\n", 0644),
-                            env_token.c_str())
-                   .ok());
+  t = ResolveToken(false, Write("bad", file_token + "\n", 0644),
+                   env_token.c_str());
+  EXPECT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(t.status().message(), HasSubstr("/bad"));
+  EXPECT_THAT(t.status().message(), HasSubstr("has mode 0644"));
 }
 
 // A configured token is long and printable: a short one is guessable, one
@@ -183,7 +190,12 @@ TEST_F(SecretFileTest, ResolveTokenRefusesWeakAndUnprintableTokens) {
   EXPECT_THAT(t.status().message(), Not(HasSubstr(spaced)));
   const std::string exactly(kMinTokenBytes, 'k');
   EXPECT_EQ(*ResolveToken(false, "", exactly.c_str()), exactly);
-  EXPECT_FALSE(ResolveToken(false, "", exactly.substr(1).c_str()).ok());
+  const std::string one_short = exactly.substr(1);
+  t = ResolveToken(false, "", one_short.c_str());
+  EXPECT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(t.status().message(), HasSubstr("$RISTRETTO_TOKEN"));
+  EXPECT_THAT(t.status().message(), HasSubstr("is 31 bytes; use at least 32"));
 }
 
 TEST(DsnPasswordTest, FindsPasswordsInEveryLibpqForm) {

@@ -319,7 +319,13 @@ TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
   ASSERT_GT(bars, 0);
   // A refit whose returns do not cover the lockbox is refused at its own
   // completion, the first as well as the last.
-  EXPECT_FALSE(Complete(leases[0].lease().run_id(), 3.0, bars + 1).ok());
+  const absl::Status long_refit =
+      Complete(leases[0].lease().run_id(), 3.0, bars + 1);
+  EXPECT_FALSE(long_refit.ok());
+  EXPECT_EQ(long_refit.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(long_refit.message(),
+              HasSubstr(absl::StrCat("reported ", bars + 1,
+                                     " lockbox returns, expected ", bars)));
   ASSERT_TRUE(Complete(leases[0].lease().run_id(), 3.0, bars).ok());
   ASSERT_TRUE(Complete(leases[1].lease().run_id(), -1.0, bars).ok());
   absl::StatusOr<std::vector<LockboxRow>> lockbox =
@@ -328,7 +334,13 @@ TEST_F(SchedulerUnitTest, RefitsAreQueuedTogetherAndCombinedWhenAllAreDone) {
   EXPECT_TRUE(lockbox->empty());  // one refit still to come
   Tick();
   EXPECT_EQ(StateOfStudy(), StudyState::kRunning);
-  EXPECT_FALSE(Complete(leases[2].lease().run_id(), 2.0, bars - 1).ok());
+  const absl::Status short_refit =
+      Complete(leases[2].lease().run_id(), 2.0, bars - 1);
+  EXPECT_FALSE(short_refit.ok());
+  EXPECT_EQ(short_refit.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(short_refit.message(),
+              HasSubstr(absl::StrCat("reported ", bars - 1,
+                                     " lockbox returns, expected ", bars)));
   ASSERT_TRUE(Complete(leases[2].lease().run_id(), 2.0, bars).ok());
   lockbox = store_->ListLockbox(study_id_);
   ASSERT_TRUE(lockbox.ok());

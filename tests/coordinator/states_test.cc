@@ -88,9 +88,21 @@ TEST(StatesTest, BadTextIsRefusedNamingItAndTheAcceptedStates) {
               HasSubstr("queued, leased, done, failed or cancelled"));
 
   // Exact text only: no case folding, no surrounding blanks.
-  EXPECT_FALSE(ParseRunState("Queued").ok());
-  EXPECT_FALSE(ParseRunState(" queued").ok());
-  EXPECT_FALSE(ParseStudyState("DONE").ok());
+  const absl::StatusOr<RunState> capital = ParseRunState("Queued");
+  EXPECT_FALSE(capital.ok());
+  EXPECT_EQ(capital.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(capital.status().message(),
+              HasSubstr("unknown run state 'Queued'"));
+  const absl::StatusOr<RunState> blank = ParseRunState(" queued");
+  EXPECT_FALSE(blank.ok());
+  EXPECT_EQ(blank.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(blank.status().message(),
+              HasSubstr("unknown run state ' queued'"));
+  const absl::StatusOr<StudyState> upper = ParseStudyState("DONE");
+  EXPECT_FALSE(upper.ok());
+  EXPECT_EQ(upper.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(upper.status().message(),
+              HasSubstr("unknown study state 'DONE'"));
 }
 
 TEST(StatesTest, ABadCastIsInvalidAndPrintsAsSuch) {
@@ -104,7 +116,11 @@ TEST(StatesTest, ABadCastIsInvalidAndPrintsAsSuch) {
   EXPECT_EQ(ToString(bad_trial), "invalid");
   EXPECT_EQ(ToString(bad_run), "invalid");
   // "invalid" is not a state: it never parses back.
-  EXPECT_FALSE(ParseRunState(ToString(bad_run)).ok());
+  const absl::StatusOr<RunState> invalid = ParseRunState(ToString(bad_run));
+  EXPECT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(invalid.status().message(),
+              HasSubstr("unknown run state 'invalid'"));
 }
 
 TEST(StatesTest, StreamsPrintTheText) {

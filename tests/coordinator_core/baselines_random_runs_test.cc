@@ -12,11 +12,14 @@
 #include "env/dataset.h"
 #include "env/metrics.h"
 #include "env/synthetic.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "learner/evaluation.h"
 
 namespace ristretto::coordinator {
 namespace {
+
+using ::testing::HasSubstr;
 
 // 500 synthetic rows of 3 assets (seed 6); the tests play rows [50, 250)
 // and [260, 430) with lookback 2.
@@ -135,8 +138,18 @@ TEST(BaselinesRandomRunsTest,
   EXPECT_NE(split->random_sharpe_mean, single->random_sharpe_mean);
   EXPECT_GT(split->random_sharpe_std, 0);
 
-  EXPECT_FALSE(ComputeBaselines(*market, o, domains, kSeeds, 0).ok());
-  EXPECT_FALSE(ComputeBaselines(*market, o, domains, kSeeds, 17).ok());
+  const absl::StatusOr<SegmentBaselines> none =
+      ComputeBaselines(*market, o, domains, kSeeds, 0);
+  EXPECT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("random_split 0 is not in [1, 16]"));
+  const absl::StatusOr<SegmentBaselines> too_many =
+      ComputeBaselines(*market, o, domains, kSeeds, 17);
+  EXPECT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_many.status().message()),
+              HasSubstr("random_split 17 is not in [1, 16]"));
 }
 
 }  // namespace

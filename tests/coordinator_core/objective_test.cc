@@ -36,6 +36,10 @@ TEST(ObjectiveTest, NoFoldsOrUnknownObjectiveHasNoScore) {
   EXPECT_TRUE(std::isnan(TrialObjective("sharpe", {})));
   EXPECT_TRUE(std::isnan(TrialObjective("sharpee", {Fold(1, 0)})));
   EXPECT_FALSE(CheckObjective("sharpee").ok());
+  EXPECT_EQ(CheckObjective("sharpee").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(CheckObjective("sharpee").message()).find("'sharpee'"),
+            std::string::npos);
   EXPECT_NE(std::string(CheckObjective("sharpee").message()).find("calmar"),
             std::string::npos);
 }

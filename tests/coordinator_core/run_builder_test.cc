@@ -175,10 +175,19 @@ TEST(LockboxTest, CvRunsNeverReachTheLockboxAndTheLearnerRuleRefusesIt) {
               ::testing::HasSubstr("reaches the lockbox"));
   leaky = (*runs)[0];
   leaky.train_domains = {Domain{0, 2700}};
-  EXPECT_FALSE(learner::CheckLockbox(leaky).ok());
+  refused = learner::CheckLockbox(leaky);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr("train domain 0 [0, 2700) reaches the "
+                                   "lockbox"));
   leaky = (*runs)[0];
   leaky.train_domains.clear();  // "all rows" would include the lockbox
-  EXPECT_FALSE(learner::CheckLockbox(leaky).ok());
+  refused = learner::CheckLockbox(leaky);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              ::testing::HasSubstr("must name its train domains"));
 }
 
 TEST(LockboxTest, FinalRunRefitsOnEveryPreLockboxRowAndEvaluatesOnce) {
@@ -197,8 +206,17 @@ TEST(LockboxTest, FinalRunRefitsOnEveryPreLockboxRowAndEvaluatesOnce) {
   // A final run may not validate before the lockbox.
   learner::TrainerOptions bad = *o;
   bad.validation_domains = {Domain{2700, 3000}};
-  EXPECT_FALSE(learner::CheckLockbox(bad).ok());
-  EXPECT_FALSE(BuildFinalRunOptions(study, {}, GappedData(), 0).ok());
+  const absl::Status early = learner::CheckLockbox(bad);
+  EXPECT_FALSE(early.ok());
+  EXPECT_EQ(early.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(early.message()),
+              ::testing::HasSubstr("starts before the lockbox"));
+  const absl::StatusOr<learner::TrainerOptions> no_steps =
+      BuildFinalRunOptions(study, {}, GappedData(), 0);
+  EXPECT_FALSE(no_steps.ok());
+  EXPECT_EQ(no_steps.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(no_steps.status().message()),
+              ::testing::HasSubstr("needs >= 1 env steps (got 0)"));
 }
 
 TEST(LockboxTest, RefitsDifferInTheirSeedOnly) {
@@ -254,6 +272,9 @@ TEST(LockboxTest, TooLargeALockboxIsRefusedNamingIt) {
   study.lockbox.bars = 1000;
   runs = BuildRunOptions(study, {}, GappedData());
   EXPECT_FALSE(runs.ok());
+  EXPECT_EQ(runs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(runs.status().message()),
+              ::testing::HasSubstr("WalkForward: no fold fits"));
 }
 
 // The shipped studies end to end, minus training: parse, generate the
@@ -321,6 +342,7 @@ TEST(CheckpointsPerRunTest, TheTrialsBudgetAndIntervalDecide) {
   absl::StatusOr<int64_t> bad =
       CheckpointsPerRun(WalkForwardStudy(), {{"budget", "lots"}});
   ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("budget"));
 }
@@ -419,8 +441,16 @@ TEST(RunBuilderTest, FoldsBarMultiplicityCountsTheGivenFoldsOnly) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_DOUBLE_EQ(*m, 3.0);  // all: C(3, 1)
   EXPECT_EQ(*m, *ValidationBarMultiplicity(cpcv, 4000));
-  EXPECT_FALSE(FoldsBarMultiplicity(cpcv, 4000, {6}).ok());
-  EXPECT_FALSE(FoldsBarMultiplicity(cpcv, 4000, {-1}).ok());
+  m = FoldsBarMultiplicity(cpcv, 4000, {6});
+  EXPECT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()),
+              ::testing::HasSubstr("fold 6 is not one of the 6 folds"));
+  m = FoldsBarMultiplicity(cpcv, 4000, {-1});
+  EXPECT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()),
+              ::testing::HasSubstr("fold -1 is not one of the 6 folds"));
 }
 
 // CPCV tests each row C(N − 1, k − 1) times; the other schemes once unless
@@ -463,7 +493,11 @@ TEST(RunBuilderTest, ValidationBarMultiplicityCountsRepeatedTestRows) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_DOUBLE_EQ(*m, 9 * 400 / 2000.0);
   wf.test_bars = 5000;
-  EXPECT_FALSE(ValidationBarMultiplicity(wf, 3000).ok());
+  m = ValidationBarMultiplicity(wf, 3000);
+  EXPECT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(m.status().message()),
+              ::testing::HasSubstr("WalkForward: no fold fits"));
 }
 
 }  // namespace

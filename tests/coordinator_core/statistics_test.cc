@@ -163,6 +163,7 @@ TEST(SharpeStandardErrorTest, Errors) {
   // γ4 < 1 + γ3² cannot come from data: 1 − 3·1 + 0 = −2 < 0.
   absl::StatusOr<double> bad = SharpeStandardError(Stats(100, 1.0, 3.0, 1.0));
   ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("impossible moments"));
 }
@@ -188,12 +189,23 @@ TEST(ProbabilisticSharpeRatioTest, NegativeSkewAndFatTailsLowerIt) {
 }
 
 TEST(ProbabilisticSharpeRatioTest, Errors) {
-  EXPECT_FALSE(ProbabilisticSharpeRatio(Stats(1, 0.2, 0, 3), 0).ok());
-  EXPECT_FALSE(ProbabilisticSharpeRatio(Stats(100, 0.2, 0, 3),
-                                        std::numeric_limits<double>::infinity())
-                   .ok());
+  absl::StatusOr<double> psr = ProbabilisticSharpeRatio(Stats(1, 0.2, 0, 3), 0);
+  EXPECT_FALSE(psr.ok());
+  EXPECT_EQ(psr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(psr.status().message()),
+              HasSubstr("at least 2 observations, got 1"));
+  psr = ProbabilisticSharpeRatio(Stats(100, 0.2, 0, 3),
+                                 std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(psr.ok());
+  EXPECT_EQ(psr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(psr.status().message()),
+              HasSubstr("non-finite benchmark Sharpe"));
   // A two-point distribution with ŝ = 2/γ3 (γ4 = 1 + γ3²) has SE 0.
-  EXPECT_FALSE(ProbabilisticSharpeRatio(Stats(100, 1.0, 2.0, 5.0), 0).ok());
+  psr = ProbabilisticSharpeRatio(Stats(100, 1.0, 2.0, 5.0), 0);
+  EXPECT_FALSE(psr.ok());
+  EXPECT_EQ(psr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(psr.status().message()),
+              HasSubstr("the PSR is undefined"));
 }
 
 // ---- Expected maximum Sharpe and DSR -------------------------------------
@@ -211,10 +223,21 @@ TEST(ExpectedMaxSharpeTest, DegenerateAndSmallCases) {
 }
 
 TEST(ExpectedMaxSharpeTest, Errors) {
-  EXPECT_FALSE(ExpectedMaxSharpe(0, 1.0).ok());
-  EXPECT_FALSE(ExpectedMaxSharpe(10, -1.0).ok());
-  EXPECT_FALSE(
-      ExpectedMaxSharpe(10, std::numeric_limits<double>::quiet_NaN()).ok());
+  absl::StatusOr<double> sr0 = ExpectedMaxSharpe(0, 1.0);
+  EXPECT_FALSE(sr0.ok());
+  EXPECT_EQ(sr0.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sr0.status().message()),
+              HasSubstr("number of trials must be >= 1, got 0"));
+  sr0 = ExpectedMaxSharpe(10, -1.0);
+  EXPECT_FALSE(sr0.ok());
+  EXPECT_EQ(sr0.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sr0.status().message()),
+              HasSubstr("must be finite and >= 0, got -1"));
+  sr0 = ExpectedMaxSharpe(10, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_FALSE(sr0.ok());
+  EXPECT_EQ(sr0.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(sr0.status().message()),
+              HasSubstr("must be finite and >= 0, got nan"));
 }
 
 TEST(TrialSharpeVarianceTest, SampleVariance) {
@@ -222,9 +245,17 @@ TEST(TrialSharpeVarianceTest, SampleVariance) {
   const std::vector<double> s = {1, 2, 3, 4};
   EXPECT_NEAR(*TrialSharpeVariance(s), 5.0 / 3.0, 1e-15);
   const std::vector<double> one = {1};
-  EXPECT_FALSE(TrialSharpeVariance(one).ok());
+  absl::StatusOr<double> variance = TrialSharpeVariance(one);
+  EXPECT_FALSE(variance.ok());
+  EXPECT_EQ(variance.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(variance.status().message()),
+              HasSubstr("needs at least 2 trials, got 1"));
   const std::vector<double> nan = {1, std::nan("")};
-  EXPECT_FALSE(TrialSharpeVariance(nan).ok());
+  variance = TrialSharpeVariance(nan);
+  EXPECT_FALSE(variance.ok());
+  EXPECT_EQ(variance.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(variance.status().message()),
+              HasSubstr("trial 1 has a non-finite Sharpe ratio"));
 }
 
 // Bailey & López de Prado (2014), "The Deflated Sharpe Ratio", numerical
@@ -293,10 +324,22 @@ TEST(DeflatedSharpeRatioTest, OneTrialOrZeroVarianceIsPsrAtZero) {
 TEST(DeflatedSharpeRatioTest, Errors) {
   EXPECT_EQ(DeflatedSharpeRatio(Stats(1, 0.1, 0, 3), 10, 0.01).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_FALSE(DeflatedSharpeRatio(Stats(100, 0.1, 0, 3), 0, 0.01).ok());
-  EXPECT_FALSE(DeflatedSharpeRatio(Stats(100, 0.1, 0, 3), 10, -0.01).ok());
-  EXPECT_FALSE(
-      DeflatedSharpeRatio(Stats(100, std::nan(""), 0, 3), 10, 0.01).ok());
+  absl::StatusOr<DeflatedSharpeResult> dsr =
+      DeflatedSharpeRatio(Stats(100, 0.1, 0, 3), 0, 0.01);
+  EXPECT_FALSE(dsr.ok());
+  EXPECT_EQ(dsr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dsr.status().message()),
+              HasSubstr("number of trials must be >= 1, got 0"));
+  dsr = DeflatedSharpeRatio(Stats(100, 0.1, 0, 3), 10, -0.01);
+  EXPECT_FALSE(dsr.ok());
+  EXPECT_EQ(dsr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dsr.status().message()),
+              HasSubstr("must be finite and >= 0, got -0.01"));
+  dsr = DeflatedSharpeRatio(Stats(100, std::nan(""), 0, 3), 10, 0.01);
+  EXPECT_FALSE(dsr.ok());
+  EXPECT_EQ(dsr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(dsr.status().message()),
+              HasSubstr("non-finite Sharpe statistics"));
 }
 
 // ---- PBO (CSCV) -------------------------------------------------------------
@@ -335,10 +378,13 @@ TEST(SharpeDifferenceTest, Errors) {
           .status()
           .message(),
       HasSubstr("the same bars"));
-  EXPECT_FALSE(
+  const auto few =
       SharpeDifferenceTest(std::vector<double>(a.begin(), a.begin() + 7),
-                           std::vector<double>(b.begin(), b.begin() + 7))
-          .ok());
+                           std::vector<double>(b.begin(), b.begin() + 7));
+  EXPECT_FALSE(few.ok());
+  EXPECT_EQ(few.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(few.status().message()),
+              HasSubstr("7 pairs (at least 8 are needed)"));
   EXPECT_THAT(SharpeDifferenceTest(a, a).status().message(),
               HasSubstr("move together exactly"));
   EXPECT_THAT(
@@ -346,7 +392,11 @@ TEST(SharpeDifferenceTest, Errors) {
       HasSubstr("no variance"));
   std::vector<double> bad = b;
   bad[5] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(SharpeDifferenceTest(a, bad).ok());
+  const auto non_finite = SharpeDifferenceTest(a, bad);
+  EXPECT_FALSE(non_finite.ok());
+  EXPECT_EQ(non_finite.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(non_finite.status().message()),
+              HasSubstr("a non-finite value at 5"));
 }
 
 TEST(SharpeDifferenceTest, IndependentNormalSeriesGiveTheJobsonKorkieError) {
@@ -602,33 +652,63 @@ TEST(PboTest, Errors) {
       ProbabilityOfBacktestOverfitting(Noise(40, 1, 1, 0)).status().code(),
       absl::StatusCode::kInvalidArgument);
   // No rows.
-  EXPECT_FALSE(
-      ProbabilityOfBacktestOverfitting(std::vector<std::vector<double>>{})
-          .ok());
+  absl::StatusOr<PboResult> empty =
+      ProbabilityOfBacktestOverfitting(std::vector<std::vector<double>>{});
+  EXPECT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("PBO: no rows"));
   // Ragged.
   auto ragged = ok_rows;
   ragged[7].pop_back();
   absl::StatusOr<PboResult> r = ProbabilityOfBacktestOverfitting(ragged);
   ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("ragged"));
   // Non-finite.
   auto nan = ok_rows;
   nan[3][1] = std::nan("");
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(nan).ok());
+  r = ProbabilityOfBacktestOverfitting(nan);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("PBO: non-finite return nan at row 3, trial 1"));
   // Too few rows for the automatic S (T < 4).
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(Noise(3, 3, 1, 0)).ok());
+  r = ProbabilityOfBacktestOverfitting(Noise(3, 3, 1, 0));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("PBO needs at least 4 rows"));
   // Explicit S: odd, too large, or T < 2·S.
   PboOptions options;
   options.num_blocks = 5;
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(ok_rows, options).ok());
+  r = ProbabilityOfBacktestOverfitting(ok_rows, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr("the number of blocks must be even and in [2, 64], got 5"));
   options.num_blocks = 66;
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(ok_rows, options).ok());
+  r = ProbabilityOfBacktestOverfitting(ok_rows, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr("the number of blocks must be even and in [2, 64], got 66"));
   options.num_blocks = 22;
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(ok_rows, options).ok());
+  r = ProbabilityOfBacktestOverfitting(ok_rows, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(r.status().message()),
+      HasSubstr("22 blocks need at least 44 rows (2 per block), got 40"));
   options.num_blocks = 20;  // 2·20 = 40 rows: fine
   EXPECT_TRUE(ProbabilityOfBacktestOverfitting(ok_rows, options).ok());
   options.max_combinations = 0;
-  EXPECT_FALSE(ProbabilityOfBacktestOverfitting(ok_rows, options).ok());
+  r = ProbabilityOfBacktestOverfitting(ok_rows, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("max_combinations must be in [1, 10000000], got 0"));
 }
 
 }  // namespace

@@ -414,7 +414,11 @@ TEST(VerdictTest, NothingCompleteIsNoEdgeAndRoundTripsThroughJson) {
   EXPECT_EQ(back->lockbox->tests_note, s.lockbox->tests_note);
   EXPECT_FALSE(back->lockbox->tests_note.empty());  // no returns given
   EXPECT_DOUBLE_EQ(back->cv_bar_multiplicity, 1);
-  EXPECT_FALSE(StudyStatisticsFromJson("[1]").ok());
+  const absl::StatusOr<StudyStatistics> array = StudyStatisticsFromJson("[1]");
+  EXPECT_FALSE(array.ok());
+  EXPECT_EQ(array.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(array.status().message()),
+              HasSubstr("not a JSON object"));
 }
 
 TEST(BaselinesTest, BuyAndHoldIsOnTheRowsAPolicyPlaysAndRandomVaries) {

@@ -402,9 +402,22 @@ TEST(SplitHoldoutByDomainsTest, BadArgumentsAreRefused) {
     EXPECT_EQ(SplitHoldoutByDomains(100, one, share, 0, 10, 5).status().code(),
               absl::StatusCode::kInvalidArgument);
   }
-  EXPECT_FALSE(SplitHoldoutByDomains(100, one, 0.2, -1, 10, 5).ok());
-  EXPECT_FALSE(SplitHoldoutByDomains(0, {}, 0.2, 0, 10, 5).ok());
-  EXPECT_FALSE(SplitHoldoutByDomains(100, {D{0, 101}}, 0.2, 0, 10, 5).ok());
+  auto h = SplitHoldoutByDomains(100, one, 0.2, -1, 10, 5);
+  EXPECT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("embargo_bars = -1 must be >= 0"));
+  h = SplitHoldoutByDomains(0, {}, 0.2, 0, 10, 5);
+  EXPECT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("the dataset has no rows (0)"));
+  h = SplitHoldoutByDomains(100, {D{0, 101}}, 0.2, 0, 10, 5);
+  EXPECT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(h.status().message()),
+              HasSubstr("dataset domain [0, 101) is empty or outside the 100 "
+                        "rows"));
 }
 
 }  // namespace

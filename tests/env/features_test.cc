@@ -509,7 +509,11 @@ TEST(PortfolioFeaturesTest, NamesWarmupAndParsing) {
   EXPECT_EQ(ParseFeatureSet("momentum").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(*FeatureSetOf(PortfolioFeatureNames()), FeatureSet::kPortfolio);
-  EXPECT_FALSE(FeatureSetOf({"close"}).ok());
+  const absl::StatusOr<FeatureSet> unknown = FeatureSetOf({"close"});
+  EXPECT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.status().message()),
+              HasSubstr("neither the indicators nor the portfolio set"));
   // No raw level: no name of the set is a bar field.
   for (const std::string& name : PortfolioFeatureNames()) {
     for (const char* raw : {"open", "high", "low", "close", "volume"}) {

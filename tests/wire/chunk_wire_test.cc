@@ -190,6 +190,7 @@ TEST(ChunkWireTest, ValueErrorsAreWordedAsTheProtoPathAcrossSlices) {
   const absl::Status expected =
       ChunkFromProto(m.chunk(), 5, 3, ChunkLimits{}).status();
   ASSERT_FALSE(expected.ok());
+  EXPECT_EQ(expected.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(expected.message()), HasSubstr("obs[17]"));
   TrajectoryChunk out;
   int64_t sequence = -5;
@@ -327,7 +328,10 @@ TEST(ChunkWireTest, RejectionsKeepTheSequenceAndDuplicatesAreRefused) {
   const std::string padded("\xf8\x80\x80\x80\x80\x00\x01", 7);
   EXPECT_FALSE(merged.ParseFromString(padded));
   ActorFrame frame;
-  EXPECT_FALSE(ParseActorMessage(Sliced(padded, {2}), &frame).ok());
+  const absl::Status refused = ParseActorMessage(Sliced(padded, {2}), &frame);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(), "malformed ActorMessage: bad tag");
 }
 
 // Hello fields are validated at parse time: a refused Hello has nothing
