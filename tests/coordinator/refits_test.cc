@@ -161,7 +161,8 @@ TEST_F(RefitsTest, MismatchedInputIsRefusedNamingIt) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("refit 2 (run 12)"));
-  EXPECT_FALSE(CombineRefits({}, domain_steps_, bpy_).ok());
+  EXPECT_EQ(CombineRefits({}, domain_steps_, bpy_).status().code(),
+            absl::StatusCode::kInvalidArgument);
   // Traces of other bars cannot be combined.
   std::vector<learner::EvaluationTrace> traces = traces_;
   traces[1].row[3] += 1;

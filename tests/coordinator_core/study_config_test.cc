@@ -558,6 +558,7 @@ TEST(StudyConfigTest, LongOrBinaryNamesAndKeysAreNeverEchoedWhole) {
   const absl::StatusOr<StudyConfig> s =
       ParseStudyConfig(Replace(kStudy, "name: unit", "name: " + huge));
   ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.status().message()),
               ::testing::StartsWith("name: study name 'nnnn"));
   EXPECT_THAT(
@@ -588,6 +589,7 @@ TEST(StudyConfigTest, LongOrBinaryNamesAndKeysAreNeverEchoedWhole) {
       ParseStudyConfig(WithSpace("  " + std::string(1000, 'n') +
                                  ": {type: float, low: 0.1, high: 0.2}\n"));
   ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(k.status().message().size(), 400u) << k.status().message();
   EXPECT_THAT(std::string(k.status().message()),
               ::testing::HasSubstr("unknown parameter 'nnn"));
@@ -772,6 +774,7 @@ TEST(StudyConfigTest, RejectsABadLockbox) {
   absl::StatusOr<StudyConfig> c = ParseStudyConfig(
       Replace(kStudy, "max_trials: 6", "lockbox: {bars: 1000}"));
   ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(c.status().message()), ::testing::StartsWith("cv: "));
   EXPECT_THAT(std::string(c.status().message()),
               ::testing::HasSubstr("2000 before the lockbox"));
