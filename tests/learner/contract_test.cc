@@ -446,6 +446,7 @@ TEST(ContractTest, ContractWithoutPositionObservationReadsTheOriginals) {
         j["env"]["position_observation"] = "coins";
       }));
   ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(),
               HasSubstr("env.position_observation: unknown position "
                         "observation 'coins'"));

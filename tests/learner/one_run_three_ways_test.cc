@@ -252,7 +252,8 @@ TEST(StandaloneRunTest, TheFlagsAreCheckedWithoutAMarket) {
   f.run_flags = {};
   f.validation_share = 1e-9;
   EXPECT_TRUE(CheckStandaloneFlags(f).ok());
-  EXPECT_FALSE(StandaloneRunsFromFlags(f, Data()).ok());
+  const absl::Status no_rows = StandaloneRunsFromFlags(f, Data()).status();
+  EXPECT_EQ(no_rows.code(), absl::StatusCode::kInvalidArgument) << no_rows;
 }
 
 TEST(RunFlagsHelpTest, ListsEveryRunFlagWithTheSchemasDefault) {

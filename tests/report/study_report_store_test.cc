@@ -504,6 +504,9 @@ TEST_F(StudyReportStoreTest, BadInputIsAClearErrorWithNothingWritten) {
   absl::StatusOr<std::string> bad =
       WriteStudyReport(*store_, "full", tmp_ + "/file/sub");
   EXPECT_FALSE(bad.ok());
+  // create_directories fails (a file is in the way): said as
+  // kPermissionDenied, the code of every directory the report cannot make.
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(std::string(bad.status().message()),
               HasSubstr("--out " + tmp_ + "/file/sub"));
   EXPECT_EQ(ReadAll(tmp_ + "/file"), "x");

@@ -233,6 +233,8 @@ TEST_F(CoordinatorAgentTest, FailsALeaseWhoseOptionsDoNotParse) {
   }
   const absl::Status parse_error = TrainerOptionsFromRunConfig(bad).status();
   ASSERT_FALSE(parse_error.ok());
+  EXPECT_EQ(parse_error.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(parse_error.message()), HasSubstr("epochs"));
   Start([&](FakeCoordinatorClient& f) {
     f.ScriptLease(Lease(42, "study-x/trial-3/fold-0", bad, "d0"));
   });

@@ -137,6 +137,8 @@ TEST(RunHostTest, DivergedUpdatesAreRolledBackAndRepeatedOnesFailTheRun) {
   }
   const absl::Status failure = host->failure();
   EXPECT_FALSE(failure.ok());
+  // The last diverged update's own code (PpoLearner: kAborted).
+  EXPECT_EQ(failure.code(), absl::StatusCode::kAborted) << failure;
   EXPECT_NE(failure.message().find("diverged 3 updates in a row"),
             std::string::npos)
       << failure;
