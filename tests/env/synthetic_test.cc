@@ -452,6 +452,7 @@ double SquaredReturnAutocorrelation(const std::vector<double>& r) {
   for (double x : r) m += x;
   m /= static_cast<double>(r.size());
   std::vector<double> sq;
+  sq.reserve(r.size());
   for (double x : r) sq.push_back((x - m) * (x - m));
   double ms = 0;
   for (double x : sq) ms += x;
