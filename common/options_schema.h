@@ -327,6 +327,11 @@ inline constexpr OptionSpec kTable[] = {
         .Unit("fraction of the gap")
         .ReadWhen("action_model", "weights",
                   "only the target-weight action model uses it"),
+    Int("decision_bars", kEnv, "env.decision_bars", 1, Closed(1, 10000),
+        "bars per decision: the policy acts every this many bars and the "
+        "portfolio is held untouched in between (1 = every bar; 24 on hourly "
+        "bars = once a day; needs no trailing stop and no forced trim)")
+        .Unit("bars"),
     Choice("position_observation", kEnv, "env.position_observation",
            "holdings|weights", 1,
            "what the observation says about the account: weights (the cash "

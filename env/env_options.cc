@@ -30,6 +30,18 @@ absl::Status EnvOptions::Validate() const {
         absl::StrCat("env option cooldown_trim_bars = ", cooldown_trim_bars,
                      " must be >= 0 (0 = no forced trim)"));
   }
+  if (decision_bars < 1 || decision_bars > 10000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("env option decision_bars = ", decision_bars,
+                     " is outside [1, 10000]"));
+  }
+  if (decision_bars > 1 && (trailing_stop_pct > 0 || cooldown_trim_bars > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "env option decision_bars = ", decision_bars,
+        " holds the portfolio untouched between decisions, so it needs "
+        "trailing_stop_pct 0 and cooldown_trim_bars 0 (they are ",
+        trailing_stop_pct, " and ", cooldown_trim_bars, ")"));
+  }
   struct Check {
     const char* name;
     double v, lo, hi;

@@ -125,6 +125,17 @@ struct EnvOptions {
   // ln 2 / −ln(1 − rate) bars), which filters a target that flickers from
   // bar to bar (partial adjustment, as in Gârleanu & Pedersen 2013).
   double rebalance_rate = 1.0;
+  // Bars per decision, >= 1. A step acts on the bar after its observation
+  // (trades at that close, as always) and then holds the portfolio, with no
+  // trade of any kind, for decision_bars − 1 more bars; its reward is that
+  // whole stretch's (the log return from the step's start to its end, the
+  // turnover penalty once, the differential Sharpe ratio of that return).
+  // The last step of an episode stops at the episode's end. 1 (the default)
+  // is the original's step; 24 on hourly bars decides once a day, which
+  // gives a policy gradient √24 × the signal-to-noise of one bar's return
+  // and a 24 × shorter credit horizon (docs/env_actions.md). > 1 needs
+  // trailing_stop_pct 0 and cooldown_trim_bars 0 (both act on every bar).
+  int decision_bars = 1;
   PositionObservation position_observation = PositionObservation::kWeights;
   // Smallest order traded, in quote currency (at the close); smaller
   // orders are skipped (both action models). Binance's spot minimum is 5.

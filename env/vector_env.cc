@@ -516,7 +516,7 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   double cash = cash_[b];
 
   // 2. Advance time.
-  const int64_t t = ++t_[b];
+  int64_t t = ++t_[b];
   const double* p = price_ + (slice_begin_[b] + t) * n;
 
   // Volume cap: what each asset may still trade in this bar. A forward-
@@ -639,6 +639,17 @@ void VectorEnv::StepCopy(int b, const float* action, float* obs,
   }  // ActionModel::kShares
   info.traded_notional += traded;
   cash_[b] = cash;
+
+  // decision_bars > 1: hold the portfolio, untouched, to the step's last
+  // bar (or the episode's end); values and the reward are taken there.
+  if (env_.decision_bars > 1) {
+    const int64_t held =
+        std::min<int64_t>(env_.decision_bars - 1, max_step_[b] - t);
+    if (held > 0) {
+      t = (t_[b] += held);
+      p = price_ + (slice_begin_[b] + t) * n;
+    }
+  }
 
   // 9. Done.
   const bool done = t == max_step_[b];

@@ -60,6 +60,7 @@ void VisitEnv(Env& e, Visitor& v) {
   v("weight_logit_scale", e.weight_logit_scale);
   v("rebalance_band", e.rebalance_band);
   v("rebalance_rate", e.rebalance_rate);
+  v("decision_bars", e.decision_bars);
   v("position_observation", e.position_observation);
   v("min_notional", e.min_notional);
   v("norm_action", e.norm_action);
@@ -268,7 +269,8 @@ bool ReadsAsLegacyWhenMissing(const std::string& path) {
 }
 bool ReadsAsDefaultWhenMissing(const std::string& path) {
   return path == "env.weight_logit_scale" || path == "env.rebalance_band" ||
-         path == "env.rebalance_rate" || path == "env.dsr_eta";
+         path == "env.rebalance_rate" || path == "env.dsr_eta" ||
+         path == "env.decision_bars";
 }
 
 // Reads named fields of one JSON object; keeps the first error.

@@ -69,21 +69,35 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
     trace->holdings.assign(total * static_cast<size_t>(n), 0.0f);
     trace->buy_and_hold.assign(total, 0.0);
   }
-  // Records copy b's current bar; false if the domain has more bars than
-  // foreseen (the caller reports it).
-  auto record = [&](int b) {
+  // Records copy b's account at market row `row` (value `value`); false if
+  // the domain has more bars than foreseen (the caller reports it).
+  auto record = [&](int b, int64_t row, double value) {
     if (trace == nullptr) return true;
     const size_t k = next_bar[b];
     if (k >= bar_begin[b + 1]) return false;
     ++next_bar[b];
     trace->domain[k] = b;
-    trace->row[k] = vec->row(b);
-    trace->value[k] = vec->total_asset(b);
+    trace->row[k] = row;
+    trace->value[k] = value;
     trace->cash[k] = vec->cash(b);
     float* h = trace->holdings.data() + k * static_cast<size_t>(n);
     for (int i = 0; i < n; ++i) h[i] = vec->holding(b, i);
     return true;
   };
+  // Copy b's account marked at row `row` with its current cash and
+  // holdings, summed as the env sums it (so the step's last bar gives
+  // total_asset exactly).
+  const double* price = market->price.data();
+  auto mark = [&](int b, int64_t row) {
+    const double* p = price + row * n;
+    double stock_value = 0.0;
+    for (int i = 0; i < n; ++i) {
+      stock_value += static_cast<double>(vec->holding(b, i)) * p[i];
+    }
+    return vec->cash(b) + stock_value;
+  };
+  // The row each copy's next step starts after.
+  std::vector<int64_t> row_before(B, 0);
   for (int b = 0; b < B; ++b) {
     RETURN_IF_ERROR(
         Annotate(vec->ResetCopy(b, domains[b].begin, domains[b].size(),
@@ -91,7 +105,8 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
                  absl::StrCat("validation domain ", b)));
     values[b].push_back(vec->total_asset(b));
     first_row[b] = vec->row(b);
-    if (!record(b)) return TraceOverflow(b);
+    row_before[b] = vec->row(b);
+    if (!record(b, vec->row(b), vec->total_asset(b))) return TraceOverflow(b);
     for (int i = 0; i < n; ++i) {
       holdings[static_cast<size_t>(b) * n + i] = vec->holding(b, i);
     }
@@ -103,18 +118,24 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
   int remaining = B;
   env::StepOutput out{obs.data(), nullptr, done.data(), nullptr};
   EvaluationResult result;
-  const double* price = market->price.data();
   while (remaining > 0) {
     decide(obs.data(), B, actions.data());
     RETURN_IF_ERROR(vec->Step(actions.data(), out));
     for (int b = 0; b < B; ++b) {
       if (finished[b]) continue;
-      const double value = vec->total_asset(b);
-      values[b].push_back(value);
-      ++result.steps;
-      if (!record(b)) return TraceOverflow(b);
-      // Trades of this step happened at the prices of the row it moved to.
-      const double* p = price + vec->row(b) * n;
+      // Every bar the step spans (env option decision_bars): the account
+      // traded at the first and was held, untouched, to the last.
+      const int64_t first = row_before[b] + 1, last = vec->row(b);
+      for (int64_t row = first; row <= last; ++row) {
+        const double value = row == last ? vec->total_asset(b) : mark(b, row);
+        values[b].push_back(value);
+        ++result.steps;
+        if (!record(b, row, value)) return TraceOverflow(b);
+        if (value > 0) exposure_sum += 1.0 - vec->cash(b) / value;
+      }
+      row_before[b] = last;
+      // Trades of this step happened at the prices of its first row.
+      const double* p = price + first * n;
       float* hold = holdings.data() + static_cast<size_t>(b) * n;
       for (int i = 0; i < n; ++i) {
         const float now = vec->holding(b, i);
@@ -123,7 +144,6 @@ absl::StatusOr<EvaluationResult> EvaluateActions(
             p[i];
         hold[i] = now;
       }
-      if (value > 0) exposure_sum += 1.0 - vec->cash(b) / value;
       if (done[b]) {
         finished[b] = 1;
         --remaining;

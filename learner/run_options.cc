@@ -141,6 +141,7 @@ std::vector<Accessor> BuildAccessors() {
       RISTRETTO_FIELD("weight_logit_scale", env, weight_logit_scale),
       RISTRETTO_FIELD("rebalance_band", env, rebalance_band),
       RISTRETTO_FIELD("rebalance_rate", env, rebalance_rate),
+      RISTRETTO_FIELD("decision_bars", env, decision_bars),
       RISTRETTO_FIELD("position_observation", env, position_observation),
       RISTRETTO_FIELD("min_notional", env, min_notional),
       RISTRETTO_FIELD("norm_action", env, norm_action),

@@ -268,9 +268,11 @@ absl::StatusOr<learner::EvaluationResult> EvaluateRule(
   learner::EvaluationTrace* played = trace != nullptr ? trace : &local;
   // A rule's signal is deliberate: it is traded to its target at once
   // (outside the band), whatever partial rate the policy's env uses to
-  // filter a flickering target.
+  // filter a flickering target, and read on every bar, whatever decision
+  // interval the policy's env gives the policy.
   env::EnvOptions rule_env = env_options;
   rule_env.rebalance_rate = 1.0;
+  rule_env.decision_bars = 1;
   ASSIGN_OR_RETURN(
       learner::EvaluationResult result,
       learner::EvaluateActions(market, rule_env, domains, decide, played));

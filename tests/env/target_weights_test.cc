@@ -370,6 +370,18 @@ TEST(TargetWeightsTest, BadOptionsAreRefusedByName) {
       {"turnover_penalty", [](EnvOptions* e) { e->turnover_penalty = NAN; }},
       {"dsr_eta", [](EnvOptions* e) { e->dsr_eta = 1.0; }},
       {"cooldown_trim_bars", [](EnvOptions* e) { e->cooldown_trim_bars = -1; }},
+      {"decision_bars", [](EnvOptions* e) { e->decision_bars = 0; }},
+      {"decision_bars", [](EnvOptions* e) { e->decision_bars = 10001; }},
+      {"decision_bars",
+       [](EnvOptions* e) {
+         e->decision_bars = 24;
+         e->trailing_stop_pct = 0.1;
+       }},
+      {"decision_bars",
+       [](EnvOptions* e) {
+         e->decision_bars = 2;
+         e->cooldown_trim_bars = 48;
+       }},
   };
   for (const Case& c : cases) {
     VectorEnvOptions o = WeightsOptions();
@@ -471,6 +483,75 @@ TEST(TargetWeightsTest, NonFiniteActionsChangeNothing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(env->cash(0), 1000.0);
   EXPECT_EQ(env->row(0), 1);
+}
+
+// decision_bars = k: one step trades on the bar after its observation,
+// exactly as a one-bar step does, then holds the portfolio untouched for
+// k − 1 more bars; its reward is the log return of the whole stretch (the
+// turnover penalty charged once), and an episode's last step stops at its
+// end.
+TEST(TargetWeightsTest, ADecisionTradesOnceAndHoldsForItsBars) {
+  auto m = RandomMarket(3, 2, 40, 21);
+  VectorEnvOptions every_bar = WeightsOptions();
+  every_bar.env.turnover_penalty = 0.05;
+  VectorEnvOptions daily = every_bar;
+  daily.env.decision_bars = 5;
+  auto one = MakeEnv(m, every_bar);
+  auto five = MakeEnv(m, daily);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(five, nullptr);
+  std::vector<float> obs1(one->observation_size());
+  std::vector<float> obs5(five->observation_size());
+  one->Reset(obs1.data());
+  five->Reset(obs5.data());
+  const int64_t start = five->row(0);
+  const std::vector<float> action = {0.7f, -0.4f, 0.1f};
+  ASSERT_TRUE(one->Step(action.data(), StepOutput{obs1.data()}).ok());
+  ASSERT_TRUE(five->Step(action.data(), StepOutput{obs5.data()}).ok());
+  // The same trades at the same close…
+  EXPECT_EQ(five->cash(0), one->cash(0));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(five->holding(0, i), one->holding(0, i));
+  EXPECT_EQ(five->current_episode(0).traded_notional,
+            one->current_episode(0).traded_notional);
+  // …then held to the fifth bar, where the value and the reward are taken.
+  EXPECT_EQ(one->row(0), start + 1);
+  EXPECT_EQ(five->row(0), start + 5);
+  EXPECT_DOUBLE_EQ(five->total_asset(0), Value(*five, *m, 0));
+  const double turnover = one->current_episode(0).traded_notional / 1000.0;
+  EXPECT_GT(turnover, 0.3);
+  EXPECT_NEAR(five->reward(0),
+              std::log(five->total_asset(0) / 1000.0) - 0.05 * turnover, 1e-12);
+  EXPECT_EQ(five->current_episode(0).steps, 1);
+  // The observation is the one a one-bar env shows at that row.
+  std::vector<float> later(one->observation_size());
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(one->Step(action.data(), StepOutput{later.data()}).ok());
+  }
+  ASSERT_EQ(one->row(0), five->row(0));
+  const int n = 3, pos = 1 + n;  // features after the cash and asset weights
+  for (size_t j = pos; j < later.size(); ++j) {
+    EXPECT_EQ(obs5[j], later[j]) << "feature " << j;
+  }
+  // The episode: 40 rows, lookback 2, so 36 bars, in ⌈36/5⌉ = 8 steps, the
+  // last one 1 bar long; the portfolio moves only on a step's first bar.
+  int steps = 1;
+  bool done = false;
+  uint8_t d = 0;
+  while (!done) {
+    std::vector<float> before(3);
+    for (int i = 0; i < 3; ++i) before[i] = five->holding(0, i);
+    const int64_t from = five->row(0);
+    const std::vector<float> flip = {steps % 2 ? -0.9f : 0.9f, 0.2f, -0.3f};
+    ASSERT_TRUE(
+        five->Step(flip.data(), StepOutput{obs5.data(), nullptr, &d}).ok());
+    ++steps;
+    done = d != 0;
+    EXPECT_EQ(five->row(0), std::min<int64_t>(from + 5, start + 36));
+  }
+  EXPECT_EQ(steps, 8);
+  EXPECT_EQ(five->row(0), start + 36);
+  EXPECT_EQ(five->last_episode(0).steps, 8);
 }
 
 }  // namespace

@@ -421,18 +421,20 @@ TEST(ContractTest, ContractWithoutExecutionCostsReadsThemAsZero) {
   EXPECT_THAT(s.message(), HasSubstr("env.slippage_bps is 0"));
 }
 
-// Contracts written before the weights observation and the partial
-// rebalance rate existed observed cash and coin holdings and traded to the
-// target at once.
+// Contracts written before the weights observation, the partial
+// rebalance rate and the decision interval existed observed cash and coin
+// holdings, traded to the target at once and decided on every bar.
 TEST(ContractTest, ContractWithoutPositionObservationReadsTheOriginals) {
   const std::string json = EditedJson(MakeContract(), [](nlohmann::json& j) {
     j["env"].erase("position_observation");
     j["env"].erase("rebalance_rate");
+    j["env"].erase("decision_bars");
   });
   const absl::StatusOr<PolicyContract> c = PolicyContract::FromJson(json);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->env.position_observation, env::PositionObservation::kHoldings);
   EXPECT_EQ(c->env.rebalance_rate, 1.0);
+  EXPECT_EQ(c->env.decision_bars, 1);  // every bar, as before it existed
   const nlohmann::json now = nlohmann::json::parse(MakeContract().ToJson());
   EXPECT_EQ(now.at("env").at("position_observation"), "weights");
   EXPECT_EQ(now.at("env").at("rebalance_rate").get<double>(), 1.0);

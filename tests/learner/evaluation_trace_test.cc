@@ -2,6 +2,7 @@
 // reproduce the result's log returns exactly, cash plus holdings at the
 // close add up to the value, its buy and hold is the benchmark series, and
 // asking for a trace changes nothing else.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -170,6 +171,64 @@ TEST_F(EvaluationTraceTest, TracingChangesNothingAndReplacesAnOldTrace) {
   EXPECT_EQ(plain->turnover, traced->turnover);
   EXPECT_EQ(trace.bars(), static_cast<size_t>(traced->steps) + 2);
   for (double v : trace.value) EXPECT_GT(v, 0.0);
+}
+
+// With a decision every k bars (env option decision_bars) the policy is
+// asked once per k bars, and the evaluation still records every bar: the
+// same rows as one-bar steps, values that reproduce the log returns, the
+// holdings constant between decisions, and the Sharpe over every bar.
+TEST_F(EvaluationTraceTest, ADecisionIntervalStillRecordsEveryBar) {
+  env::EnvOptions daily = env_;
+  daily.decision_bars = 7;
+  int64_t decisions = 0;
+  ActionFunction random = RandomPolicy(13);
+  ActionFunction counted = [&](const float* obs, int copies, float* actions) {
+    ++decisions;
+    random(obs, copies, actions);
+  };
+  EvaluationTrace trace, every_bar;
+  absl::StatusOr<EvaluationResult> r =
+      EvaluateActions(market_, daily, domains_, counted, &trace);
+  ASSERT_TRUE(r.ok()) << r.status();
+  absl::StatusOr<EvaluationResult> one =
+      EvaluateActions(market_, env_, domains_, RandomPolicy(13), &every_bar);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(trace.row, every_bar.row);
+  ASSERT_EQ(trace.domain, every_bar.domain);
+  EXPECT_EQ(trace.bars(), static_cast<size_t>(r->steps) + domains_.size());
+  // The longer domain sets the number of calls: ⌈bars / 7⌉.
+  const int64_t longest = domains_[1].size() - 2 * env_.lookback;
+  EXPECT_EQ(decisions, (longest + 6) / 7);
+  ASSERT_GT(r->trades, 0);
+  std::vector<double> log_returns;
+  int moves = 0;
+  for (size_t k = 0; k < trace.bars(); ++k) {
+    if (k == 0 || trace.domain[k] != trace.domain[k - 1]) continue;
+    log_returns.push_back(std::log(std::max(trace.value[k], 1e-12) /
+                                   std::max(trace.value[k - 1], 1e-12)));
+    // Bar j of a domain (j ≥ 1) is the first of a step when j ≡ 1 mod 7;
+    // only there may the holdings change.
+    size_t first = k;
+    while (first > 0 && trace.domain[first - 1] == trace.domain[k]) --first;
+    const size_t j = k - first;
+    bool moved = false;
+    for (int i = 0; i < kAssets; ++i) {
+      moved |= trace.holdings[k * kAssets + i] !=
+               trace.holdings[(k - 1) * kAssets + i];
+    }
+    if (moved) {
+      ++moves;
+      EXPECT_EQ(j % 7, 1u) << "bar " << k;
+    }
+    EXPECT_EQ(trace.cash[k] != trace.cash[k - 1], moved) << "bar " << k;
+  }
+  EXPECT_GT(moves, 5);
+  ASSERT_EQ(log_returns.size(), r->log_returns.size());
+  for (size_t t = 0; t < log_returns.size(); ++t) {
+    ASSERT_EQ(log_returns[t], r->log_returns[t]) << "return " << t;
+  }
+  // Random targets redrawn every 7 bars trade far less than every bar.
+  EXPECT_LT(r->turnover, 0.5 * one->turnover);
 }
 
 }  // namespace
