@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/rng.h"
@@ -52,46 +53,92 @@ Profile ProfileFor(int i) {
                  1.0e5 / price};
 }
 
+// Where the dataset came from: the seed and size, and each structure
+// option that differs from its default.
+std::string DescribeSource(const SyntheticMarketOptions& o) {
+  std::string source =
+      absl::StrCat("synthetic seed=", o.seed, " assets=", o.num_assets,
+                   " rows=", o.num_rows);
+  if (o.signal_bars != 1.0)
+    absl::StrAppend(&source, " signal_bars=", o.signal_bars);
+  if (o.trend_strength != 1.0)
+    absl::StrAppend(&source, " trend_strength=", o.trend_strength);
+  if (o.mean_regime_bars != SyntheticMarketOptions{}.mean_regime_bars)
+    absl::StrAppend(&source, " regime_bars=", o.mean_regime_bars);
+  if (o.garch_alpha != 0 || o.garch_beta != 0) {
+    absl::StrAppend(&source, " garch=", o.garch_alpha, "/", o.garch_beta);
+  }
+  if (o.tail_dof != 0) absl::StrAppend(&source, " tail_dof=", o.tail_dof);
+  return source;
+}
+
 }  // namespace
+
+std::optional<SyntheticOptionProblem> FindSyntheticOptionProblem(
+    const SyntheticMarketOptions& o) {
+  // Closed or half-open ranges; NaN fails every comparison.
+  auto outside = [](const char* key, double v, const char* range) {
+    return SyntheticOptionProblem{key, absl::StrCat(v, " is outside ", range)};
+  };
+  if (o.num_assets < 1 || o.num_assets > 64) {
+    return outside("assets", o.num_assets, "[1, 64]");
+  }
+  if (o.num_rows < 2) {
+    return SyntheticOptionProblem{"rows",
+                                  absl::StrCat(o.num_rows, " must be >= 2")};
+  }
+  if (o.interval_seconds <= 0) {
+    return SyntheticOptionProblem{
+        "interval", absl::StrCat(o.interval_seconds, " s must be > 0")};
+  }
+  if (!(o.volatility > 0 && o.volatility < 0.5)) {
+    return outside("volatility", o.volatility, "(0, 0.5)");
+  }
+  if (!(o.correlation >= 0 && o.correlation < 1)) {
+    return outside("correlation", o.correlation, "[0, 1)");
+  }
+  if (!(o.mean_regime_bars >= 1 && o.mean_regime_bars <= 1e9)) {
+    return outside("regime_bars", o.mean_regime_bars, "[1, 1e9]");
+  }
+  if (!(o.crash_probability >= 0 && o.crash_probability <= 1)) {
+    return outside("crash_probability", o.crash_probability, "[0, 1]");
+  }
+  if (!(o.predictability >= 0 && o.predictability <= 1)) {
+    return outside("predictability", o.predictability, "[0, 1]");
+  }
+  if (!(o.signal_bars >= 1 && o.signal_bars <= 1e9)) {
+    return outside("signal_bars", o.signal_bars, "[1, 1e9]");
+  }
+  if (!(o.trend_strength >= 0 && o.trend_strength <= 100)) {
+    return outside("trend_strength", o.trend_strength, "[0, 100]");
+  }
+  if (!(o.garch_alpha >= 0 && o.garch_alpha < 1)) {
+    return outside("garch_alpha", o.garch_alpha, "[0, 1)");
+  }
+  if (!(o.garch_beta >= 0 && o.garch_alpha + o.garch_beta < 1)) {
+    return SyntheticOptionProblem{
+        "garch_beta",
+        absl::StrCat(o.garch_beta,
+                     " must be >= 0 with garch_alpha + garch_beta < 1 "
+                     "(garch_alpha is ",
+                     o.garch_alpha, ")")};
+  }
+  if (o.tail_dof != 0 && (o.tail_dof < 3 || o.tail_dof > 100)) {
+    return SyntheticOptionProblem{
+        "tail_dof", absl::StrCat(o.tail_dof,
+                                 " is neither 0 (normal shocks) nor in "
+                                 "[3, 100]")};
+  }
+  return std::nullopt;
+}
 
 absl::StatusOr<Dataset> GenerateSyntheticBars(
     const SyntheticMarketOptions& options) {
   const SyntheticMarketOptions& o = options;
-  if (o.num_assets < 1 || o.num_assets > 64) {
+  if (std::optional<SyntheticOptionProblem> bad =
+          FindSyntheticOptionProblem(o)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("num_assets must be in [1, 64], got ", o.num_assets));
-  }
-  if (o.num_rows < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_rows must be >= 2, got ", o.num_rows));
-  }
-  if (o.interval_seconds <= 0) {
-    return absl::InvalidArgumentError("interval_seconds must be > 0");
-  }
-  if (!(o.volatility > 0 && o.volatility < 0.5) ||
-      !(o.correlation >= 0 && o.correlation < 1) ||
-      !(o.mean_regime_bars >= 1) ||
-      !(o.crash_probability >= 0 && o.crash_probability <= 1) ||
-      !(o.predictability >= 0 && o.predictability <= 1) ||
-      !(o.signal_bars >= 1 && std::isfinite(o.signal_bars))) {
-    return absl::InvalidArgumentError(
-        "synthetic options out of range: volatility in (0, 0.5), correlation "
-        "in [0, 1), mean_regime_bars >= 1, crash_probability and "
-        "predictability in [0, 1], signal_bars >= 1 (finite)");
-  }
-  if (!(o.trend_strength >= 0 && o.trend_strength <= 100)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trend_strength must be in [0, 100], got ", o.trend_strength));
-  }
-  if (!(o.garch_alpha >= 0 && o.garch_beta >= 0 &&
-        o.garch_alpha + o.garch_beta < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "garch_alpha and garch_beta must be >= 0 with a sum below 1, got ",
-        o.garch_alpha, " and ", o.garch_beta));
-  }
-  if (o.tail_dof != 0 && (o.tail_dof < 3 || o.tail_dof > 100)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tail_dof must be 0 (normal shocks) or in [3, 100], got ", o.tail_dof));
+        absl::StrCat("synthetic option ", bad->key, ": ", bad->problem));
   }
   const int n = o.num_assets;
   const int64_t T = o.num_rows;
@@ -106,18 +153,7 @@ absl::StatusOr<Dataset> GenerateSyntheticBars(
 
   Dataset d;
   d.interval_seconds = o.interval_seconds;
-  d.source =
-      absl::StrCat("synthetic seed=", o.seed, " assets=", n, " rows=", T);
-  if (o.signal_bars != 1.0)
-    absl::StrAppend(&d.source, " signal_bars=", o.signal_bars);
-  if (o.trend_strength != 1.0)
-    absl::StrAppend(&d.source, " trend_strength=", o.trend_strength);
-  if (o.mean_regime_bars != SyntheticMarketOptions{}.mean_regime_bars)
-    absl::StrAppend(&d.source, " regime_bars=", o.mean_regime_bars);
-  if (o.garch_alpha != 0 || o.garch_beta != 0) {
-    absl::StrAppend(&d.source, " garch=", o.garch_alpha, "/", o.garch_beta);
-  }
-  if (o.tail_dof != 0) absl::StrAppend(&d.source, " tail_dof=", o.tail_dof);
+  d.source = DescribeSource(o);
   for (const Profile& p : profiles) {
     d.assets.push_back(AssetMeta{p.symbol, p.min_order_qty});
   }

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "env/dataset.h"
@@ -69,8 +71,21 @@ struct SyntheticMarketOptions {
   FeatureSet feature_set = FeatureSet::kIndicators;
 };
 
+// The first out-of-range option of `options`, if any: `key` is its name as
+// a study spells it under dataset.synthetic (assets, rows, interval,
+// volatility, correlation, regime_bars, crash_probability, predictability,
+// signal_bars, trend_strength, garch_alpha, garch_beta, tail_dof) and
+// `problem` says why, starting with the value. The one range check of
+// both the generator and the study parser.
+struct SyntheticOptionProblem {
+  std::string key;
+  std::string problem;
+};
+std::optional<SyntheticOptionProblem> FindSyntheticOptionProblem(
+    const SyntheticMarketOptions& options);
+
 // Generates raw OHLCV bars (one domain, features not computed).
-// Errors: kInvalidArgument for out-of-range options.
+// Errors: kInvalidArgument for out-of-range options, naming the option.
 absl::StatusOr<Dataset> GenerateSyntheticBars(
     const SyntheticMarketOptions& options);
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -252,48 +253,10 @@ absl::StatusOr<DatasetSpec> ParseDataset(const YAML::Node& n) {
   if (d.rows < 100) {
     return Error(sp + ".rows", absl::StrCat(d.rows, " must be >= 100"));
   }
-  if (d.assets < 1 || d.assets > 64) {
-    return Error(sp + ".assets", absl::StrCat(d.assets, " is outside [1, 64]"));
-  }
-  if (!(d.signal_bars >= 1 && d.signal_bars <= 1e6)) {
-    return Error(sp + ".signal_bars",
-                 absl::StrCat(d.signal_bars, " is outside [1, 1e6]"));
-  }
-  if (!(d.predictability >= 0 && d.predictability <= 1)) {
-    return Error(sp + ".predictability",
-                 absl::StrCat(d.predictability, " is outside [0, 1]"));
-  }
-  if (!(d.trend_strength >= 0 && d.trend_strength <= 100)) {
-    return Error(sp + ".trend_strength",
-                 absl::StrCat(d.trend_strength, " is outside [0, 100]"));
-  }
-  if (!(d.regime_bars >= 1 && d.regime_bars <= 1e9)) {
-    return Error(sp + ".regime_bars",
-                 absl::StrCat(d.regime_bars, " is outside [1, 1e9]"));
-  }
-  if (!(d.crash_probability >= 0 && d.crash_probability <= 1)) {
-    return Error(sp + ".crash_probability",
-                 absl::StrCat(d.crash_probability, " is outside [0, 1]"));
-  }
-  if (!(d.correlation >= 0 && d.correlation < 1)) {
-    return Error(sp + ".correlation",
-                 absl::StrCat(d.correlation, " is outside [0, 1)"));
-  }
-  if (!(d.garch_alpha >= 0 && d.garch_alpha < 1)) {
-    return Error(sp + ".garch_alpha",
-                 absl::StrCat(d.garch_alpha, " is outside [0, 1)"));
-  }
-  if (!(d.garch_beta >= 0 && d.garch_alpha + d.garch_beta < 1)) {
-    return Error(sp + ".garch_beta",
-                 absl::StrCat(d.garch_beta,
-                              " must be >= 0 with garch_alpha + "
-                              "garch_beta < 1 (garch_alpha is ",
-                              d.garch_alpha, ")"));
-  }
-  if (d.tail_dof != 0 && (d.tail_dof < 3 || d.tail_dof > 100)) {
-    return Error(sp + ".tail_dof",
-                 absl::StrCat(d.tail_dof,
-                              " is neither 0 (normal shocks) nor in [3, 100]"));
+  // The generator's own range check, named as the study spells it.
+  if (std::optional<env::SyntheticOptionProblem> bad =
+          env::FindSyntheticOptionProblem(SyntheticOptions(d))) {
+    return Error(absl::StrCat(sp, ".", bad->key), bad->problem);
   }
   return d;
 }
