@@ -403,7 +403,8 @@ absl::Status Up(const ParsedCommandLine& parsed) {
       ASSIGN_OR_RETURN(const coordinator::DataStudySizing sizing,
                        coordinator::SizeStudyForData(
                            given->dataset.num_rows(),
-                           static_cast<int>(given->dataset.assets.size())));
+                           static_cast<int>(given->dataset.assets.size()),
+                           given->dataset.interval_seconds));
       text = coordinator::DataStudyYaml(
           sizing,
           absl::StrCat("data-", given->dataset.ComputeId().substr(0, 12)));

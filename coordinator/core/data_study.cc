@@ -18,6 +18,9 @@ constexpr int64_t kMinBudget = 50000, kMaxBudget = 400000;
 // The reward's turnover penalty (env.turnover_penalty), per unit of
 // turnover: about 3.3 times the 0.30 % a unit costs at the default fees.
 constexpr double kTurnoverPenalty = 0.01;
+// The longest decision interval of the built-in study, in bars: a
+// 512-bar training episode then holds 8 decisions.
+constexpr int64_t kMaxDecisionBars = 72;
 // The training slice (half of them) must hold a 512-step episode and its
 // lookback (512 + 2·4 rows).
 constexpr int64_t kMinGuardRows = 1100;
@@ -35,7 +38,8 @@ std::string Thousands(int64_t v) {
 
 }  // namespace
 
-absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets) {
+absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets,
+                                                 int64_t interval_seconds) {
   if (rows <= 0 || assets <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("sizing a study needs rows and assets, got ", rows,
@@ -68,6 +72,14 @@ absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets) {
   s.max_trials = 6;
   s.concurrency = 2;
   s.refits = 3;
+  // One decision every three days, at most every kMaxDecisionBars bars
+  // (docs/env_actions.md, "Decisions every k bars").
+  constexpr int64_t kDecisionSeconds = 3 * 86400;
+  if (interval_seconds > 0) {
+    s.decision_bars = static_cast<int>(std::clamp<int64_t>(
+        (kDecisionSeconds + interval_seconds / 2) / interval_seconds, 1,
+        kMaxDecisionBars));
+  }
   return s;
 }
 
@@ -109,6 +121,13 @@ std::string DataStudyYaml(const DataStudySizing& s, const std::string& name) {
       "  # capital on real hourly data (docs/env_actions.md).\n"
       "  turnover_penalty: ",
       kTurnoverPenalty, "\n",
+      "  # One decision every three days (at most every 72 bars): the\n"
+      "  # policy's target is traded on the bar after it decides and held\n"
+      "  # to the next decision. Every bar, or every day, the policies held\n"
+      "  # the market and missed a trend momentum caught (docs/\n"
+      "  # env_actions.md, \"Decisions every k bars\").\n"
+      "  decision_bars: ",
+      s.decision_bars, "\n",
       "  # The rate decays to 0 at each run's budget: the refits' last\n"
       "  # weights, which the lockbox scores, have settled.\n"
       "  lr_schedule: linear\n"
@@ -131,8 +150,9 @@ std::string DataStudySizingText(const DataStudySizing& s) {
       Thousands(s.train_bars), ", test ", Thousands(s.test_bars), " each); ",
       Thousands(s.budget_env_steps), " env steps per run (",
       absl::StrFormat("%.1f", s.passes),
-      " passes over a fold's training rows); width ", s.width, "; ",
-      s.max_trials, " trials, ", s.concurrency, " at a time");
+      " passes over a fold's training rows); one decision every ",
+      s.decision_bars, s.decision_bars == 1 ? " bar" : " bars", "; width ",
+      s.width, "; ", s.max_trials, " trials, ", s.concurrency, " at a time");
 }
 
 }  // namespace ristretto::coordinator

@@ -12,7 +12,11 @@
 //             steps as the slice has rows);
 //   width     64 units per layer up to 4 assets, 128 above (the observation
 //             grows with the assets);
-//   trials    6, 2 at a time; the median pruner after half the budget.
+//   trials    6, 2 at a time; the median pruner after half the budget;
+//   decisions one every three days (env decision_bars = 3 days /
+//             interval, rounded, within [1, 72]: a 512-bar training
+//             episode then holds at least 8 decisions); the budget counts
+//             decisions.
 // Pure functions; thread-safe.
 #ifndef RISTRETTO_COORDINATOR_CORE_DATA_STUDY_H_
 #define RISTRETTO_COORDINATOR_CORE_DATA_STUDY_H_
@@ -35,12 +39,15 @@ struct DataStudySizing {
   double passes = 0;  // budget / train_bars
   int width = 0;
   int max_trials = 0, concurrency = 0, refits = 0;
+  int decision_bars = 1;  // env.decision_bars: bars per decision
 };
 
+// `interval_seconds` is the bar interval (0: unknown, one decision a bar).
 // Errors: kInvalidArgument when rows or assets are not positive, or the
 // rows before the lockbox are too few for two folds whose training
 // slices hold a 512-step episode (fewer than 1,100).
-absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets);
+absl::StatusOr<DataStudySizing> SizeStudyForData(int64_t rows, int assets,
+                                                 int64_t interval_seconds);
 
 // The study file (YAML, `dataset: given`) named `name`.
 std::string DataStudyYaml(const DataStudySizing& sizing,

@@ -35,7 +35,7 @@ StudyConfig ParsedFits(const DataStudySizing& s) {
 }
 
 TEST(DataStudyTest, AShortFileGetsTwoFoldsAndTheSmallestBudget) {
-  absl::StatusOr<DataStudySizing> s = SizeStudyForData(3000, 2);
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(3000, 2, 1800);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->lockbox_rows, 450);
   EXPECT_EQ(s->guard_rows, 2550);
@@ -51,7 +51,7 @@ TEST(DataStudyTest, AShortFileGetsTwoFoldsAndTheSmallestBudget) {
 
 TEST(DataStudyTest, YearsOfHourlyBarsGetMoreFoldsTrainingAndWidth) {
   // About the size of 2.8 years of hourly bars of 5 pairs.
-  absl::StatusOr<DataStudySizing> s = SizeStudyForData(24500, 5);
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(24500, 5, 3600);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->guard_rows, 24500 - 3675);
   EXPECT_EQ(s->folds, 4);
@@ -81,21 +81,43 @@ TEST(DataStudyTest, YearsOfHourlyBarsGetMoreFoldsTrainingAndWidth) {
                         "rows (3 refits); 4 walk-forward folds over the "
                         "20,825 rows before it (train 10,412, test 2,603 "
                         "each); 110,000 env steps per run (10.6 passes"));
+  // One decision every three days on hourly bars.
+  EXPECT_EQ(s->decision_bars, 72);
+  EXPECT_EQ(c.fixed.at("decision_bars"), "72");
+  EXPECT_THAT(DataStudySizingText(*s), HasSubstr("one decision every 72 bars"));
+}
+
+// The decision interval is three days in bars, at most 72 bars, and every
+// bar on bars of three days or more or when the interval is unknown.
+TEST(DataStudyTest, OneDecisionEveryThreeDaysAtMost72Bars) {
+  const struct {
+    int64_t interval;
+    int decision_bars;
+  } cases[] = {{60, 72},    {300, 72},  {1800, 72}, {3600, 72},  {14400, 18},
+               {21600, 12}, {43200, 6}, {86400, 3}, {604800, 1}, {0, 1}};
+  for (const auto& c : cases) {
+    absl::StatusOr<DataStudySizing> s = SizeStudyForData(30000, 3, c.interval);
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->decision_bars, c.decision_bars) << c.interval << " s";
+    EXPECT_EQ(ParsedFits(*s).fixed.at("decision_bars"),
+              std::to_string(c.decision_bars))
+        << c.interval << " s";
+  }
 }
 
 TEST(DataStudyTest, VeryLongDataIsCappedAndTooShortDataIsRefused) {
-  absl::StatusOr<DataStudySizing> s = SizeStudyForData(1000000, 20);
+  absl::StatusOr<DataStudySizing> s = SizeStudyForData(1000000, 20, 300);
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->folds, 4);
   EXPECT_EQ(s->budget_env_steps, 400000);
   ParsedFits(*s);
-  absl::StatusOr<DataStudySizing> short_data = SizeStudyForData(1200, 3);
+  absl::StatusOr<DataStudySizing> short_data = SizeStudyForData(1200, 3, 3600);
   EXPECT_EQ(short_data.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(short_data.status().message(),
               HasSubstr("1020 before the lockbox are too few"));
-  EXPECT_EQ(SizeStudyForData(0, 3).status().code(),
+  EXPECT_EQ(SizeStudyForData(0, 3, 3600).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(SizeStudyForData(5000, 0).status().code(),
+  EXPECT_EQ(SizeStudyForData(5000, 0, 3600).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
