@@ -10,17 +10,13 @@
 // hold, cash and a random policy on the same bars, then one comparison
 // line; writes equity.csv, positions.csv, metrics.json, equity.svg and
 // drawdown.svg into --out (default ./backtest), all or nothing. A
-// directory of refits (kRefitDirPrefix) is played as one account split
-// equally among them.
+// directory of refits (ops::kRefitDirPrefix) is played as one account
+// split equally among them. Flags and the printed table only: the engine
+// is ops::RunBacktest (ops/backtest.h).
 #ifndef RISTRETTO_CLI_BACKTEST_COMMAND_H_
 #define RISTRETTO_CLI_BACKTEST_COMMAND_H_
 
 namespace ristretto::cli {
-
-// An exported trial with several refits (study export) holds one policy
-// per refit in <dir>/refit-0, <dir>/refit-1, …; the backtest plays each and
-// scores capital split equally among them, as the lockbox did.
-inline constexpr char kRefitDirPrefix[] = "refit-";
 
 // argv[first] is the first argument after "backtest". Returns the exit
 // status: 0, 2 for bad arguments or input (one line on stderr), 1 for

@@ -30,6 +30,7 @@
 #include "coordinator/store/store.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ops/study.h"
 #include "tests/cli/run_command.h"
 #include "tests/coordinator_store/pg_test_env.h"
 
@@ -281,21 +282,21 @@ class StudyCliTest : public coordinator::testing::PgDatabaseTest {
 // ---- helpers linked into this binary (no database) ------------------------
 
 TEST(RedactDsnTest, MasksThePasswordInEveryDsnForm) {
-  EXPECT_EQ(cli::RedactDsn("host=db user=u password=s3cret dbname=x"),
+  EXPECT_EQ(ops::RedactDsn("host=db user=u password=s3cret dbname=x"),
             "host=db user=u password=*** dbname=x");
-  EXPECT_EQ(cli::RedactDsn("password='a b' host=db"), "password='***' host=db");
-  EXPECT_EQ(cli::RedactDsn("postgresql://u:s3cret@db:5432/x"),
+  EXPECT_EQ(ops::RedactDsn("password='a b' host=db"), "password='***' host=db");
+  EXPECT_EQ(ops::RedactDsn("postgresql://u:s3cret@db:5432/x"),
             "postgresql://u:***@db:5432/x");
-  EXPECT_EQ(cli::RedactDsn("postgresql:///x?host=/run&password=s3cret"),
+  EXPECT_EQ(ops::RedactDsn("postgresql:///x?host=/run&password=s3cret"),
             "postgresql:///x?host=/run&password=***");
-  EXPECT_EQ(cli::RedactDsn("host=db password = 'it\\'s' user=u"),
+  EXPECT_EQ(ops::RedactDsn("host=db password = 'it\\'s' user=u"),
             "host=db password = '***' user=u");
-  EXPECT_EQ(cli::RedactDsn("postgresql://u:p%40ss@db/x?sslmode=require"),
+  EXPECT_EQ(ops::RedactDsn("postgresql://u:p%40ss@db/x?sslmode=require"),
             "postgresql://u:***@db/x?sslmode=require");
-  EXPECT_EQ(cli::RedactDsn("host=/run/pg dbname=x"), "host=/run/pg dbname=x");
-  EXPECT_EQ(cli::RedactDsn("host=/run/pg passwordfile=/x"),
+  EXPECT_EQ(ops::RedactDsn("host=/run/pg dbname=x"), "host=/run/pg dbname=x");
+  EXPECT_EQ(ops::RedactDsn("host=/run/pg passwordfile=/x"),
             "host=/run/pg passwordfile=/x");
-  EXPECT_EQ(cli::RedactDsn("postgresql://u@db/x"), "postgresql://u@db/x");
+  EXPECT_EQ(ops::RedactDsn("postgresql://u@db/x"), "postgresql://u@db/x");
 }
 
 TEST(ArtifactSha256Test, DirectoryHashesContractThenPolicyBytes) {
@@ -307,20 +308,20 @@ TEST(ArtifactSha256Test, DirectoryHashesContractThenPolicyBytes) {
   WriteFile(*dir + "/notes.txt", "not part of the hash");
   const std::string expected =
       Sha256::ToHex(Sha256::Hash(std::string("{\"v\":1}\0weights\xff", 16)));
-  absl::StatusOr<std::string> sha = cli::ArtifactSha256(*dir);
+  absl::StatusOr<std::string> sha = ops::ArtifactSha256(*dir);
   ASSERT_TRUE(sha.ok()) << sha.status();
   EXPECT_EQ(*sha, expected);
 
   // A file hashes as its bytes.
-  absl::StatusOr<std::string> file = cli::ArtifactSha256(*dir + "/policy.pt");
+  absl::StatusOr<std::string> file = ops::ArtifactSha256(*dir + "/policy.pt");
   ASSERT_TRUE(file.ok()) << file.status();
   EXPECT_EQ(*file,
             Sha256::ToHex(Sha256::Hash(std::string("\0weights\xff", 9))));
 
   fs::remove(*dir + "/policy.pt");
-  EXPECT_EQ(cli::ArtifactSha256(*dir).status().code(),
+  EXPECT_EQ(ops::ArtifactSha256(*dir).status().code(),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(cli::ArtifactSha256(*dir + "/missing").status().code(),
+  EXPECT_EQ(ops::ArtifactSha256(*dir + "/missing").status().code(),
             absl::StatusCode::kNotFound);
   fs::remove_all(*dir);
 }
