@@ -1,9 +1,14 @@
 #include "cli/common_flags.h"
 
+#include <cstdlib>
+
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/secret_file.h"
+#include "common/status_macros.h"
+#include "ops/study.h"
 
 ABSL_FLAG(std::string, db, "",
           "the coordinator's PostgreSQL database, a libpq connection string "
@@ -75,6 +80,25 @@ absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag) {
                             {{"_", "-"}})));
   }
   return value;
+}
+
+absl::StatusOr<std::string> ResolveDsn() {
+  const std::string dsn = absl::GetFlag(FLAGS_db);
+  // A password on the command line is readable by every local user (ps);
+  // one in $RISTRETTO_DB or libpq's passfile is not.
+  RETURN_IF_ERROR(RefuseDsnPasswordOnCommandLine(dsn, "db"));
+  if (!dsn.empty()) return dsn;
+  const char* env = std::getenv("RISTRETTO_DB");
+  if (env != nullptr && env[0] != '\0') return std::string(env);
+  return absl::InvalidArgumentError(
+      "no database given: pass --db DSN or set RISTRETTO_DB (a libpq "
+      "connection string, e.g. \"host=/var/run/postgresql dbname=ristretto "
+      "user=postgres\")");
+}
+
+absl::StatusOr<std::unique_ptr<coordinator::Store>> OpenStore() {
+  ASSIGN_OR_RETURN(std::string dsn, ResolveDsn());
+  return ops::ConnectStore(dsn);
 }
 
 }  // namespace ristretto::cli

@@ -9,12 +9,14 @@
 #define RISTRETTO_CLI_COMMON_FLAGS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/flags/declare.h"
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
+#include "coordinator/store/store.h"
 
 // Files and directories.
 ABSL_DECLARE_FLAG(std::string, db);
@@ -44,6 +46,14 @@ namespace ristretto::cli {
 // The text of a string flag the command cannot do without;
 // kInvalidArgument "missing required --NAME" when it is empty.
 absl::StatusOr<std::string> Required(const absl::Flag<std::string>& flag);
+
+// The database of the study and dataset commands: --db DSN, else
+// $RISTRETTO_DB. A password on the command line is refused (every local
+// user can read argv); kInvalidArgument when neither is given.
+absl::StatusOr<std::string> ResolveDsn();
+
+// The store at ResolveDsn(), connected and migrated (ops::ConnectStore).
+absl::StatusOr<std::unique_ptr<coordinator::Store>> OpenStore();
 
 }  // namespace ristretto::cli
 

@@ -7,6 +7,7 @@
 
 #include "cli/backtest_command.h"
 #include "cli/command_line.h"
+#include "cli/dataset_commands.h"
 #include "cli/env_commands.h"
 #include "cli/study_commands.h"
 #include "cli/train_command.h"

@@ -1,5 +1,5 @@
-// `ristretto study …` and the database side of `ristretto dataset …`: the
-// commands that read and write the coordinator's PostgreSQL store. The
+// `ristretto study …`: the commands that read and write the coordinator's
+// PostgreSQL store. The
 // coordinator process does the work; these commands create studies, ask it
 // to start or stop them (Store::SetStudyState), and report what it recorded.
 //
@@ -7,22 +7,11 @@
 // variable (a libpq connection string or URI). A DSN's password is never
 // printed: messages show RedactDsn(dsn) and have the password masked.
 //
-// The operations themselves (connecting, registering a dataset, exporting
-// the best policy) are in ops/study.h; the views below (the progress line,
-// the leaderboard, the statistics) are reused by `ristretto up`. Each takes
-// a connected Store and, like it, is thread-compatible (one Store per
-// thread).
+// The operations (create, start, stop, export: ops/study.h) and the views
+// (show, best, ls: cli/study_views.h) are elsewhere; this file is the
+// commands' flags and their one call each.
 #ifndef RISTRETTO_CLI_STUDY_COMMANDS_H_
 #define RISTRETTO_CLI_STUDY_COMMANDS_H_
-
-#include <cstdio>
-#include <functional>
-#include <string>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/time/time.h"
-#include "coordinator/store/store.h"
 
 namespace ristretto::cli {
 
@@ -30,57 +19,6 @@ namespace ristretto::cli {
 // the verb. Returns the exit status (0 ok, 1 failure, 2 bad usage or input)
 // and prints errors to stderr as "ristretto: <message>".
 int RunStudyCommand(int argc, char** argv, int first);
-
-// `ristretto dataset import|synth|info|ls`; argv[first] is the verb. `ls`
-// lists the datasets registered in the store; `import` and `synth` given
-// `--db DSN` (or `--data-dir DIR` with RISTRETTO_DB set) write their file
-// (env_commands.h, RunDatasetFileCommand), then RegisterDataset it. Exit
-// status and errors as RunStudyCommand.
-int RunDatasetCommand(int argc, char** argv, int first);
-
-// Prints a progress line for study `study_name` to `out` until the study is
-// done (state "done", or as many trials finished as its max_trials and none
-// running), stopped, or `should_stop()` returns true (polled every 100 ms;
-// the store every second):
-//   trials 7/20 done: 5 complete, 1 pruned, 1 failed; 2 running | best
-//   0.4123 (trial 3) | 14.2 trials/h | ETA 55m
-// On a terminal the line is rewritten in place (\r); otherwise a new line is
-// printed whenever the counts, the best score or the state change. Ends with
-// a line saying why it returned (when `should_stop` ended the wait and
-// `stopped_why` is given, the line it returns). A transient store error
-// (ops::IsTransientStoreError) prints "the database did not answer (...);
-// retrying in 1s" and the reads are retried, backing off to 30 s, until
-// they succeed or `should_stop`. Errors: kNotFound (no such
-// study); kFailedPrecondition with the coordinator's reason when the
-// coordinator stopped the study (StudyRow::stop_reason: its dataset could not
-// be written, ...); the Store's.
-absl::Status WaitForStudy(
-    coordinator::Store& store, const std::string& study_name,
-    const std::function<bool()>& should_stop, std::FILE* out,
-    const std::function<std::string()>& stopped_why = nullptr);
-
-// Prints the `top_n` best complete trials of the study (rank, trial, CV
-// score, lockbox Sharpe ± standard error with buy & hold's — a separate
-// column that never ranks — and params), best first; ties keep the earlier
-// trial; then the study's statistics and verdict (PrintStudyStatistics).
-// Says so when none is complete. Errors: kNotFound (no such study), the
-// Store's.
-absl::Status PrintLeaderboard(coordinator::Store& store,
-                              const std::string& study_name, int top_n,
-                              std::FILE* out);
-
-// Prints the statistics (best trial's CV Sharpe ± SE, deflated Sharpe,
-// PBO, the best trial's lockbox against buy & hold, cash and random) and
-// ends with the one-line verdict. Stored at the end of a study, computed on
-// demand before.
-absl::Status PrintStudyStatistics(coordinator::Store& store,
-                                  const coordinator::StudyRow& study,
-                                  std::FILE* out);
-
-// The share of env steps a learner dropped (stale, or left over when a run
-// ended) among those it received: "1.25 %" (two decimals), "-" when
-// nothing was received (no run completed, or its learner did not report).
-std::string FormatDroppedShare(int64_t received, int64_t dropped);
 
 }  // namespace ristretto::cli
 

@@ -18,7 +18,7 @@
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
 #include "cli/env_commands.h"
-#include "cli/study_commands.h"
+#include "cli/study_views.h"
 #include "common/status_macros.h"
 #include "coordinator/core/study_config.h"
 #include "env/dataset.h"

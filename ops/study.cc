@@ -211,6 +211,70 @@ bool IsTransientStoreError(const absl::Status& status) {
 }
 
 // The lockbox results of a study's trials, by trial id.
+absl::StatusOr<StudyFile> CheckStudyFile(const std::string& file,
+                                         const std::string& text,
+                                         const std::string& name) {
+  absl::StatusOr<coordinator::StudyConfig> config =
+      coordinator::ParseStudyConfig(text);
+  if (!config.ok()) {
+    // Every problem in the file is bad input (exit 2), whatever its code.
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": ", config.status().message()));
+  }
+  StudyFile out{name.empty() ? config->name : name, text, *std::move(config)};
+  if (out.name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file,
+                     ": the study has no name (add `name:` or pass "
+                     "--name NAME)"));
+  }
+  RETURN_IF_ERROR(coordinator::CheckStudyName(out.name));
+  return out;
+}
+
+absl::StatusOr<StudyRow> CreateStudy(Store& store, const std::string& file,
+                                     const StudyFile& study) {
+  if (!study.config.dataset.synthetic) {
+    absl::StatusOr<DatasetRow> dataset =
+        store.GetDataset(study.config.dataset.id);
+    if (absl::IsNotFound(dataset.status())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": dataset ", study.config.dataset.id,
+          " is not registered (ristretto dataset import ... --db DSN "
+          "--data-dir DIR; ristretto dataset ls)"));
+    }
+    RETURN_IF_ERROR(dataset.status());
+  }
+  absl::StatusOr<StudyRow> row = store.CreateStudy(study.name, study.text);
+  if (absl::IsAlreadyExists(row.status())) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "a study named '", study.name,
+        "' already exists (ristretto study show ", study.name, ")"));
+  }
+  return row;
+}
+
+absl::StatusOr<coordinator::StudyState> SetStudyRunning(Store& store,
+                                                        const std::string& name,
+                                                        bool running) {
+  ASSIGN_OR_RETURN(const StudyRow study, coordinator::FindStudy(store, name));
+  if (study.state == coordinator::StudyState::kDone) {
+    return absl::FailedPreconditionError(
+        running ? absl::StrCat("study '", name,
+                               "' is done (ristretto study "
+                               "best ",
+                               name, ")")
+                : absl::StrCat("study '", name, "' is already done"));
+  }
+  const coordinator::StudyState wanted =
+      running ? coordinator::StudyState::kRunning
+              : coordinator::StudyState::kStopped;
+  if (study.state != wanted) {
+    RETURN_IF_ERROR(store.SetStudyState(study.id, wanted));
+  }
+  return study.state;
+}
+
 absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(
     Store& store, int64_t study_id) {
   ASSIGN_OR_RETURN(std::vector<coordinator::LockboxRow> rows,

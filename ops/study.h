@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "coordinator/core/study_config.h"
 #include "coordinator/store/store.h"
 
 namespace ristretto::ops {
@@ -53,6 +54,35 @@ absl::StatusOr<coordinator::DatasetRow> RegisterDataset(
 // export` checks them with it. Errors: kNotFound (path, contract.json or
 // policy.pt missing), kInternal (read error).
 absl::StatusOr<std::string> ArtifactSha256(const std::string& path);
+
+// A study file checked before anything is stored: its parsed form and the
+// name it will have (`name`, or else the file's `name:`).
+struct StudyFile {
+  std::string name;
+  std::string text;
+  coordinator::StudyConfig config;
+};
+
+// Parses `text` (read from `file`, which messages name) and settles its
+// name. Every problem is kInvalidArgument (bad input), whatever the
+// parser's code; no store is needed, so a bad file fails before a
+// connection is made.
+absl::StatusOr<StudyFile> CheckStudyFile(const std::string& file,
+                                         const std::string& text,
+                                         const std::string& name);
+
+// Stores a checked study (state created) once its dataset is registered.
+// kInvalidArgument naming the file for an unregistered dataset,
+// kAlreadyExists for a name in use, the Store's errors.
+absl::StatusOr<coordinator::StudyRow> CreateStudy(coordinator::Store& store,
+                                                  const std::string& file,
+                                                  const StudyFile& study);
+
+// Asks the coordinator to run (kRunning) or stop (kStopped) study `name`
+// and returns the state it was in (unchanged when it already was there).
+// kNotFound for no such study; kFailedPrecondition when it is done.
+absl::StatusOr<coordinator::StudyState> SetStudyRunning(
+    coordinator::Store& store, const std::string& name, bool running);
 
 // The study's lockbox results by trial id.
 absl::StatusOr<std::map<int64_t, coordinator::LockboxRow>> LockboxByTrial(

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "cli/study_commands.h"
+#include "cli/study_views.h"
 #include "cli/table.h"
 #include "common/sha256.h"
 #include "coordinator/store/store.h"
