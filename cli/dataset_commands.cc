@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
-#include "cli/env_commands.h"
+#include "cli/dataset_file_commands.h"
 #include "cli/study_views.h"
 #include "cli/table.h"
 #include "common/status_macros.h"

@@ -30,7 +30,6 @@
 #include "absl/time/time.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
-#include "cli/env_commands.h"
 #include "cli/table.h"
 #include "common/artifact_hash.h"
 #include "common/atomic_file.h"

@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/command_line.h"
 #include "cli/common_flags.h"
-#include "cli/env_commands.h"
+#include "cli/dataset_file_commands.h"
 #include "cli/study_views.h"
 #include "common/status_macros.h"
 #include "coordinator/core/study_config.h"
@@ -28,7 +28,7 @@
 #include "report/study_report_store.h"
 
 // Besides these, `up` reads --study, --data-dir, --export, --dataset
-// (cli/common_flags.cc) and the CSV import flags (env_commands.h).
+// (cli/common_flags.cc) and the CSV import flags (dataset_file_commands.h).
 ABSL_FLAG(int64_t, actors, 2, "actor processes");
 ABSL_FLAG(std::optional<int64_t>, envs, std::nullopt,
           "env copies per actor (default: sized to the study so that chunks "
