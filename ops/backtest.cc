@@ -678,6 +678,39 @@ Json DomainsJson(const std::vector<env::Domain>& domains,
   return doms;
 }
 
+// metrics.json's "backtest" object: what was played (the first and last
+// bar's times in `span`), on what, and with which costs, in the file's key
+// order.
+Json BacktestMeta(const Request& req, const BacktestResult& done,
+                  const std::string& dataset_id,
+                  const std::string& contract_dataset_id,
+                  double initial_capital, std::pair<int64_t, int64_t> span,
+                  int64_t steps, Json domains) {
+  Json meta;
+  meta["policy_dir"] =
+      fs::absolute(fs::path(req.policy_dir)).lexically_normal().string();
+  meta["refits"] = static_cast<int64_t>(done.refits);
+  meta["dataset"] = fs::absolute(req.dataset_path).lexically_normal().string();
+  meta["dataset_id"] = dataset_id;
+  meta["contract_dataset_id"] = contract_dataset_id;
+  meta["training_dataset"] = done.in_sample;
+  meta["from"] = env::FormatTimestamp(span.first);
+  meta["to"] = env::FormatTimestamp(span.second);
+  meta["bars"] = done.bars;
+  meta["steps"] = steps;
+  meta["interval_seconds"] = done.interval_seconds;
+  meta["domains"] = std::move(domains);
+  meta["initial_capital"] = initial_capital;
+  meta["buy_fee"] = done.buy_fee;
+  meta["sell_fee"] = done.sell_fee;
+  meta["slippage_bps"] = done.slippage_bps;
+  meta["max_volume_share"] = done.max_volume_share;
+  meta["random_seeds"] = req.random_seeds;
+  if (!done.warning.empty()) meta["warning"] = done.warning;
+  if (!done.notes.empty()) meta["notes"] = done.notes;
+  return meta;
+}
+
 // ---- output -----------------------------------------------------------------
 
 // Every error carries its strerror ("No space left on device").
@@ -985,27 +1018,18 @@ absl::StatusOr<BacktestResult> RunBacktest(const BacktestRequest& req) {
   done.span = absl::StrCat(env::FormatTimestamp(first_time), " to ",
                            env::FormatTimestamp(last_time));
 
-  Json meta;
-  meta["policy_dir"] = fs::absolute(policy_dir).lexically_normal().string();
-  meta["refits"] = static_cast<int64_t>(policies.size());
-  meta["dataset"] = fs::absolute(req.dataset_path).lexically_normal().string();
-  meta["dataset_id"] = dataset_id;
-  meta["contract_dataset_id"] = contract.dataset_id;
-  meta["training_dataset"] = done.in_sample;
-  meta["from"] = env::FormatTimestamp(first_time);
-  meta["to"] = env::FormatTimestamp(last_time);
-  meta["bars"] = done.bars;
-  meta["steps"] = result.steps;
-  meta["interval_seconds"] = market->interval_seconds;
-  meta["domains"] = DomainsJson(domains, dataset.timestamps);
-  meta["initial_capital"] = env_options.initial_capital;
-  meta["buy_fee"] = env_options.buy_fee;
-  meta["sell_fee"] = env_options.sell_fee;
-  meta["slippage_bps"] = env_options.slippage_bps;
-  meta["max_volume_share"] = env_options.max_volume_share;
-  meta["random_seeds"] = req.random_seeds;
-  if (!done.warning.empty()) meta["warning"] = done.warning;
-  if (!done.notes.empty()) meta["notes"] = done.notes;
+  done.num_assets = market->num_assets;
+  done.domains = domains.size();
+  done.interval_seconds = market->interval_seconds;
+  done.refits = policies.size();
+  done.buy_fee = env_options.buy_fee;
+  done.sell_fee = env_options.sell_fee;
+  done.slippage_bps = env_options.slippage_bps;
+  done.max_volume_share = env_options.max_volume_share;
+  Json meta =
+      BacktestMeta(req, done, dataset_id, contract.dataset_id,
+                   env_options.initial_capital, {first_time, last_time},
+                   result.steps, DomainsJson(domains, dataset.timestamps));
 
   const std::string title =
       absl::StrCat("policy vs buy & hold and cash, ", done.span);
@@ -1043,14 +1067,6 @@ absl::StatusOr<BacktestResult> RunBacktest(const BacktestRequest& req) {
       metrics.dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
   RETURN_IF_ERROR(WriteOutputs(req.out, files));
 
-  done.num_assets = market->num_assets;
-  done.domains = domains.size();
-  done.interval_seconds = market->interval_seconds;
-  done.refits = policies.size();
-  done.buy_fee = env_options.buy_fee;
-  done.sell_fee = env_options.sell_fee;
-  done.slippage_bps = env_options.slippage_bps;
-  done.max_volume_share = env_options.max_volume_share;
   done.timing.setup = setup_seconds;
   done.timing.policy = play_seconds;
   done.timing.forward = forward_seconds;
