@@ -30,6 +30,20 @@ bool IsHelpWord(const std::string& word) {
          word == "--helpfull";
 }
 
+std::optional<int> GroupVerb(int argc, char** argv, int first,
+                             const char* usage, std::string* verb) {
+  if (first >= argc) {
+    std::fputs(usage, stderr);
+    return 2;
+  }
+  *verb = argv[first];
+  if (IsHelpWord(*verb)) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  return std::nullopt;
+}
+
 int Fail(const absl::Status& status, const std::string& command) {
   std::fprintf(stderr, "ristretto%s%s: %s\n", command.empty() ? "" : " ",
                command.c_str(), std::string(status.message()).c_str());

@@ -77,6 +77,13 @@ std::string CommandHelp(const Command& command);
 // "--help", "-h", "--helpfull".
 bool IsHelpWord(const std::string& word);
 
+// The verb of a command group (`ristretto study VERB ...`) at argv[first].
+// Without one, prints the group's `usage` on stderr and returns exit status
+// 2; for a help word, prints it on stdout and returns 0; otherwise sets
+// `*verb` and returns std::nullopt (go on).
+std::optional<int> GroupVerb(int argc, char** argv, int first,
+                             const char* usage, std::string* verb);
+
 // The end of a command that failed with `status` (not OK): prints
 // "ristretto COMMAND: MESSAGE" ("ristretto: MESSAGE" when `command` is
 // empty) on stderr and returns the exit status, 2 for bad usage or input

@@ -90,14 +90,10 @@ int DatasetWithRegistration(const std::string& verb,
 }  // namespace
 
 int RunDatasetCommand(int argc, char** argv, int first) {
-  if (first >= argc) {
-    std::fputs(kDatasetUsage, stderr);
-    return 2;
-  }
-  const std::string verb = argv[first];
-  if (IsHelpWord(verb)) {
-    std::fputs(kDatasetUsage, stdout);
-    return 0;
+  std::string verb;
+  if (const std::optional<int> exit_code =
+          GroupVerb(argc, argv, first, kDatasetUsage, &verb)) {
+    return *exit_code;
   }
   std::optional<Command> command = DatasetFileCommand(verb);
   if (verb == "ls") {

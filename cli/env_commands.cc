@@ -250,14 +250,10 @@ absl::Status EnvDemo() {
 }  // namespace
 
 int RunEnvCommand(int argc, char** argv, int first) {
-  if (first >= argc) {
-    std::fputs(kEnvUsage, stderr);
-    return 2;
-  }
-  const std::string verb = argv[first];
-  if (IsHelpWord(verb)) {
-    std::fputs(kEnvUsage, stdout);
-    return 0;
+  std::string verb;
+  if (const std::optional<int> exit_code =
+          GroupVerb(argc, argv, first, kEnvUsage, &verb)) {
+    return *exit_code;
   }
   std::optional<Command> command;
   if (verb == "replay") command = EnvReplayCommand();

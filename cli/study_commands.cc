@@ -224,14 +224,10 @@ absl::Status StudyReport(const ParsedCommandLine& parsed) {
 }  // namespace
 
 int RunStudyCommand(int argc, char** argv, int first) {
-  if (first >= argc) {
-    std::fputs(kStudyUsage, stderr);
-    return 2;
-  }
-  const std::string verb = argv[first];
-  if (IsHelpWord(verb)) {
-    std::fputs(kStudyUsage, stdout);
-    return 0;
+  std::string verb;
+  if (const std::optional<int> exit_code =
+          GroupVerb(argc, argv, first, kStudyUsage, &verb)) {
+    return *exit_code;
   }
   const std::optional<Command> command = StudyCommand(verb);
   if (!command.has_value()) {

@@ -3,40 +3,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cctype>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/flags/flag.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "cli/command_line.h"
-#include "cli/common_flags.h"
 #include "cli/table.h"
-#include "common/artifact_hash.h"
-#include "common/atomic_file.h"
-#include "common/secret_file.h"
-#include "common/sha256.h"
 #include "common/status_macros.h"
-#include "common/text_util.h"
 #include "coordinator/core/pruner.h"
 #include "coordinator/core/sampler.h"
 #include "coordinator/core/search_space.h"
@@ -45,9 +28,6 @@
 #include "coordinator/store/study_result.h"
 #include "env/csv_import.h"
 #include "env/dataset.h"
-#include "env/synthetic.h"
-#include "learner/run_config_codec.h"
-#include "ops/export_layout.h"
 #include "ops/study.h"
 #include "report/study_report_store.h"
 

@@ -1,9 +1,10 @@
 #include "ops/study.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
